@@ -1,0 +1,79 @@
+import type { AuditFormat } from "../config/types.js";
+import type { Tier } from "../core/tier.js";
+
+/** Contract audit actions (CONTRACT §6.1, Appendix B 8). */
+export type AuditAction =
+  | "confirm_plan"
+  | "confirm_arm"
+  | "confirm_execute"
+  | "confirm_verify"
+  | "confirm_rollback";
+
+/** What the runner hands to the log for one event. */
+export interface AuditEntry {
+  tool: string;
+  tier: Tier;
+  denied: boolean;
+  /** Already redacted and length-bounded by the caller (redactArgs). */
+  args: Record<string, unknown>;
+  /** The final text returned to the caller, before notices; only its hash and length are written. */
+  output: string;
+  exitCode: number | null;
+  requestId?: string;
+  clientId?: string;
+  action?: AuditAction;
+}
+
+/** The record as written (CONTRACT §6.1), in this field order. */
+export interface AuditRecord {
+  ts: string;
+  tool: string;
+  tier: number;
+  denied: boolean;
+  args: Record<string, unknown>;
+  output_sha256: string;
+  output_len: number;
+  exit_code: number | null;
+  request_id?: string;
+  client_id?: string;
+  action?: string;
+  seq?: number;
+  prev?: string;
+  chain?: string;
+}
+
+export interface AuditConfig {
+  path: string;
+  format: AuditFormat;
+  chain: boolean;
+  stderrEcho: boolean;
+}
+
+export interface AuditStatus {
+  path: string;
+  format: AuditFormat;
+  chain: boolean;
+  /** Start-up degradation (no durable sink) or a runtime write failure. */
+  degraded: boolean;
+  degradedReason: string;
+  /** Runtime write failures since start. */
+  writeFailures: number;
+  /** false after a failed write until a later write succeeds. */
+  lastWriteOk: boolean;
+}
+
+export interface TailQuery {
+  lines: number;
+  tool?: string;
+  tier?: number;
+  denied?: boolean;
+}
+
+export interface AuditLog {
+  /** Append one record. Never throws; returns whether it reached the sink. */
+  append(entry: AuditEntry): boolean;
+  status(): AuditStatus;
+  /** CONTRACT §2.7 audit_tail semantics; never throws. */
+  tail(query: TailQuery): string;
+  close(): void;
+}

@@ -1,0 +1,47 @@
+/** One request for a local one-shot process (CONTRACT §2.3). */
+export interface ProcessRequest {
+  /** Run through `/bin/sh -c <command>` ... */
+  command?: string;
+  /** ... or exec this argv directly (use_shell=false, shell_script interpreters). Exactly one of the two. */
+  argv?: readonly string[];
+  /** "" or undefined = inherit the server's cwd. */
+  cwd?: string;
+  /** The complete environment of the child (see buildEnv). */
+  env: Readonly<Record<string, string>>;
+  /** Written to stdin concurrently with draining; undefined or "" = stdin is /dev/null. */
+  stdin?: string;
+  timeoutMs: number;
+  /** Bytes kept in memory across stdout+stderr together; the rest is drained and counted. */
+  maxBufferBytes: number;
+  /** true: one interleaved stream; false: stdout text then stderr text. */
+  mergeStderr: boolean;
+  /** Grace between SIGTERM and SIGKILL of the process group on timeout (default 2000). */
+  killGraceMs?: number;
+}
+
+/** One outcome shape for a process; a non-zero exit is data, not an exception. */
+export interface ProcessOutcome {
+  /** Exit status, or the negative signal number for a signal death; null when timed out before any status. */
+  exitCode: number | null;
+  timedOut: boolean;
+  /** Kept output decoded as UTF-8 with replacement characters. */
+  output: string;
+  /** Bytes the child wrote to stdout+stderr in all. */
+  totalBytes: number;
+  /** Bytes drained but not kept because the buffer budget was spent. */
+  droppedBytes: number;
+  durationMs: number;
+}
+
+export interface ProcessRunner {
+  /**
+   * Run one process to completion. Resolves with the outcome; rejects with a
+   * RelayError only when the process could not be started (bad cwd, missing
+   * binary), with a message naming what was missing.
+   */
+  run(request: ProcessRequest, signal?: AbortSignal): Promise<ProcessOutcome>;
+  /** Live child processes. */
+  active(): number;
+  /** Kill every live process group (server shutdown). */
+  killAll(): void;
+}

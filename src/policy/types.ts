@@ -1,0 +1,78 @@
+import type { Tier } from "../core/tier.js";
+
+/**
+ * Why a call got its tier: one constant per rule family. The runner carries it
+ * into notices and structuredContent; docs/policy.md lists every value.
+ */
+export type Basis =
+  // fixed by the tool, text ignored or floored
+  | "read_only_tool" // Tier 0 by tool name
+  | "mutating_tool" // floor 2: the tool changes state by design (transfer, forward)
+  | "default" // Tier 1: nothing matched
+  // Tier 3 families
+  | "storage_destruction" // mkfs, wipefs, dd/redirect onto block devices, zpool destroy, lvremove, shred ...
+  | "file_destruction" // rm -r/-f, find -delete, rsync --delete, truncating system files ...
+  | "data_store_destruction" // DROP/TRUNCATE, FLUSHALL, dropDatabase
+  | "history_destruction" // git push --force, reset --hard, clean -f, branch -D
+  | "infrastructure_destruction" // terraform/pulumi destroy, kubectl delete namespace, docker volume rm/system prune
+  | "power_kernel" // shutdown/reboot/halt/poweroff, sysrq, sysctl -w, init 0/6
+  | "process_kill" // kill -9 1, killall, pkill broad
+  | "account_access" // userdel, passwd, gpasswd, sudoers, authorized_keys, PAM
+  | "network_lockout" // iptables -F / -P DROP, nft flush, ip link down
+  | "fork_bomb"
+  | "windows_destructive" // PowerShell / cmd Tier-3 rules (SSH targets)
+  // opaque execution: what cannot be seen before it runs
+  | "dynamic_command" // command name built at run time ($x, $(...))
+  | "piped_to_shell" // data piped / fed into a shell or interpreter
+  | "remote_code" // downloaded content executed (curl | sh, bash <(curl ...))
+  | "decoded_code" // decoded data executed (base64 -d | sh)
+  | "inline_interpreter" // python -c, perl -e, node -e, ruby -e ...
+  // Tier 2 families
+  | "privilege_escalation" // sudo, doas, pkexec, runas, su
+  | "service_change"
+  | "package_change"
+  | "container_change"
+  | "config_change" // edits/redirects under /etc, sed -i, tee /etc
+  | "permission_change" // chmod, chown, chgrp, setfacl
+  | "filesystem_change" // ln -s, mv/cp of system paths, mount/umount
+  | "schedule_change" // crontab, at, systemd timers
+  | "account_change" // useradd, usermod, groupadd
+  | "vcs_change" // git push/commit/merge/rebase
+  | "firewall_change" // ufw allow/deny, ssh-copy-id
+  | "host_change" // hostnamectl, timedatectl, sysctl read-write
+  | "windows_stateful" // PowerShell / cmd Tier-2 rules (SSH targets)
+  // parser fell back to the pattern tables
+  | "pattern_fallback";
+
+export interface Classification {
+  tier: Tier;
+  basis: Basis;
+  /** The part of the command that set the tier (for example `rm -rf /x`), at most 120 characters; "" when none. */
+  part: string;
+}
+
+export interface ClassifyOptions {
+  /** Also apply the Windows/PowerShell rules of CONTRACT §5.6 (SSH targets). */
+  windows?: boolean;
+}
+
+export interface Classifier {
+  /** Classify shell text. Never throws; linear in the input size. */
+  classify(text: string, options?: ClassifyOptions): Classification;
+}
+
+export type PolicyMode = "open" | "guarded" | "readonly";
+
+/** How a tool's tier is decided (CONTRACT §2.1 Tier column). */
+export type TierSpec =
+  | { kind: "fixed"; tier: 0 | 1 } // fixed tier; text ignored for the tier, still fed to the deny list
+  | { kind: "heuristic"; floor: 1 | 2; windows: boolean };
+
+export interface PolicyDecision {
+  allowed: boolean;
+  tier: Tier;
+  basis: Basis;
+  part: string;
+  /** CONTRACT §1.2 reasons: `permitted`, `matched RELAY_SHELL_POLICY_DENY`, ... */
+  reason: string;
+}
