@@ -1,5 +1,5 @@
 import type { AuditFormat } from "../config/types.js";
-import type { Tier } from "../core/tier.js";
+import type { Tier } from "../core/index.js";
 
 /** Contract audit actions (CONTRACT §6.1, Appendix B 8). */
 export type AuditAction =

@@ -1,8 +1,7 @@
-import type { PolicyMode } from "../policy/types.js";
-
 export type Transport = "stdio" | "http";
 export type KnownHostsMode = "strict" | "accept-new" | "ignore";
 export type AuditFormat = "jsonl" | "cef" | "leef";
+export type PolicyMode = "open" | "guarded" | "readonly";
 
 /**
  * The one typed, frozen settings object parsed from `RELAY_SHELL_*`

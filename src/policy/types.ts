@@ -1,4 +1,4 @@
-import type { Tier } from "../core/tier.js";
+import type { Tier } from "../core/index.js";
 
 /**
  * Why a call got its tier: one constant per rule family. The runner carries it
@@ -41,6 +41,9 @@ export type Basis =
   | "firewall_change" // ufw allow/deny, ssh-copy-id
   | "host_change" // hostnamectl, timedatectl, sysctl read-write
   | "windows_stateful" // PowerShell / cmd Tier-2 rules (SSH targets)
+  | "infrastructure_change" // terraform/tofu apply, pulumi up, cloud CLI create/update
+  // nesting too deep to inspect (wrappers, re-parsed strings): treated as unseen
+  | "nesting_limit"
   // parser fell back to the pattern tables
   | "pattern_fallback";
 
@@ -61,7 +64,7 @@ export interface Classifier {
   classify(text: string, options?: ClassifyOptions): Classification;
 }
 
-export type PolicyMode = "open" | "guarded" | "readonly";
+export type { PolicyMode } from "../config/types.js";
 
 /** How a tool's tier is decided (CONTRACT §2.1 Tier column). */
 export type TierSpec =

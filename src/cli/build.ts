@@ -1,0 +1,111 @@
+import { accessSync, constants, readFileSync } from "node:fs";
+import { userInfo } from "node:os";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { type AuditLog, createAuditLog } from "../audit/index.js";
+import type { Settings } from "../config/index.js";
+import { type Clock, systemClock } from "../core/index.js";
+import type { Logger } from "../core/index.js";
+import { createProcessRunner, type ProcessRunner } from "../exec/index.js";
+import { type CallCounter, createCallCounter } from "../metrics/index.js";
+import { createClassifier } from "../policy/index.js";
+import { createRelay, type Relay } from "../runner/index.js";
+import { createMcpServer } from "../server/index.js";
+import {
+  buildInstructions,
+  buildOperatingGuide,
+  createDiagnosticsTools,
+  createShellTools,
+  type RuntimeInfo,
+} from "../tools/index.js";
+
+export interface BuiltServer {
+  server: Server;
+  relay: Relay;
+  audit: AuditLog;
+  processes: ProcessRunner;
+  metrics: CallCounter;
+  /** Tear down everything the server owns: children, the audit file. */
+  close(): void;
+}
+
+export interface BuildOptions {
+  settings: Settings;
+  /** The server's environment: the base of every child's environment. */
+  env: Readonly<Record<string, string | undefined>>;
+  logger: Logger;
+  clock?: Clock;
+}
+
+const SUDO_CANDIDATES = ["/usr/bin/sudo", "/bin/sudo", "/usr/local/bin/sudo"];
+
+export function readRuntimeInfo(): RuntimeInfo {
+  let user = "";
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry for this uid (containers): the contract reports "".
+  }
+  const sudoBinary =
+    SUDO_CANDIDATES.find((path) => {
+      try {
+        accessSync(path, constants.X_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    }) ?? "";
+  return { uid: process.getuid?.() ?? -1, euid: process.geteuid?.() ?? -1, user, sudoBinary };
+}
+
+export function packageVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version?: unknown;
+    };
+    return typeof pkg.version === "string" ? pkg.version : "0.0.0";
+  } catch {
+    return "0.0.0";
+  }
+}
+
+/** Wire the whole server from settings. Used by serve and by --check-config. */
+export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
+  const { settings, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const audit = createAuditLog(
+    {
+      path: settings.auditPath,
+      format: settings.auditFormat,
+      chain: settings.auditChain,
+      stderrEcho: settings.auditStderr,
+    },
+    { clock },
+  );
+  const processes = createProcessRunner({ clock });
+  const metrics = createCallCounter();
+  const classifier = await createClassifier();
+  const version = packageVersion();
+  const tools = [
+    ...createShellTools({ settings, processes, baseEnv: options.env }),
+    ...createDiagnosticsTools({ settings, audit, version, runtime: readRuntimeInfo() }),
+  ];
+  const relay = createRelay({ settings, classifier, audit, metrics, tools, logger });
+  const registered = new Set(tools.map((t) => t.name));
+  const server = createMcpServer({
+    relay,
+    version,
+    instructions: buildInstructions(registered),
+    operatingGuide: buildOperatingGuide(registered),
+  });
+  return {
+    server,
+    relay,
+    audit,
+    processes,
+    metrics,
+    close() {
+      processes.killAll();
+      audit.close();
+    },
+  };
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env node
+import pino from "pino";
+import {
+  ConfigError,
+  checkBindSafety,
+  configWarnings,
+  describeSettings,
+  loadSettingsReport,
+  type Settings,
+  type SettingsReport,
+  snapshotEnvironment,
+} from "../config/index.js";
+import type { Logger } from "../core/index.js";
+import { serveStdio } from "../server/index.js";
+import { buildServer, packageVersion, readRuntimeInfo } from "./build.js";
+import { runVerifyAudit } from "./verify-audit.js";
+
+const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
+
+relay-shell is an MCP server that runs shell commands for an AI client under a
+risk classifier, an operator policy and an append-only audit log. With no flag
+it serves MCP on the configured transport (stdio by default), configured by
+RELAY_SHELL_* environment variables (and an optional .env file in the working
+directory).
+
+options:
+  --check-config   load and validate the settings, build the server without
+                   serving, print the effective settings and any warnings to
+                   stderr; exit 0 if OK, 2 if not (for CI pipelines and
+                   deployment checks)
+  --verify-audit   verify the hash chain of the audit log (RELAY_SHELL_AUDIT_PATH
+                   or --audit-path); exit 0 only for an intact chain anchored at
+                   genesis, 2 otherwise
+  --audit-path PATH  the file --verify-audit checks (a rotated or shipped copy)
+  --segment        accept a chain that does not start at genesis (a rotation
+                   segment)
+  --json           machine-readable output for --verify-audit
+  --version        print the version and exit
+  --help           show this help and exit
+`;
+
+interface CliOptions {
+  help: boolean;
+  version: boolean;
+  checkConfig: boolean;
+  verifyAudit: boolean;
+  auditPath: string | null;
+  segment: boolean;
+  json: boolean;
+}
+
+function parseArgs(argv: readonly string[]): CliOptions | string {
+  const options: CliOptions = {
+    help: false,
+    version: false,
+    checkConfig: false,
+    verifyAudit: false,
+    auditPath: null,
+    segment: false,
+    json: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    switch (arg) {
+      case "--help":
+      case "-h":
+        options.help = true;
+        break;
+      case "--version":
+        options.version = true;
+        break;
+      case "--check-config":
+        options.checkConfig = true;
+        break;
+      case "--verify-audit":
+        options.verifyAudit = true;
+        break;
+      case "--segment":
+        options.segment = true;
+        break;
+      case "--json":
+        options.json = true;
+        break;
+      case "--audit-path": {
+        const value = argv[i + 1];
+        if (value === undefined || value === "") return "--audit-path needs a file path";
+        options.auditPath = value;
+        i++;
+        break;
+      }
+      default:
+        if (arg?.startsWith("--audit-path=")) {
+          options.auditPath = arg.slice("--audit-path=".length);
+          if (options.auditPath === "") return "--audit-path needs a file path";
+          break;
+        }
+        return `unknown argument: ${arg}`;
+    }
+  }
+  return options;
+}
+
+function fail(message: string, code = 2): never {
+  process.stderr.write(`relay_shell: ${message}\n`);
+  process.exit(code);
+}
+
+/** Settings the running build does not implement yet: refuse rather than run without them. */
+function unsupported(settings: Settings): string[] {
+  const problems: string[] = [];
+  if (settings.transport === "http") problems.push("RELAY_SHELL_TRANSPORT=http is not available in this build");
+  if (settings.authEnabled) problems.push("RELAY_SHELL_AUTH_ENABLED=true is not available in this build");
+  if (settings.confirmTier3) {
+    problems.push("RELAY_SHELL_CONFIRM_TIER3=true: the confirmation broker is not available in this build");
+  }
+  return problems;
+}
+
+function loadOrExit(env: Readonly<Record<string, string | undefined>>): SettingsReport {
+  try {
+    return loadSettingsReport(env, { cwd: process.cwd() });
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`invalid configuration: ${err.message}`);
+    fail(`invalid configuration: ${String(err)}`);
+  }
+}
+
+async function main(): Promise<void> {
+  const parsed = parseArgs(process.argv.slice(2));
+  if (typeof parsed === "string") {
+    process.stderr.write(`relay_shell: ${parsed}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  if (parsed.version) {
+    process.stdout.write(`relay-shell ${packageVersion()}\n`);
+    return;
+  }
+
+  const env = snapshotEnvironment();
+  if (parsed.verifyAudit) {
+    const path = parsed.auditPath ?? loadOrExit(env).settings.auditPath;
+    const result = runVerifyAudit({ path, segment: parsed.segment, json: parsed.json });
+    process.stdout.write(result.stdout);
+    process.stderr.write(result.stderr);
+    process.exit(result.exitCode);
+  }
+
+  const report = loadOrExit(env);
+  const settings = report.settings;
+  const refusals = [...unsupported(settings)];
+  const bind = checkBindSafety(settings);
+  if (bind) refusals.push(bind);
+  if (refusals.length > 0) fail(`invalid configuration: ${refusals.join("; ")}`);
+  const warnings = configWarnings(settings, { euid: readRuntimeInfo().euid });
+
+  if (parsed.checkConfig) {
+    let built: Awaited<ReturnType<typeof buildServer>>;
+    try {
+      built = await buildServer({ settings, env, logger: silentPino() });
+    } catch (err) {
+      fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    const status = built.audit.status();
+    built.close();
+    for (const [name, value] of Object.entries(describeSettings(settings))) {
+      process.stderr.write(`relay_shell: setting ${name}=${value === null ? "" : String(value)}\n`);
+    }
+    if (status.degraded) {
+      fail(
+        `audit sink degraded (${status.degradedReason}); refuse this configuration for production deployment.`,
+      );
+    }
+    process.stderr.write(
+      `relay_shell: config OK (transport=${settings.transport}, policy=${settings.policyMode}, audit=${settings.auditPath})\n`,
+    );
+    for (const warning of warnings) process.stderr.write(`relay_shell: warning: ${warning}\n`);
+    for (const name of report.unknown) process.stderr.write(`relay_shell: unknown setting ignored: ${name}\n`);
+    return;
+  }
+
+  const logger: Logger = pino({ base: { svc: "relay-shell" } }, pino.destination(2));
+  let built: Awaited<ReturnType<typeof buildServer>>;
+  try {
+    built = await buildServer({ settings, env, logger });
+  } catch (err) {
+    fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  for (const warning of warnings) logger.warn({ warning }, "configuration warning");
+  for (const name of report.unknown) logger.warn({ setting: name }, "unknown setting ignored");
+  const status = built.audit.status();
+  if (status.degraded) logger.warn({ reason: status.degradedReason }, "audit sink degraded");
+
+  let stopping = false;
+  const stop = (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    built.close();
+    const exit = () => process.exit(code);
+    built.server.close().then(exit, exit);
+  };
+  process.on("SIGINT", () => stop(0));
+  process.on("SIGTERM", () => stop(0));
+  logger.info({ transport: settings.transport, policy: settings.policyMode, audit: status.path }, "serving");
+  try {
+    await serveStdio(built.server);
+    stop(0);
+  } catch (err) {
+    logger.error({ err: String(err) }, "transport failed");
+    stop(1);
+  }
+}
+
+function silentPino(): Logger {
+  return pino({ enabled: false });
+}
+
+main().catch((err: unknown) => {
+  fail(`fatal: ${err instanceof Error ? err.message : String(err)}`, 1);
+});

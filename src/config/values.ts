@@ -1,0 +1,196 @@
+import { isAbsolute, join, resolve } from "node:path";
+import { z } from "zod";
+import { compilePolicyRegex } from "./regex.js";
+
+/** Where relative and `~` paths point, and where the embedded defaults live (Appendix B 16). */
+export interface PathContext {
+  cwd: string;
+  home: string;
+  /** `$XDG_STATE_HOME/relay-shell` or `~/.local/state/relay-shell`. */
+  stateDir: string;
+}
+
+/** A setting's raw text as found in the environment; undefined when unset. */
+export type RawValue = string | undefined;
+
+export type SettingSchema<T> = z.ZodType<T, RawValue>;
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; expected: string; detail?: string };
+
+const MAX_SHOWN = 200;
+
+/** The offending value as a one-line quoted string, shortened so a huge value cannot flood the log. */
+export function quoteValue(raw: string): string {
+  const shown = raw.length > MAX_SHOWN ? `${raw.slice(0, MAX_SHOWN)}... (${raw.length} characters)` : raw;
+  return JSON.stringify(shown);
+}
+
+/** One problem line: `RELAY_SHELL_X: expected integer 1..3600, got "5m"`. */
+export function problemLine(env: string, expected: string, raw: string, detail?: string): string {
+  const tail = detail === undefined ? "" : `: ${detail}`;
+  return `${env}: expected ${expected}, got ${quoteValue(raw)}${tail}`;
+}
+
+function setting<T>(env: string, fallback: () => T, parse: (raw: string) => Parsed<T>): SettingSchema<T> {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx): T => {
+      if (raw === undefined) return fallback();
+      const parsed = parse(raw);
+      if (parsed.ok) return parsed.value;
+      ctx.addIssue({ code: "custom", message: problemLine(env, parsed.expected, raw, parsed.detail) });
+      return z.NEVER;
+    });
+}
+
+// Decimal only: a unit suffix, an exponent or a hex prefix is refused, not guessed at.
+const DECIMAL = /^[+-]?[0-9]+$/;
+
+export function integerSetting(
+  env: string,
+  fallback: number,
+  min: number,
+  max: number,
+): SettingSchema<number> {
+  const expected = `integer ${min}..${max}`;
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const text = raw.trim();
+      if (!DECIMAL.test(text)) return { ok: false, expected };
+      const value = Number(text);
+      if (!Number.isSafeInteger(value) || value < min || value > max) return { ok: false, expected };
+      return { ok: true, value: value === 0 ? 0 : value }; // "-0" becomes 0
+    },
+  );
+}
+
+const TRUE_WORDS = new Set(["true", "1", "yes", "on"]);
+const FALSE_WORDS = new Set(["false", "0", "no", "off"]);
+
+export function booleanSetting(env: string, fallback: boolean): SettingSchema<boolean> {
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const word = raw.trim().toLowerCase();
+      if (TRUE_WORDS.has(word)) return { ok: true, value: true };
+      if (FALSE_WORDS.has(word)) return { ok: true, value: false };
+      return { ok: false, expected: "boolean (true/false, 1/0, yes/no, on/off)" };
+    },
+  );
+}
+
+export function enumSetting<const T extends string>(
+  env: string,
+  values: readonly T[],
+  fallback: T,
+): SettingSchema<T> {
+  const expected = `one of ${values.join(", ")}`;
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const word = raw.trim().toLowerCase();
+      const found = values.find((v) => v === word);
+      return found === undefined ? { ok: false, expected } : { ok: true, value: found };
+    },
+  );
+}
+
+/**
+ * Expand `~` and resolve against the working directory. `~user` is refused
+ * rather than looked up: the loader does no account lookups.
+ */
+export function expandPath(value: string, ctx: PathContext): Parsed<string> {
+  if (value === "~") return { ok: true, value: ctx.home };
+  if (value.startsWith("~/")) return { ok: true, value: join(ctx.home, value.slice(2)) };
+  if (value.startsWith("~")) {
+    return {
+      ok: false,
+      expected: "a file path",
+      detail: "the ~user form is not supported, write the path out",
+    };
+  }
+  if (value.includes("\0")) return { ok: false, expected: "a file path", detail: "NUL byte in path" };
+  return { ok: true, value: isAbsolute(value) ? resolve(value) : resolve(ctx.cwd, value) };
+}
+
+/**
+ * A path setting. Surrounding blanks are dropped and an empty value means
+ * "unset" (the default applies; for optional paths the default is "").
+ */
+export function pathSetting(env: string, ctx: PathContext, fallback: () => string): SettingSchema<string> {
+  const fallbackPath = () => {
+    const value = fallback();
+    if (value === "") return "";
+    const expanded = expandPath(value, ctx);
+    return expanded.ok ? expanded.value : value;
+  };
+  return setting(env, fallbackPath, (raw) => {
+    const text = raw.trim();
+    return text === "" ? { ok: true, value: fallbackPath() } : expandPath(text, ctx);
+  });
+}
+
+const HOST = /^(?:\[[0-9A-Za-z:.%_-]+\]|[0-9A-Za-z:.%_-]+)$/;
+
+export function hostSetting(env: string, fallback: string): SettingSchema<string> {
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const text = raw.trim();
+      if (!HOST.test(text)) return { ok: false, expected: "a host name or IP address to bind" };
+      return { ok: true, value: text };
+    },
+  );
+}
+
+const URL_PATH = /^\/[^\s?#]*$/;
+
+export function urlPathSetting(env: string, fallback: string): SettingSchema<string> {
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const text = raw.trim();
+      if (!URL_PATH.test(text)) {
+        return { ok: false, expected: 'a URL path starting with "/" (no blanks, "?" or "#")' };
+      }
+      return { ok: true, value: text };
+    },
+  );
+}
+
+export function urlSetting(env: string, fallback: string): SettingSchema<string> {
+  const expected = "an http:// or https:// URL without query or fragment";
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const text = raw.trim();
+      if (!URL.canParse(text)) return { ok: false, expected };
+      const url = new URL(text);
+      const ok =
+        (url.protocol === "https:" || url.protocol === "http:") && url.search === "" && url.hash === "";
+      return ok ? { ok: true, value: text } : { ok: false, expected };
+    },
+  );
+}
+
+/** `""` means no list; anything else must compile (CONTRACT §4.4, Appendix B 9). */
+export function regexSetting(env: string): SettingSchema<RegExp | null> {
+  return setting<RegExp | null>(
+    env,
+    () => null,
+    (raw) => {
+      if (raw === "") return { ok: true, value: null };
+      const compiled = compilePolicyRegex(raw);
+      if (compiled.ok) return { ok: true, value: compiled.regex };
+      return { ok: false, expected: 'a JavaScript regular expression (flags "iu")', detail: compiled.error };
+    },
+  );
+}

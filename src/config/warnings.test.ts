@@ -1,0 +1,124 @@
+import { describe, expect, it } from "vitest";
+import { loadSettings } from "./load.js";
+import type { Settings } from "./types.js";
+import { checkBindSafety, configWarnings, isLoopbackHost } from "./warnings.js";
+
+const defaults = loadSettings({}, { cwd: "/nonexistent-relay-cwd", homeDir: "/home/op", xdgStateHome: "" });
+const settings = (over: Partial<Settings> = {}): Settings => ({ ...defaults, ...over });
+const user = { euid: 1000 };
+
+const OPEN = "policy is open with no deny list and no Tier-3 confirmation: nothing is refused";
+const CHAIN = "audit hash chain is off: edits to the audit log are not detectable";
+
+describe("configWarnings", () => {
+  it("warns about the default posture", () => {
+    expect(configWarnings(defaults, user)).toEqual([
+      OPEN,
+      "ssh_known_hosts=accept-new: SSH host keys are not strictly verified",
+      CHAIN,
+    ]);
+  });
+
+  it("is empty for a locked-down configuration", () => {
+    const strict = settings({ policyMode: "guarded", sshKnownHosts: "strict", auditChain: true });
+    expect(configWarnings(strict, user)).toEqual([]);
+  });
+
+  it("warns when running as root", () => {
+    expect(configWarnings(settings(), { euid: 0 })[0]).toBe(
+      "running as root: every command runs with full host privileges",
+    );
+  });
+
+  it("drops the open-policy warning when a deny list or the broker exists", () => {
+    expect(configWarnings(settings({ policyDeny: /x/iu }), user)).not.toContain(OPEN);
+    expect(configWarnings(settings({ confirmTier3: true }), user)).not.toContain(OPEN);
+    expect(configWarnings(settings({ policyMode: "readonly" }), user)).not.toContain(OPEN);
+  });
+
+  it("names the weak host-key mode", () => {
+    expect(configWarnings(settings({ sshKnownHosts: "ignore" }), user)).toContain(
+      "ssh_known_hosts=ignore: SSH host keys are not strictly verified",
+    );
+  });
+
+  it("covers the permissive opt-ins", () => {
+    const all = settings({
+      sshKnownHosts: "strict",
+      auditChain: true,
+      confirmTier3: true,
+      sshAllowWeakerKnownHosts: true,
+      transport: "http",
+      httpHost: "0.0.0.0",
+      allowUnauthNetwork: true,
+      seccompNotify: true,
+      forwardBindAny: true,
+    });
+    expect(configWarnings(all, user)).toEqual([
+      "per-call known_hosts may weaken host-key checking below the server default",
+      "HTTP transport without OAuth: anyone who can reach the listener can run commands",
+      "seccomp syscall audit channel is not implemented; RELAY_SHELL_SECCOMP_NOTIFY has no effect",
+      "forwards may listen on every interface (RELAY_SHELL_FORWARD_BIND_ANY=true)",
+      "unauthenticated HTTP listener on a non-loopback address (RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true)",
+    ]);
+  });
+
+  it("does not warn about the network bind on loopback or with OAuth", () => {
+    const loopback = configWarnings(settings({ transport: "http", allowUnauthNetwork: true }), user);
+    expect(loopback.some((w) => w.startsWith("unauthenticated HTTP listener"))).toBe(false);
+    const oauth = configWarnings(
+      settings({ transport: "http", httpHost: "0.0.0.0", authEnabled: true, allowUnauthNetwork: true }),
+      user,
+    );
+    expect(oauth.some((w) => w.includes("OAuth") || w.startsWith("unauthenticated"))).toBe(false);
+  });
+});
+
+describe("isLoopbackHost", () => {
+  it.each([
+    ["127.0.0.1", true],
+    ["127.255.255.254", true],
+    ["127.0.0.0", true],
+    ["::1", true],
+    ["[::1]", true],
+    ["0:0:0:0:0:0:0:1", true],
+    ["::ffff:127.0.0.1", true],
+    ["localhost", true],
+    ["LOCALHOST", true],
+    ["0.0.0.0", false],
+    ["::", false],
+    ["[::]", false],
+    ["128.0.0.1", false],
+    ["126.255.255.255", false],
+    ["10.0.0.1", false],
+    ["localhost.", false],
+    ["localhost.example.com", false],
+    ["127.1", false],
+    ["2130706433", false],
+    ["", false],
+    ["example.com", false],
+  ])("%s → %s", (host, loopback) => {
+    expect(isLoopbackHost(host)).toBe(loopback);
+  });
+});
+
+describe("checkBindSafety", () => {
+  it("refuses an unauthenticated non-loopback HTTP bind, naming both settings", () => {
+    const message = checkBindSafety(settings({ transport: "http", httpHost: "0.0.0.0" }));
+    expect(message).toContain("0.0.0.0:8080");
+    expect(message).toContain("RELAY_SHELL_ALLOW_UNAUTH_NETWORK");
+    expect(message).toContain("RELAY_SHELL_AUTH_ENABLED");
+    expect(checkBindSafety(settings({ transport: "http", httpHost: "::", httpPort: 9000 }))).toContain(
+      "[::]:9000",
+    );
+  });
+
+  it.each<[string, Partial<Settings>]>([
+    ["stdio", { httpHost: "0.0.0.0" }],
+    ["loopback", { transport: "http" }],
+    ["OAuth on", { transport: "http", httpHost: "0.0.0.0", authEnabled: true }],
+    ["explicitly allowed", { transport: "http", httpHost: "0.0.0.0", allowUnauthNetwork: true }],
+  ])("accepts %s", (_, over) => {
+    expect(checkBindSafety(settings(over))).toBeNull();
+  });
+});

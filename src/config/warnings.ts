@@ -1,0 +1,85 @@
+import { BlockList, isIPv4, isIPv6 } from "node:net";
+import type { Settings } from "./types.js";
+
+export interface RuntimeInfo {
+  /** Effective user id of the server process (0 = root). */
+  euid: number;
+}
+
+/**
+ * Operator-facing warnings about the live settings (CONTRACT §8.7). A pure
+ * function of its inputs, recomputed on every call so that `server_info`
+ * never reports a stale posture. An empty list does not mean "secure".
+ */
+export function configWarnings(settings: Settings, runtime: RuntimeInfo): string[] {
+  const warnings: string[] = [];
+  if (runtime.euid === 0) warnings.push("running as root: every command runs with full host privileges");
+  if (settings.policyMode === "open" && settings.policyDeny === null && !settings.confirmTier3) {
+    warnings.push("policy is open with no deny list and no Tier-3 confirmation: nothing is refused");
+  }
+  if (settings.sshKnownHosts === "accept-new" || settings.sshKnownHosts === "ignore") {
+    warnings.push(`ssh_known_hosts=${settings.sshKnownHosts}: SSH host keys are not strictly verified`);
+  }
+  if (settings.sshAllowWeakerKnownHosts) {
+    warnings.push("per-call known_hosts may weaken host-key checking below the server default");
+  }
+  if (settings.transport === "http" && !settings.authEnabled) {
+    warnings.push("HTTP transport without OAuth: anyone who can reach the listener can run commands");
+  }
+  if (!settings.auditChain)
+    warnings.push("audit hash chain is off: edits to the audit log are not detectable");
+  if (settings.seccompNotify) {
+    warnings.push(
+      "seccomp syscall audit channel is not implemented; RELAY_SHELL_SECCOMP_NOTIFY has no effect",
+    );
+  }
+  if (settings.forwardBindAny) {
+    warnings.push("forwards may listen on every interface (RELAY_SHELL_FORWARD_BIND_ANY=true)");
+  }
+  if (unauthenticatedNetworkBind(settings) && settings.allowUnauthNetwork) {
+    warnings.push(
+      "unauthenticated HTTP listener on a non-loopback address (RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true)",
+    );
+  }
+  return warnings;
+}
+
+/**
+ * Loopback per Appendix B 4: 127.0.0.0/8, ::1 (any spelling, with or without
+ * brackets, IPv4-mapped loopback included) and the name `localhost`.
+ * Anything else, including 0.0.0.0, :: and other names, is not.
+ */
+export function isLoopbackHost(host: string): boolean {
+  let text = host.trim();
+  if (text.toLowerCase() === "localhost") return true;
+  if (text.startsWith("[") && text.endsWith("]")) text = text.slice(1, -1);
+  const zone = text.indexOf("%");
+  if (zone !== -1) text = text.slice(0, zone);
+  const loopback = new BlockList();
+  loopback.addSubnet("127.0.0.0", 8, "ipv4");
+  loopback.addAddress("::1", "ipv6");
+  if (isIPv4(text)) return loopback.check(text, "ipv4");
+  if (isIPv6(text)) return loopback.check(text, "ipv6");
+  return false;
+}
+
+function unauthenticatedNetworkBind(settings: Settings): boolean {
+  return settings.transport === "http" && !settings.authEnabled && !isLoopbackHost(settings.httpHost);
+}
+
+/**
+ * The start-up refusal of an unauthenticated HTTP listener on a non-loopback
+ * address (CONTRACT §9.1), or null when the bind is acceptable.
+ */
+export function checkBindSafety(settings: Settings): string | null {
+  if (!unauthenticatedNetworkBind(settings) || settings.allowUnauthNetwork) return null;
+  const host =
+    settings.httpHost.includes(":") && !settings.httpHost.startsWith("[")
+      ? `[${settings.httpHost}]`
+      : settings.httpHost;
+  return (
+    `refusing to serve HTTP on ${host}:${settings.httpPort} without OAuth: the address is not loopback. ` +
+    "Set RELAY_SHELL_AUTH_ENABLED=true, bind a loopback address, or set " +
+    "RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true to accept that anyone who can reach it can run commands"
+  );
+}

@@ -1,0 +1,4 @@
+export { buildEnv, DEFAULT_PATH } from "./env.js";
+export { createProcessRunner, DEFAULT_KILL_GRACE_MS, type ProcessRunnerDeps } from "./process-runner.js";
+export { quoteShellWord, splitShellWords } from "./shell-words.js";
+export type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";

@@ -1,0 +1,94 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { type Clock, systemClock } from "../core/clock.js";
+import { RelayError } from "../core/errors.js";
+import { createOutputSink } from "./output-sink.js";
+import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
+import { superviseChild } from "./supervise.js";
+import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
+
+export const DEFAULT_KILL_GRACE_MS = 2000;
+
+export interface ProcessRunnerDeps {
+  clock?: Clock;
+}
+
+/**
+ * The one place that starts local one-shot processes.
+ *
+ * Each child is a session and process-group leader (detached), so timeouts,
+ * aborts and killAll() reach its grandchildren too. Children stay referenced
+ * on the event loop: the caller is awaiting the outcome, and at shutdown
+ * killAll() ends them rather than leaving them behind.
+ */
+export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner {
+  const clock = deps.clock ?? systemClock;
+  const live = new Set<() => void>();
+
+  const track = (kill: () => void): (() => void) => {
+    live.add(kill);
+    return () => live.delete(kill);
+  };
+
+  async function run(request: ProcessRequest, signal?: AbortSignal): Promise<ProcessOutcome> {
+    const started = clock.monotonic();
+    const serverCwd = process.cwd();
+    const plan = await planSpawn(request, serverCwd);
+    const sink = createOutputSink(request.maxBufferBytes, request.mergeStderr);
+    if (signal?.aborted) {
+      return { exitCode: null, timedOut: false, ...sink.drained(), durationMs: clock.monotonic() - started };
+    }
+    const child = await startChild(plan, request, serverCwd);
+    const result = await superviseChild(child, child.pid as number, {
+      timeoutMs: request.timeoutMs,
+      killGraceMs: request.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+      signal,
+      sink,
+      stdin: plan.stdin,
+      track,
+    });
+    return { ...result, ...sink.drained(), durationMs: clock.monotonic() - started };
+  }
+
+  return {
+    run,
+    active: () => live.size,
+    killAll: () => {
+      for (const kill of [...live]) kill();
+    },
+  };
+}
+
+/** Spawn the planned child, or reject with a typed error; an 'error' event never goes unheard. */
+async function startChild(
+  plan: SpawnPlan,
+  request: ProcessRequest,
+  serverCwd: string,
+): Promise<ChildProcess> {
+  let child: ChildProcess;
+  try {
+    child = spawn(plan.file, plan.args, {
+      argv0: plan.argv0,
+      ...(plan.cwd === undefined ? {} : { cwd: plan.cwd }),
+      env: request.env,
+      stdio: [plan.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
+      detached: true,
+    });
+  } catch (err) {
+    // Node validates arguments synchronously (for instance an env value it cannot pass on).
+    throw err instanceof RelayError ? err : toSpawnError(err, plan.programName);
+  }
+  if (child.pid !== undefined) {
+    child.on("error", () => {
+      // Only spawn failures are reported here in practice; signals go through process.kill
+      // on the group, so there is nothing left for this event to tell a running child.
+    });
+    return child;
+  }
+  const failure = await new Promise<unknown>((resolve) => child.once("error", resolve));
+  for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
+  if ((failure as NodeJS.ErrnoException).code === "ENOENT" && plan.cwd !== undefined) {
+    // The cwd may have vanished between the check and the spawn; name it rather than the program.
+    await checkCwd(plan.cwd, serverCwd);
+  }
+  throw toSpawnError(failure, plan.programName);
+}

@@ -1,0 +1,34 @@
+/** Fixed outcome labels (CONTRACT §9.3): never user text. */
+export type CallOutcome = "ok" | "denied" | "error" | "confirm_required";
+
+export interface CallLabels {
+  tool: string;
+  tier: number;
+  mode: string;
+  outcome: CallOutcome;
+}
+
+export interface CallMetrics {
+  recordCall(labels: CallLabels): void;
+}
+
+export interface CallCounter extends CallMetrics {
+  /** Counts keyed by `tool|tier|mode|outcome`, for /metrics and tests. */
+  snapshot(): ReadonlyMap<string, number>;
+}
+
+export function callKey(labels: CallLabels): string {
+  return `${labels.tool}|${labels.tier}|${labels.mode}|${labels.outcome}`;
+}
+
+/** In-process counter of tool calls; the HTTP edge renders it as Prometheus text. */
+export function createCallCounter(): CallCounter {
+  const counts = new Map<string, number>();
+  return {
+    recordCall(labels) {
+      const key = callKey(labels);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    },
+    snapshot: () => counts,
+  };
+}

@@ -1,0 +1,8 @@
+export {
+  type CallCounter,
+  type CallLabels,
+  type CallMetrics,
+  type CallOutcome,
+  callKey,
+  createCallCounter,
+} from "./call-counter.js";

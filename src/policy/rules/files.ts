@@ -1,0 +1,155 @@
+import { isAuthPath, isBlockDevice, isCriticalPath, isEtcPath, isSystemPath, isTopLevelTree } from "../paths.js";
+import { type Args, type Hit, hit, type RuleInput, table } from "./args.js";
+
+/**
+ * File destruction (Tier 3) and the Tier-2 file-system families: config
+ * edits, permission and ownership, links, moves of system paths.
+ */
+
+/**
+ * rm: a recursive or forced removal is Tier 3 whatever the spelling: any short
+ * cluster holding r, R or f (`-vr`, `-Rf`, `-fv`; upper-case F too, since the
+ * name itself matches case-insensitively), or a GNU long option or its
+ * abbreviation (`--rec`, `--force`, `--no-preserve-root`). GNU rm takes options
+ * anywhere before `--`. A plain `rm file` stays Tier 1; removing a file the
+ * system or a login depends on is Tier 3. An argument only known at run time
+ * may carry `-rf`, so it gives Tier 2.
+ */
+function rm({ args }: RuleInput): Hit | null {
+  if (args.clusters().some((c) => /[rRfF]/.test(c))) return hit(3, "file_destruction");
+  if (args.long("recursive", 1) || args.long("force", 1) || args.long("no-preserve-root", 2)) {
+    return hit(3, "file_destruction");
+  }
+  const targets = args.operands();
+  if (targets.some((t) => isCriticalPath(t))) return hit(3, "file_destruction");
+  if (targets.some((t) => isAuthPath(t))) return hit(3, "account_access");
+  if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
+  if (args.dynamicOption()) return hit(2, "file_destruction");
+  return null;
+}
+
+function unlink({ args }: RuleInput): Hit | null {
+  const targets = args.operands();
+  if (targets.some((t) => isCriticalPath(t))) return hit(3, "file_destruction");
+  if (targets.some((t) => isAuthPath(t))) return hit(3, "account_access");
+  return null;
+}
+
+/**
+ * truncate: shrinking a file discards its tail. Tier 3 on system files,
+ * Tier 2 elsewhere (the file is still there, its content is not); growing
+ * (`-s +N`) is harmless. `TRUNCATE TABLE x` typed as shell text is SQL.
+ */
+function truncate({ args }: RuleInput): Hit | null {
+  if (args.lower(0) === "table") return hit(3, "data_store_destruction");
+  const size = args.optionValue("-s", "--size");
+  if (size === undefined && !args.short("r") && !args.long("reference")) return null;
+  if (size?.startsWith("+")) return null;
+  return args.operands().some((t) => isSystemPath(t) || isAuthPath(t))
+    ? hit(3, "file_destruction")
+    : hit(2, "file_destruction");
+}
+
+/** rsync --delete (and --del, --delete-after, ...) removes destination files that are not in the source. */
+function rsync({ args }: RuleInput): Hit | null {
+  const longs = args.longs();
+  if (longs.some((l) => l === "del" || l.startsWith("delete"))) return hit(3, "file_destruction");
+  if (longs.includes("remove-source-files")) return hit(2, "file_destruction");
+  return writesSystem(args);
+}
+
+function writesSystem(args: Args): Hit | null {
+  const targets = args.operands();
+  if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
+  if (targets.some((t) => isAuthPath(t))) return hit(2, "account_access");
+  if (targets.some((t) => isEtcPath(t))) return hit(2, "config_change");
+  if (targets.some((t) => isSystemPath(t))) return hit(2, "filesystem_change");
+  return null;
+}
+
+/** mv onto /dev/null destroys the source (and, as root, replaces the device node). */
+function mv({ args }: RuleInput): Hit | null {
+  const targets = args.operands();
+  if (targets.length >= 2 && targets[targets.length - 1] === "/dev/null") return hit(3, "file_destruction");
+  return writesSystem(args);
+}
+
+/** ln -s is Tier 2 (CONTRACT row 68): a symlink silently redirects what reads the path. */
+function ln({ args }: RuleInput): Hit | null {
+  if (args.short("s") || args.long("symbolic", 2)) return hit(2, "filesystem_change");
+  return writesSystem(args);
+}
+
+/** Recursive permission changes over a whole system tree cannot be undone (the old modes are gone). */
+function permission(recursiveLetter: string) {
+  return ({ name, args }: RuleInput): Hit | null => {
+    const recursive = args.short(recursiveLetter) || args.long("recursive", 3);
+    const targets = args.operands();
+    if (recursive && targets.some((t) => isTopLevelTree(t))) return hit(3, "permission_change");
+    if (name !== "chmod") return hit(2, "permission_change");
+    if (recursive) return hit(2, "permission_change");
+    return targets.some((t) => t.startsWith("/")) ? hit(2, "permission_change") : null;
+  };
+}
+
+/**
+ * GNU sed: `-i[SUFFIX]` or `--in-place` edits files. In a cluster the letters
+ * e, f and l take the rest as their value, so `-ne` is not in-place but `-ni` is.
+ */
+function sed({ args }: RuleInput): Hit | null {
+  let inPlace = args.long("in-place", 3);
+  for (const c of args.clusters()) {
+    for (const letter of c) {
+      if (letter === "i") inPlace = true;
+      if (letter === "i" || letter === "e" || letter === "f" || letter === "l") break;
+    }
+  }
+  if (!inPlace) return null;
+  const targets = args.operands();
+  if (targets.some((t) => isAuthPath(t))) return hit(2, "account_access");
+  return hit(2, "config_change");
+}
+
+/** tee writes every file it is given: devices, /etc and login files. */
+function tee({ args }: RuleInput): Hit | null {
+  const targets = args.operands();
+  if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
+  if (targets.some((t) => t === "/proc/sysrq-trigger")) return hit(3, "power_kernel");
+  if (targets.some((t) => isAuthPath(t))) return hit(2, "account_access");
+  if (targets.some((t) => isEtcPath(t))) return hit(2, "config_change");
+  if (targets.some((t) => t.startsWith("/proc/sys/") || t.startsWith("/sys/"))) return hit(2, "host_change");
+  return null;
+}
+
+/**
+ * mount/umount stay Tier 1 as in the conformance corpus (row 19: `mount
+ * /dev/sdb1 /mnt`), except a remount or a forced/lazy unmount, which changes
+ * what running programs see under their feet.
+ */
+function mount({ name, args }: RuleInput): Hit | null {
+  if (name === "mount") {
+    const opts = args.optionValue("-o", "--options") ?? "";
+    return /remount/.test(opts) || args.has("--move", "--rbind") ? hit(2, "filesystem_change") : null;
+  }
+  return args.short("fl") || args.long("force") || args.long("lazy") ? hit(2, "filesystem_change") : null;
+}
+
+function cp({ args }: RuleInput): Hit | null {
+  return writesSystem(args);
+}
+
+export const FILE_RULES = table([
+  ["rm", rm],
+  ["unlink", unlink],
+  ["truncate", truncate],
+  ["rsync", rsync],
+  ["mv", mv],
+  [["cp", "install"], cp],
+  ["ln", ln],
+  ["chmod", permission("R")],
+  [["chown", "chgrp"], permission("R")],
+  [["setfacl", "chattr", "chcon"], permission("R")],
+  ["sed", sed],
+  ["tee", tee],
+  [["mount", "umount"], mount],
+]);

@@ -1,0 +1,53 @@
+import type { Word } from "./words.js";
+
+/** A redirection of one simple command (or of a compound statement, then on a unit without words). */
+export interface Redirect {
+  /** `>`, `>>`, `>|`, `&>`, `&>>`, `<>`, `<`, `>&`, `<&`, `<<`, `<<-`, `<<<` */
+  op: string;
+  fd: string | null;
+  target: Word | null;
+  text: string;
+}
+
+/** Text a command reads on its standard input from a here-doc or here-string. */
+export interface StdinFeed {
+  text: string;
+  /** The text contains expansions or substitutions (an unquoted here-doc delimiter). */
+  dynamic: boolean;
+  subst: number[];
+}
+
+export interface PipeRef {
+  id: number;
+  stage: number;
+}
+
+/** One simple command (or a bare redirection) found anywhere in a script. */
+export interface Unit {
+  /** argv: the command name and its arguments, after quote removal. Empty for a bare redirection. */
+  words: Word[];
+  assigns: { name: string; value: Word }[];
+  redirects: Redirect[];
+  stdin: StdinFeed | null;
+  /** Source text of the command, for `part`. */
+  text: string;
+  /** Pipeline membership: stage 0 is the producer, later stages read what earlier ones write. */
+  pipe: PipeRef | null;
+  /** Id of the innermost command/process substitution holding this command; -1 at top level. */
+  container: number;
+  /** Name of the enclosing function definition, if any. */
+  fn: string | null;
+}
+
+export interface FunctionDef {
+  name: string;
+  text: string;
+}
+
+export interface ParsedScript {
+  units: Unit[];
+  functions: FunctionDef[];
+  /** `parents[id]` is the container in which substitution `id` appeared (-1 at top level). */
+  parents: number[];
+  hasError: boolean;
+}

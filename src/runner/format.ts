@@ -1,0 +1,78 @@
+import { describeError, RelayError } from "../core/index.js";
+import { type Tier, tierName } from "../core/index.js";
+import { clamp, type Truncated, truncateUtf8, utf8Length } from "../core/index.js";
+
+/**
+ * The result grammar of CONTRACT §1.2. This module and the relay are the only
+ * places that write these bracketed forms.
+ */
+export function deniedText(tier: Tier, reason: string): string {
+  return `[DENIED tier ${tier} (${tierName(tier)}): ${reason}]`;
+}
+
+export function errorText(err: unknown): string {
+  if (err instanceof RelayError && err.type === "") return `[ERROR: ${err.message}]`;
+  const { type, message } = describeError(err);
+  return `[ERROR: ${pythonicType(type, err)}: ${message}]`;
+}
+
+export function timeoutText(seconds: number, suffix?: string): string {
+  return suffix ? `[TIMEOUT after ${seconds}s] ${suffix}` : `[TIMEOUT after ${seconds}s]`;
+}
+
+export function exitPrefixed(body: string, exitCode: number): string {
+  return `[exit ${exitCode}]\n${body}`;
+}
+
+/** Callers grep for Python's OS error class names; keep them for the common errno values. */
+function pythonicType(type: string, err: unknown): string {
+  if (type !== "Error" && type !== "SystemError") return type;
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  switch (code) {
+    case "ENOENT":
+      return "FileNotFoundError";
+    case "EACCES":
+    case "EPERM":
+      return "PermissionError";
+    case "ENOTDIR":
+      return "NotADirectoryError";
+    case "EISDIR":
+      return "IsADirectoryError";
+    case "EEXIST":
+      return "FileExistsError";
+    case "ETIMEDOUT":
+      return "TimeoutError";
+    default:
+      return type;
+  }
+}
+
+export interface OutputLimits {
+  maxOutputHard: number;
+}
+
+/** clamp_output of CONTRACT §1.3. */
+export function clampOutput(budget: number, limits: OutputLimits): number {
+  return clamp(budget, 1024, limits.maxOutputHard);
+}
+
+/**
+ * Byte-budget truncation that also reports what the work really produced:
+ * a body already cut while draining still says how much there was.
+ */
+export function boundBody(body: string, limit: number, producedBytes?: number): Truncated {
+  const cut = truncateUtf8(body, limit);
+  if (producedBytes === undefined) return cut;
+  const bodyBytes = cut.truncated ? cut.totalBytes : utf8Length(body);
+  if (producedBytes <= bodyBytes) return cut;
+  if (cut.truncated) {
+    const marker = `[TRUNCATED - ${cut.totalBytes} bytes total, ${limit} shown]`;
+    const real = `[TRUNCATED - ${producedBytes} bytes total, ${limit} shown]`;
+    return { text: cut.text.slice(0, cut.text.length - marker.length) + real, truncated: true, totalBytes: producedBytes };
+  }
+  return {
+    text: `${body}\n\n[TRUNCATED - ${producedBytes} bytes total, ${bodyBytes} shown]`,
+    truncated: true,
+    totalBytes: producedBytes,
+  };
+}

@@ -1,0 +1,16 @@
+export { clampOutput } from "./format.js";
+export { type ArgsOf, type ParamSpec, type ParamTable } from "./params.js";
+export { type CallContext, createRelay, type Relay, type RelayDeps, type RunResult, type StructuredResult } from "./relay.js";
+export { outputSchemaFor } from "./structured.js";
+export {
+  annotationsFor,
+  type CallIdentity,
+  defineTool,
+  type Gate,
+  type GateVerdict,
+  type Tool,
+  type ToolAnnotations,
+  type ToolContext,
+  type ToolDef,
+  type ToolOutcome,
+} from "./tool.js";

@@ -1,0 +1,113 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAuditLog } from "../audit/index.js";
+import { loadSettings, type Settings } from "../config/index.js";
+import { systemClock } from "../core/index.js";
+import { createCallCounter } from "../metrics/index.js";
+import { type Classifier, createClassifier } from "../policy/index.js";
+import { createRelay } from "./relay.js";
+import { defineTool, type Gate, type Tool } from "./tool.js";
+
+const ctx = { requestId: "7", clientId: "", signal: new AbortController().signal };
+
+describe("Relay.run", () => {
+  let dir: string;
+  let classifier: Classifier;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "relay-runner-"));
+    classifier = await createClassifier();
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  function setup(env: Record<string, string> = {}, tools: Tool[] = [], gates: Gate[] = []) {
+    const auditPath = join(dir, `audit-${Math.random().toString(16).slice(2)}.jsonl`);
+    const settings: Settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath, ...env }, { cwd: dir });
+    const audit = createAuditLog({ path: auditPath, format: "jsonl", chain: false, stderrEcho: false }, { clock: systemClock });
+    const metrics = createCallCounter();
+    const relay = createRelay({ settings, classifier, audit, metrics, tools, gates });
+    const records = () =>
+      readFileSync(auditPath, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    return { relay, metrics, records };
+  }
+
+  function echoTool(runs: string[], behaviour: (text: string) => Promise<{ body: string; exitCode?: number }>) {
+    return defineTool({
+      name: "echo_tool",
+      title: "echo",
+      description: "test tool that echoes",
+      params: { text: { type: "string", description: "text" } },
+      tier: { kind: "heuristic", floor: 1, windows: false },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      budget: () => 1024,
+      policyText: (a) => a.text,
+      auditArgs: (a) => ({ text: a.text }),
+      async run(a) {
+        runs.push(a.text);
+        return behaviour(a.text);
+      },
+    });
+  }
+
+  it("a gate challenge stops the work and is audited with its action", async () => {
+    const runs: string[] = [];
+    const gate: Gate = {
+      name: "test-gate",
+      check: (call) =>
+        call.tier === 3 ? { kind: "challenge", text: "[CHALLENGED]", action: "confirm_plan" } : { kind: "proceed" },
+    };
+    const { relay, records, metrics } = setup({}, [echoTool(runs, async (t) => ({ body: t, exitCode: 0 }))], [gate]);
+    const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+    expect(r.text).toBe("[CHALLENGED]");
+    expect(runs).toEqual([]);
+    expect(records().at(-1)).toMatchObject({ tool: "echo_tool", tier: 3, action: "confirm_plan", request_id: "7" });
+    const ok = await relay.run("echo_tool", { text: "ls" }, ctx);
+    expect(ok.text).toBe("[exit 0]\nls");
+    expect(runs).toEqual(["ls"]);
+    expect(records().at(-1)).not.toHaveProperty("action");
+    expect([...metrics.snapshot().keys()]).toContain("echo_tool|3|open|confirm_required");
+  });
+
+  it("an exception in the work becomes the error grammar and is audited", async () => {
+    const { relay, records } = setup({}, [
+      echoTool([], async () => {
+        throw new TypeError("boom");
+      }),
+    ]);
+    const r = await relay.run("echo_tool", { text: "x" }, ctx);
+    expect(r.text).toBe("[ERROR: TypeError: boom]");
+    expect(records().at(-1)).toMatchObject({ exit_code: null, denied: false });
+  });
+
+  it("bounds the output before prefixing the exit status", async () => {
+    const { relay } = setup({}, [echoTool([], async () => ({ body: "é".repeat(2000), exitCode: 3 }))]);
+    const r = await relay.run("echo_tool", { text: "x" }, ctx);
+    expect(r.text.startsWith("[exit 3]\né")).toBe(true);
+    expect(r.text.endsWith("[TRUNCATED - 4000 bytes total, 1024 shown]")).toBe(true);
+    expect(r.structured.truncated).toBe(true);
+  });
+
+  it("refuses calls above Tier 0 while the audit log cannot be written (fail closed)", async () => {
+    const runs: string[] = [];
+    const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: "/dev/full" }, { cwd: dir });
+    const audit = createAuditLog({ path: "/dev/full", format: "jsonl", chain: false, stderrEcho: false }, {
+      clock: systemClock,
+      stderr: () => undefined,
+    });
+    const relay = createRelay({
+      settings,
+      classifier,
+      audit,
+      metrics: createCallCounter(),
+      tools: [echoTool(runs, async (t) => ({ body: t, exitCode: 0 }))],
+    });
+    await relay.run("echo_tool", { text: "first" }, ctx); // this write fails
+    const r = await relay.run("echo_tool", { text: "second" }, ctx);
+    expect(r.text).toMatch(/^\[DENIED tier 1 \(REVERSIBLE\): the audit log cannot be written/);
+    expect(runs).toEqual(["first"]);
+  });
+});

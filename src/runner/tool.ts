@@ -1,0 +1,124 @@
+import type { AuditAction } from "../audit/types.js";
+import type { Tier } from "../core/index.js";
+import type { TierSpec } from "../policy/types.js";
+import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
+
+/** What a tool learns about the call it serves. */
+export interface ToolContext {
+  signal: AbortSignal;
+  requestId: string;
+  clientId: string;
+}
+
+/**
+ * What a tool returns. The runner turns it into the contract's text: the
+ * tool never writes `[exit N]`, `[TIMEOUT …]` or `[ERROR …]` itself.
+ */
+export interface ToolOutcome {
+  body: string;
+  /** Present for command-style tools: the runner prefixes `[exit N]` (null = no status reported). */
+  exitCode?: number | null;
+  /** The clamped timeout in seconds when the work timed out; the body is then discarded. */
+  timedOutAfter?: number;
+  /** Text after `[TIMEOUT after Ns]` (transfers name the partial file). */
+  timeoutSuffix?: string;
+  /** Bytes the work really produced when the body was already cut while draining. */
+  producedBytes?: number;
+  /** Tool-specific structuredContent fields (declared in `resultFields`). */
+  fields?: Record<string, unknown>;
+}
+
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** A tool is data: the runner does the deciding, bounding, auditing and formatting. */
+export interface ToolDef<P extends ParamTable> {
+  name: string;
+  title: string;
+  description: string;
+  params: P;
+  tier: TierSpec;
+  annotations: ToolAnnotations;
+  /** Output budget in bytes before clamp_output. */
+  budget(args: ArgsOf<P>): number;
+  /** Every byte the executor will consume (CONTRACT §5.4). */
+  policyText(args: ArgsOf<P>): string;
+  /** The target and parameters to record (raw; the runner redacts). */
+  auditArgs(args: ArgsOf<P>): Record<string, unknown>;
+  /** JSON Schema of each tool-specific structuredContent field. */
+  resultFields?: Record<string, Record<string, unknown>>;
+  run(args: ArgsOf<P>, ctx: ToolContext): Promise<ToolOutcome>;
+}
+
+/** A registered tool with its argument type erased, as the runner and server see it. */
+export interface Tool {
+  readonly name: string;
+  readonly title: string;
+  readonly description: string;
+  readonly tier: TierSpec;
+  readonly annotations: ToolAnnotations;
+  readonly inputSchema: ReturnType<typeof toInputSchema>;
+  readonly resultFields: Record<string, Record<string, unknown>>;
+  parse: ArgParser<unknown>["parse"];
+  budget(args: unknown): number;
+  policyText(args: unknown): string;
+  auditArgs(args: unknown): Record<string, unknown>;
+  run(args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
+}
+
+export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
+  const parser = createArgParser(def.params);
+  // Only values produced by `parse` reach the other functions, so the cast is sound.
+  const typed = (args: unknown) => args as ArgsOf<P>;
+  return {
+    name: def.name,
+    title: def.title,
+    description: def.description,
+    tier: def.tier,
+    annotations: def.annotations,
+    inputSchema: toInputSchema(def.params),
+    resultFields: def.resultFields ?? {},
+    parse: (raw) => parser.parse(raw),
+    budget: (args) => def.budget(typed(args)),
+    policyText: (args) => def.policyText(typed(args)),
+    auditArgs: (args) => def.auditArgs(typed(args)),
+    run: (args, ctx) => def.run(typed(args), ctx),
+  };
+}
+
+/** Annotations that follow from a tool's tier (Appendix B 15). */
+export function annotationsFor(spec: TierSpec, options: { openWorld: boolean; idempotent?: boolean }): ToolAnnotations {
+  const readOnly = spec.kind === "fixed" && spec.tier === 0;
+  return {
+    readOnlyHint: readOnly,
+    destructiveHint: !readOnly && !(spec.kind === "fixed" && spec.tier === 1),
+    idempotentHint: options.idempotent ?? readOnly,
+    openWorldHint: options.openWorld,
+  };
+}
+
+/** The identity of one admitted call, as a gate sees it. */
+export interface CallIdentity {
+  tool: string;
+  policyText: string;
+  /** Raw (unredacted) audit args: the target of the call. */
+  auditArgs: Record<string, unknown>;
+  tier: Tier;
+}
+
+export type GateVerdict =
+  | { kind: "proceed"; action?: AuditAction }
+  | { kind: "challenge"; text: string; action: AuditAction };
+
+/**
+ * A control consulted after policy admitted a call (the Tier-3 confirmation
+ * broker, human consent). Gates run in order; the first challenge wins.
+ */
+export interface Gate {
+  readonly name: string;
+  check(call: CallIdentity, ctx: ToolContext): GateVerdict;
+}

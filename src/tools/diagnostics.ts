@@ -1,0 +1,138 @@
+import type { AuditLog } from "../audit/index.js";
+import { configWarnings, type Settings } from "../config/index.js";
+import { clamp } from "../core/index.js";
+import type { TierSpec } from "../policy/index.js";
+import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
+
+/** Facts about the running process, gathered once at start-up by the CLI. */
+export interface RuntimeInfo {
+  uid: number;
+  euid: number;
+  user: string;
+  sudoBinary: string;
+}
+
+export interface DiagnosticsDeps {
+  settings: Settings;
+  audit: AuditLog;
+  version: string;
+  runtime: RuntimeInfo;
+  /** Live counts owned by other parts of the server (pending tokens, sessions, ...). */
+  live?: { confirmPending?: () => number; inventoryHosts?: () => number | null };
+}
+
+const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+
+/** The seccomp channel of the Python build is not implemented here (Appendix B 13). */
+const SECCOMP_FILTER_VERSION = 2;
+
+export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
+  const { settings, audit, runtime } = deps;
+
+  const serverInfo = defineTool({
+    name: "server_info",
+    title: "Server posture",
+    description:
+      "Report the relay's version, transport, policy mode, limits, audit sink state, confirmation posture " +
+      "and configuration warnings as JSON. Read-only.",
+    params: {},
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: false }),
+    budget: () => 4096,
+    policyText: () => "",
+    auditArgs: () => ({}),
+    async run() {
+      const status = audit.status();
+      const info = {
+        name: "relay-shell",
+        version: deps.version,
+        transport: settings.transport,
+        policy_mode: settings.policyMode,
+        runtime: {
+          uid: runtime.uid,
+          euid: runtime.euid,
+          user: runtime.user,
+          is_root: runtime.euid === 0,
+          sudo_binary: runtime.sudoBinary,
+        },
+        limits: {
+          default_timeout: settings.defaultTimeout,
+          max_timeout: settings.maxTimeout,
+          max_output: settings.maxOutput,
+          max_output_hard: settings.maxOutputHard,
+          max_input: settings.maxInput,
+          max_sessions: settings.maxSessions,
+          max_forwards: settings.maxForwards,
+          max_conns: settings.maxConns,
+        },
+        audit: {
+          path: status.path,
+          degraded: status.degraded,
+          degraded_reason: status.degradedReason,
+          format: status.format,
+          chain: status.chain,
+          fail_closed: settings.auditFailClosed,
+          write_failures: status.writeFailures,
+        },
+        confirm: {
+          tier3: settings.confirmTier3,
+          ttl: settings.confirmTtl,
+          pending: deps.live?.confirmPending?.() ?? 0,
+        },
+        seccomp: {
+          notify: settings.seccompNotify,
+          supported: false,
+          reason: "not implemented",
+          cap: settings.seccompNotifyCap,
+          filter_version: SECCOMP_FILTER_VERSION,
+        },
+        ssh: {
+          known_hosts_default: settings.sshKnownHosts,
+          inventory_hosts: deps.live?.inventoryHosts?.() ?? null,
+          ssh_config: settings.sshConfig,
+          connect_timeout: settings.sshConnectTimeout,
+          keepalive: settings.sshKeepalive,
+          idle_timeout: settings.sshIdleTimeout,
+        },
+        // Computed from the live settings on every call, never cached.
+        warnings: configWarnings(settings, { euid: runtime.euid }),
+      };
+      return { body: JSON.stringify(info, null, 2) };
+    },
+  });
+
+  const auditTail = defineTool({
+    name: "audit_tail",
+    title: "Recent audit records",
+    description:
+      "Return the newest audit records (JSON lines, oldest first), optionally filtered by tool, tier or " +
+      "denied flag within the scanned window. Records hold hashes of outputs, never the outputs.",
+    params: {
+      lines: { type: "integer", description: "size of the scanned window, 1..1000", default: 50 },
+      tool: { type: "string", description: "exact tool name filter; empty = any", default: "" },
+      tier: { type: "integer", description: "tier filter 0..3; negative = any", default: -1 },
+      denied: { type: "boolean_or_null", description: "filter on the denied flag; null = any", default: null },
+    },
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: false }),
+    budget: () => clampOutput(settings.maxOutput, settings),
+    policyText: () => "",
+    auditArgs: (a) => ({
+      lines: clamp(a.lines, 1, 1000),
+      ...(a.tool !== "" ? { tool_filter: a.tool } : {}),
+      ...(a.tier >= 0 ? { tier_filter: a.tier } : {}),
+      ...(a.denied !== null ? { denied_filter: a.denied } : {}),
+    }),
+    async run(a) {
+      const body = audit.tail({
+        lines: clamp(a.lines, 1, 1000),
+        ...(a.tool !== "" ? { tool: a.tool } : {}),
+        ...(a.tier >= 0 ? { tier: a.tier } : {}),
+        ...(a.denied !== null ? { denied: a.denied } : {}),
+      });
+      return { body };
+    },
+  });
+
+  return [serverInfo, auditTail];
+}

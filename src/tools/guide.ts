@@ -1,0 +1,127 @@
+/**
+ * The server instructions (sent at initialize) and the operating_guide prompt.
+ * Each paragraph names the tools it is about and is included only when all of
+ * them are registered, so the text never advertises a tool the server lacks.
+ */
+interface Paragraph {
+  tools: readonly string[];
+  text: string;
+}
+
+const INSTRUCTIONS: readonly Paragraph[] = [
+  {
+    tools: [],
+    text:
+      "relay-shell runs commands on hosts the operator owns. Every call is classified into a risk tier " +
+      "(0 read-only .. 3 irreversible), admitted or refused by the operator's policy, and written to an audit log. " +
+      "A refused call returns [DENIED tier N (NAME): reason] and nothing ran. Keep one workflow per task and " +
+      "read each result before the next call.",
+  },
+  {
+    tools: ["shell_exec", "shell_script"],
+    text:
+      "Choosing a tool: shell_exec runs one command that runs and exits (no tty) and returns [exit N] and its " +
+      "output; shell_script runs a multi-line bash, sh or python3 script the same way.",
+  },
+  {
+    tools: ["shell_spawn", "session_send", "session_recv", "session_resize", "session_kill", "session_list"],
+    text:
+      "Anything that needs a tty, asks for input, or keeps running belongs in a session: shell_spawn opens a " +
+      "local PTY, then session_send types into it, session_recv reads its output, session_resize, session_kill " +
+      "and session_list manage it: spawn once, then send and receive.",
+  },
+  {
+    tools: ["ssh_exec", "ssh_spawn", "ssh_fanout", "ssh_check", "ssh_keyscan", "ssh_hosts"],
+    text:
+      "Remote hosts: ssh_hosts lists the inventory, ssh_check probes reachability, ssh_keyscan fetches host keys, " +
+      "ssh_exec runs one command on one host, ssh_fanout runs one command on many hosts and returns JSON, " +
+      "ssh_spawn opens a remote PTY driven by the session tools.",
+  },
+  {
+    tools: ["ssh_upload", "ssh_download", "ssh_forward", "ssh_forward_list", "ssh_forward_close"],
+    text:
+      "Files and ports: ssh_upload and ssh_download copy over SFTP; ssh_forward opens L, R or D (SOCKS) " +
+      "forwards, ssh_forward_list shows them and ssh_forward_close ends one.",
+  },
+  {
+    tools: ["operation_confirm"],
+    text:
+      "When the operator enabled the Tier-3 confirmation broker, an irreversible command returns " +
+      "[CONFIRM REQUIRED ...] with a token instead of running: call operation_confirm with that token, then " +
+      "re-issue the exact same call to run it once.",
+  },
+  {
+    tools: ["server_info", "audit_tail"],
+    text:
+      "server_info reports the policy mode, limits, audit state and configuration warnings; audit_tail shows " +
+      "the newest audit records.",
+  },
+];
+
+function select(paragraphs: readonly Paragraph[], registered: ReadonlySet<string>): string {
+  return paragraphs
+    .filter((p) => p.tools.every((t) => registered.has(t)))
+    .map((p) => p.text)
+    .join("\n\n");
+}
+
+export function buildInstructions(registered: ReadonlySet<string>): string {
+  return select(INSTRUCTIONS, registered);
+}
+
+const GUIDE: readonly Paragraph[] = [
+  {
+    tools: [],
+    text:
+      "# relay-shell operating guide\n\n" +
+      "## Results\n" +
+      "- `[exit N]` then the output: the command completed with status N (negative N: killed by signal -N).\n" +
+      "- `[DENIED tier N (NAME): reason]`: policy refused the call; nothing ran.\n" +
+      "- `[TIMEOUT after Ns]`: the process group was killed at the timeout; partial output is discarded.\n" +
+      "- `[ERROR: Type: message]`: the call failed before or while running.\n" +
+      "- `[TRUNCATED - N bytes total, M shown]`: the output was cut to its byte budget.\n" +
+      "Tiers: 0 read-only, 1 reversible, 2 stateful, 3 irreversible. The tier comes from parsing the command; " +
+      "it is a heuristic, not a boundary, and a call without a warning is not thereby safe.",
+  },
+  {
+    tools: ["shell_exec", "shell_script"],
+    text:
+      "## One-shot commands\n" +
+      "Use shell_exec for a command that runs and exits: `shell_exec(command=\"df -h\")`. Pass input with " +
+      "`stdin`, environment changes with `env_json`, a directory with `cwd`, and raise `timeout` for slow work. " +
+      "Use shell_script for several statements: bash scripts run with `set -euo pipefail` unless strict=false.",
+  },
+  {
+    tools: ["shell_spawn", "session_send", "session_recv"],
+    text:
+      "## Interactive sessions\n" +
+      "A REPL, a password prompt, a pager or a long job needs a PTY: `shell_spawn()` returns a session id; " +
+      "`session_send(session_id, data=\"python3\")` types a line; `session_recv(session_id, timeout=2)` returns " +
+      "what the terminal printed so far. Repeat send/recv; end with session_kill.",
+  },
+  {
+    tools: ["ssh_hosts", "ssh_check", "ssh_fanout", "ssh_keyscan"],
+    text:
+      "## Fleets\n" +
+      "ssh_hosts lists known hosts, ssh_check tells which answer, ssh_fanout runs one command across many hosts " +
+      "and returns one JSON object with a result per host, ssh_keyscan collects host keys.",
+  },
+  {
+    tools: ["operation_confirm"],
+    text:
+      "## Confirming irreversible work\n" +
+      "With the broker on, a Tier-3 call answers `[CONFIRM REQUIRED ...]` and a token. Check the command, call " +
+      "operation_confirm(token), then send the identical call again within the stated time; it runs once.",
+  },
+  {
+    tools: ["server_info", "audit_tail"],
+    text:
+      "## Diagnostics\n" +
+      "server_info shows the posture (mode, limits, audit sink, warnings). audit_tail shows recent records; " +
+      "records carry a hash of each output, never the output itself.",
+  },
+];
+
+export function buildOperatingGuide(registered: ReadonlySet<string>): string {
+  return select(GUIDE, registered);
+}

@@ -1,0 +1,177 @@
+import type { Settings } from "../config/index.js";
+import { RelayError } from "../core/index.js";
+import { clamp } from "../core/index.js";
+import { buildEnv, type ProcessOutcome, type ProcessRunner, splitShellWords } from "../exec/index.js";
+import type { TierSpec } from "../policy/index.js";
+import { annotationsFor, defineTool, type Tool, type ToolOutcome } from "../runner/index.js";
+
+export interface ShellToolDeps {
+  settings: Settings;
+  processes: ProcessRunner;
+  /** The server's own environment: the base every overlay starts from. */
+  baseEnv: Readonly<Record<string, string | undefined>>;
+}
+
+const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: false };
+
+const RESULT_FIELDS = {
+  duration_ms: { type: "number", description: "wall time of the process" },
+  output_bytes: { type: "integer", description: "bytes the process wrote in all" },
+};
+
+/** Non-empty parts joined by newlines: the probe holds every byte the executor sees (CONTRACT §5.4). */
+export function joinProbe(...parts: string[]): string {
+  return parts.filter((p) => p !== "").join("\n");
+}
+
+export function clampTimeout(seconds: number, settings: Settings): number {
+  return clamp(seconds, 1, settings.maxTimeout);
+}
+
+function toOutcome(result: ProcessOutcome, timeoutSeconds: number): ToolOutcome {
+  const fields = { duration_ms: Math.round(result.durationMs), output_bytes: result.totalBytes };
+  if (result.timedOut) return { body: "", timedOutAfter: timeoutSeconds, fields };
+  return {
+    body: result.output,
+    exitCode: result.exitCode,
+    ...(result.droppedBytes > 0 ? { producedBytes: result.totalBytes } : {}),
+    fields,
+  };
+}
+
+const INTERPRETERS: Record<string, { argv: string[]; strictPrefix: string }> = {
+  bash: { argv: ["/bin/bash", "-s"], strictPrefix: "set -euo pipefail\n" },
+  // dash has no pipefail: `set -o pipefail` would abort the script at line 1.
+  sh: { argv: ["/bin/sh", "-s"], strictPrefix: "set -eu\n" },
+  python: { argv: ["python3", "-"], strictPrefix: "" },
+  python3: { argv: ["python3", "-"], strictPrefix: "" },
+  py: { argv: ["python3", "-"], strictPrefix: "" },
+};
+
+export function createShellTools(deps: ShellToolDeps): Tool[] {
+  const { settings, processes, baseEnv } = deps;
+
+  const shellExec = defineTool({
+    name: "shell_exec",
+    title: "Run a local command",
+    description:
+      "Run one non-interactive command on the relay host through /bin/sh and return `[exit N]` and its output " +
+      "when it runs and exits. For a multi-line script use shell_script; for anything that needs a tty, " +
+      "a prompt, or keeps running, use shell_spawn.",
+    params: {
+      command: { type: "string", description: "command line, run with /bin/sh -c", noNul: true },
+      timeout: {
+        type: "integer",
+        description: "seconds before the process group is killed (default RELAY_SHELL_DEFAULT_TIMEOUT)",
+        optional: true,
+      },
+      max_output: { type: "integer", description: "output budget in bytes (1024..MAX_OUTPUT_HARD)", default: 65536 },
+      cwd: { type: "string", description: "working directory; empty = the server's", default: "", noNul: true },
+      stdin: { type: "string", description: "text written to the command's stdin", default: "" },
+      merge_stderr: { type: "boolean", description: "interleave stderr with stdout", default: true },
+      use_shell: {
+        type: "boolean",
+        description: "false: split the command into words and exec it without a shell",
+        default: true,
+      },
+      env_json: {
+        type: "string",
+        description: 'JSON object of environment overrides; null removes a variable, e.g. {"A":"1","B":null}',
+        default: "",
+      },
+    },
+    tier: COMMAND_TIER,
+    annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
+    resultFields: RESULT_FIELDS,
+    budget: (a) => a.max_output,
+    policyText: (a) => joinProbe(a.command, a.stdin, a.env_json),
+    auditArgs: (a) => ({
+      command: a.command,
+      timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
+      cwd: a.cwd,
+      use_shell: a.use_shell,
+      stdin: a.stdin,
+      env_json: a.env_json,
+    }),
+    async run(a, ctx) {
+      const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
+      let target: { command: string } | { argv: string[] } = { command: a.command };
+      if (!a.use_shell) {
+        const argv = splitShellWords(a.command);
+        if (argv.length === 0) throw new RelayError("", "empty command");
+        target = { argv };
+      } else if (a.command.trim() === "") {
+        throw new RelayError("", "empty command");
+      }
+      const result = await processes.run(
+        {
+          ...target,
+          cwd: a.cwd,
+          env: buildEnv(baseEnv, a.env_json),
+          stdin: a.stdin,
+          timeoutMs: timeout * 1000,
+          maxBufferBytes: settings.maxOutputHard,
+          mergeStderr: a.merge_stderr,
+        },
+        ctx.signal,
+      );
+      return toOutcome(result, timeout);
+    },
+  });
+
+  const shellScript = defineTool({
+    name: "shell_script",
+    title: "Run a local script",
+    description:
+      "Run a multi-line script on the relay host, fed on stdin to bash, sh or python3, and return `[exit N]` " +
+      "and its merged output when it runs and exits. bash and sh scripts start with strict mode " +
+      "(set -eu, plus pipefail for bash) unless strict=false. For one command use shell_exec.",
+    params: {
+      script: { type: "string", description: "the script text" },
+      interpreter: { type: "string", description: "bash, sh or python3", default: "bash" },
+      strict: { type: "boolean", description: "prepend strict mode for bash/sh", default: true },
+      timeout: {
+        type: "integer",
+        description: "seconds before the process group is killed (default RELAY_SHELL_DEFAULT_TIMEOUT)",
+        optional: true,
+      },
+      cwd: { type: "string", description: "working directory; empty = the server's", default: "", noNul: true },
+      env_json: { type: "string", description: "JSON object of environment overrides", default: "" },
+    },
+    tier: COMMAND_TIER,
+    annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
+    resultFields: RESULT_FIELDS,
+    budget: () => 65536,
+    policyText: (a) => joinProbe(a.script, a.env_json),
+    auditArgs: (a) => ({
+      interpreter: a.interpreter,
+      strict: a.strict,
+      script: a.script,
+      timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
+      cwd: a.cwd,
+      env_json: a.env_json,
+    }),
+    async run(a, ctx) {
+      const interpreter = INTERPRETERS[a.interpreter.trim().toLowerCase()];
+      if (!interpreter) throw new RelayError("", `unsupported interpreter: ${a.interpreter}`);
+      const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
+      const prefix = a.strict ? interpreter.strictPrefix : "";
+      const result = await processes.run(
+        {
+          argv: interpreter.argv,
+          cwd: a.cwd,
+          env: buildEnv(baseEnv, a.env_json),
+          // A script is never empty on stdin: an interpreter reading /dev/null would also just exit 0.
+          stdin: `${prefix}${a.script}\n`,
+          timeoutMs: timeout * 1000,
+          maxBufferBytes: settings.maxOutputHard,
+          mergeStderr: true,
+        },
+        ctx.signal,
+      );
+      return toOutcome(result, timeout);
+    },
+  });
+
+  return [shellExec, shellScript];
+}

@@ -1,0 +1,78 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT } from "./helpers/server.js";
+
+/**
+ * The dependency rules of DESIGN.md, checked on the import lines so they
+ * cannot rot: arrows point down, capabilities do not import each other, and
+ * another folder is reached only through its index.
+ */
+const ALLOWED: Record<string, readonly string[]> = {
+  core: [],
+  config: ["core"],
+  metrics: ["core"],
+  policy: ["core", "config"],
+  audit: ["core", "config"],
+  exec: ["core", "config"],
+  sessions: ["core", "config"],
+  ssh: ["core", "config"],
+  broker: ["core", "config", "policy", "audit"],
+  runner: ["core", "config", "metrics", "policy", "audit", "broker"],
+  tools: ["core", "config", "metrics", "policy", "audit", "exec", "sessions", "ssh", "broker", "runner"],
+  server: ["core", "config", "metrics", "runner", "tools"],
+  cli: ["core", "config", "metrics", "policy", "audit", "exec", "sessions", "ssh", "broker", "runner", "tools", "server"],
+};
+
+const SRC = join(REPO_ROOT, "src");
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith(".ts") && !entry.name.endsWith(".test.ts") ? [path] : [];
+  });
+}
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/^\s*(?:import|export)\b[^;]*?from\s+"([^"]+)"/gms)].map((m) => m[1] ?? "");
+}
+
+describe("architecture", () => {
+  const files = sourceFiles(SRC);
+
+  it("every src folder is a known layer", () => {
+    const folders = new Set(files.map((f) => relative(SRC, f).split("/")[0]));
+    for (const folder of folders) expect(Object.keys(ALLOWED)).toContain(folder);
+  });
+
+  it("imports point down the layer list and go through a folder's index", () => {
+    const violations: string[] = [];
+    for (const file of files) {
+      const from = relative(SRC, file).split("/")[0] ?? "";
+      for (const spec of importsOf(file)) {
+        const match = /^\.\.\/([a-z]+)\/(.+)$/.exec(spec);
+        if (!match) continue;
+        const [, to = "", rest = ""] = match;
+        if (!ALLOWED[from]?.includes(to)) violations.push(`${relative(REPO_ROOT, file)}: ${from} -> ${to}`);
+        if (rest !== "index.js") violations.push(`${relative(REPO_ROOT, file)}: reaches into ${to}/${rest}`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it("only src/config reads process.env and only exec/sessions spawn processes", () => {
+    const violations: string[] = [];
+    for (const file of files) {
+      const folder = relative(SRC, file).split("/")[0];
+      const text = readFileSync(file, "utf8");
+      if (folder !== "config" && /process\.env\b/.test(text)) violations.push(`${file}: process.env`);
+      if (folder !== "exec" && folder !== "sessions" && /\b(spawn|execFile|fork)(Sync)?\(/.test(text)) {
+        violations.push(`${file}: process creation`);
+      }
+      if (/\bconsole\.(log|error|warn|info|debug)\(/.test(text)) violations.push(`${file}: console`);
+    }
+    expect(violations).toEqual([]);
+  });
+});

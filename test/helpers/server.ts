@@ -1,0 +1,80 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+export const REPO_ROOT = resolve(import.meta.dirname, "..", "..");
+export const SERVER_ENTRY = join(REPO_ROOT, "dist", "cli", "main.js");
+
+export interface TestServer {
+  client: Client;
+  dir: string;
+  auditPath: string;
+  /** Call a tool and return its text and structuredContent. */
+  call(name: string, args?: Record<string, unknown>): Promise<{ text: string; structured: Record<string, unknown> }>;
+  /** Audit records written so far, parsed. */
+  records(): Array<Record<string, unknown>>;
+  auditText(): string;
+  stderr(): string;
+  close(): Promise<void>;
+}
+
+/** Environment for a child server: only what it needs, plus the test's settings. */
+export function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of ["PATH", "HOME", "LANG", "USER", "TMPDIR"]) {
+    const value = process.env[key];
+    if (value !== undefined) env[key] = value;
+  }
+  return { ...env, ...extra };
+}
+
+/** Start the BUILT server over stdio with the SDK client, in its own temp dir. */
+export async function startServer(settings: Record<string, string> = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), "relay-shell-test-"));
+  const auditPath = join(dir, "audit.jsonl");
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [SERVER_ENTRY],
+    env: baseEnv({ RELAY_SHELL_AUDIT_PATH: auditPath, XDG_STATE_HOME: join(dir, "state"), ...settings }),
+    cwd: dir,
+    stderr: "pipe",
+  });
+  let stderrText = "";
+  transport.stderr?.on("data", (chunk: Buffer) => {
+    stderrText += chunk.toString("utf8");
+  });
+  const client = new Client({ name: "relay-shell-tests", version: "1.0.0" });
+  await client.connect(transport);
+  const readAudit = () => {
+    try {
+      return readFileSync(auditPath, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  return {
+    client,
+    dir,
+    auditPath,
+    async call(name, args = {}) {
+      const result = await client.callTool({ name, arguments: args });
+      const content = result.content as Array<{ type: string; text?: string }>;
+      const text = content.map((c) => c.text ?? "").join("");
+      return { text, structured: (result.structuredContent ?? {}) as Record<string, unknown> };
+    },
+    records() {
+      return readAudit()
+        .split("\n")
+        .filter((line) => line.trim() !== "")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    },
+    auditText: readAudit,
+    stderr: () => stderrText,
+    async close() {
+      await client.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
