@@ -3,7 +3,7 @@
  * args mapping are replaced before a record is written, and every string is
  * cut to a bounded length.
  */
-import { decodeUtf8 } from "../core/truncate.js";
+import { decodeUtf8 } from "../core/index.js";
 import {
   authorizationHeaders,
   azureKeys,

@@ -1,4 +1,4 @@
-import type { AuditFormat } from "../config/types.js";
+import type { AuditFormat } from "../config/index.js";
 import type { Tier } from "../core/index.js";
 
 /** Contract audit actions (CONTRACT §6.1, Appendix B 8). */

@@ -1,20 +1,25 @@
 import { accessSync, constants, readFileSync } from "node:fs";
-import { userInfo } from "node:os";
+import { homedir, userInfo } from "node:os";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
-import { type Clock, systemClock } from "../core/index.js";
 import type { Logger } from "../core/index.js";
+import { type Clock, cryptoIds, systemClock } from "../core/index.js";
 import { createProcessRunner, type ProcessRunner } from "../exec/index.js";
 import { type CallCounter, createCallCounter } from "../metrics/index.js";
 import { createClassifier } from "../policy/index.js";
 import { createRelay, type Relay } from "../runner/index.js";
 import { createMcpServer } from "../server/index.js";
+import { createSessionRegistry } from "../sessions/index.js";
+import { createSshLayer } from "../ssh/index.js";
 import {
   buildInstructions,
   buildOperatingGuide,
   createDiagnosticsTools,
+  createSessionTools,
   createShellTools,
+  createSshResources,
+  createSshTools,
   type RuntimeInfo,
 } from "../tools/index.js";
 
@@ -83,11 +88,39 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   );
   const processes = createProcessRunner({ clock });
   const metrics = createCallCounter();
+  const runtime = readRuntimeInfo();
+  // Throws on a malformed inventory, so start-up fails (exit 2) instead of dialling alias names later.
+  const ssh = createSshLayer(settings, {
+    clock,
+    home: options.env.HOME || homedir(),
+    localUser: options.env.USER || runtime.user || "root",
+    agentSocket: options.env.SSH_AUTH_SOCK ?? "",
+    cwd: process.cwd(),
+  });
   const classifier = await createClassifier();
   const version = packageVersion();
+  const sessions = createSessionRegistry(
+    {
+      maxSessions: settings.maxSessions,
+      idleTimeoutMs: settings.sessionIdleTimeout * 1000,
+      lifetimeMs: settings.sessionLifetime * 1000,
+      bufferBytes: settings.sessionBufferBytes,
+      recordDir: settings.sessionRecordDir,
+      recordInput: settings.sessionRecordInput,
+    },
+    { clock, ids: cryptoIds, logger },
+  );
   const tools = [
     ...createShellTools({ settings, processes, baseEnv: options.env }),
-    ...createDiagnosticsTools({ settings, audit, version, runtime: readRuntimeInfo() }),
+    ...createSessionTools({ settings, sessions, baseEnv: options.env }),
+    ...createSshTools({ settings, ssh, processes, baseEnv: options.env }),
+    ...createDiagnosticsTools({
+      settings,
+      audit,
+      version,
+      runtime,
+      live: { inventoryHosts: () => ssh.directory.list().length },
+    }),
   ];
   const relay = createRelay({ settings, classifier, audit, metrics, tools, logger });
   const registered = new Set(tools.map((t) => t.name));
@@ -96,6 +129,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     version,
     instructions: buildInstructions(registered),
     operatingGuide: buildOperatingGuide(registered),
+    resources: createSshResources(ssh.directory),
   });
   return {
     server,
@@ -104,7 +138,10 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     processes,
     metrics,
     close() {
+      // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
+      sessions.closeAll();
       processes.killAll();
+      ssh.close();
       audit.close();
     },
   };

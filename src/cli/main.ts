@@ -11,7 +11,7 @@ import {
   snapshotEnvironment,
 } from "../config/index.js";
 import type { Logger } from "../core/index.js";
-import { serveStdio } from "../server/index.js";
+import { answerOversized, serveStdio } from "../server/index.js";
 import { buildServer, packageVersion, readRuntimeInfo } from "./build.js";
 import { runVerifyAudit } from "./verify-audit.js";
 
@@ -108,7 +108,8 @@ function fail(message: string, code = 2): never {
 /** Settings the running build does not implement yet: refuse rather than run without them. */
 function unsupported(settings: Settings): string[] {
   const problems: string[] = [];
-  if (settings.transport === "http") problems.push("RELAY_SHELL_TRANSPORT=http is not available in this build");
+  if (settings.transport === "http")
+    problems.push("RELAY_SHELL_TRANSPORT=http is not available in this build");
   if (settings.authEnabled) problems.push("RELAY_SHELL_AUTH_ENABLED=true is not available in this build");
   if (settings.confirmTier3) {
     problems.push("RELAY_SHELL_CONFIRM_TIER3=true: the confirmation broker is not available in this build");
@@ -178,7 +179,8 @@ async function main(): Promise<void> {
       `relay_shell: config OK (transport=${settings.transport}, policy=${settings.policyMode}, audit=${settings.auditPath})\n`,
     );
     for (const warning of warnings) process.stderr.write(`relay_shell: warning: ${warning}\n`);
-    for (const name of report.unknown) process.stderr.write(`relay_shell: unknown setting ignored: ${name}\n`);
+    for (const name of report.unknown)
+      process.stderr.write(`relay_shell: unknown setting ignored: ${name}\n`);
     return;
   }
 
@@ -206,12 +208,24 @@ async function main(): Promise<void> {
   process.on("SIGTERM", () => stop(0));
   logger.info({ transport: settings.transport, policy: settings.policyMode, audit: status.path }, "serving");
   try {
-    await serveStdio(built.server);
+    await serveStdio(built.server, {
+      maxMessageBytes: maxMessageBytes(settings.maxInput),
+      oversized: answerOversized(built.relay),
+      onError: (err) => logger.warn({ err: String(err) }, "unreadable message"),
+    });
     stop(0);
   } catch (err) {
     logger.error({ err: String(err) }, "transport failed");
     stop(1);
   }
+}
+
+/**
+ * The largest JSON-RPC line read whole: room for an input at the limit even
+ * if every byte needs a 6-byte JSON escape, within V8's string limits.
+ */
+function maxMessageBytes(maxInput: number): number {
+  return Math.min(256 * 1024 * 1024, Math.max(8 * 1024 * 1024, maxInput * 6 + 1024 * 1024));
 }
 
 function silentPino(): Logger {

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { RelayError } from "../core/errors.js";
+import { RelayError } from "../core/index.js";
 import { buildEnv } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
 import type { ProcessRequest } from "./types.js";

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { type Clock, systemClock } from "../core/clock.js";
-import { RelayError } from "../core/errors.js";
+import { type Clock, RelayError, systemClock } from "../core/index.js";
 import { createOutputSink } from "./output-sink.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
 import { superviseChild } from "./supervise.js";

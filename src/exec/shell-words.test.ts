@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { RelayError } from "../core/errors.js";
+import { RelayError } from "../core/index.js";
 import { quoteShellWord, splitShellWords } from "./shell-words.js";
 
 describe("splitShellWords", () => {

@@ -1,4 +1,4 @@
-import { RelayError } from "../core/errors.js";
+import { RelayError } from "../core/index.js";
 
 // Separators between words. `\r` counts as one, as in Python's shlex, so a
 // command pasted with CRLF line ends does not grow stray carriage returns.

@@ -1,7 +1,7 @@
 import { constants as fsConstants } from "node:fs";
 import { access, stat } from "node:fs/promises";
 import { resolve } from "node:path";
-import { RelayError } from "../core/errors.js";
+import { RelayError } from "../core/index.js";
 import type { ProcessRequest } from "./types.js";
 
 const SHELL = "/bin/sh";
@@ -11,6 +11,7 @@ const FALLBACK_PATH = "/usr/bin:/bin";
 // and 2, so lines keep the order the child wrote them in (two pipes read by Node can reorder a
 // quick `echo out; echo err >&2`). The shell execs at once: same pid, same process group.
 const MERGE_WRAPPER = 'exec "$0" "$@" 2>&1';
+const MERGE_PREFIX = "exec 2>&1\n";
 
 /** Everything spawn() needs, worked out and checked before any process exists. */
 export interface SpawnPlan {
@@ -44,7 +45,10 @@ export async function planSpawn(request: ProcessRequest, serverCwd: string): Pro
 
   if (command !== undefined) {
     rejectNul(command, "command");
-    const args = merge ? ["-c", MERGE_WRAPPER, SHELL, "-c", command] : ["-c", command];
+    // For a shell command the same shell can point its own stderr at stdout first: no second
+    // exec on the hot path. The prefix is a line of its own, so the command parses as given
+    // (only the line numbers in a syntax error shift by one).
+    const args = merge ? ["-c", `${MERGE_PREFIX}${command}`] : ["-c", command];
     return { file: SHELL, args, argv0: SHELL, cwd, stdin, programName: SHELL };
   }
 

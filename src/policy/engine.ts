@@ -1,4 +1,5 @@
 import type { Best } from "./best.js";
+import { classifyOpaque } from "./opaque-rules.js";
 import { redirectHit } from "./redirects.js";
 import { Args, initScript, lookupRule, type Rule } from "./rules/index.js";
 import type { ParsedScript, StdinFeed, Unit } from "./script.js";
@@ -6,7 +7,6 @@ import { type Origin, ScriptIndex } from "./script-index.js";
 import type { Basis } from "./types.js";
 import { joinAll, unwrap } from "./unwrap.js";
 import { baseName, DYNAMIC, type Word } from "./words.js";
-import { classifyOpaque } from "./opaque-rules.js";
 
 /**
  * Classifies the simple commands of one parsed script: each argv is unwrapped
@@ -36,6 +36,23 @@ export interface Session {
   nestedWindows(text: string, best: Best, part: string): void;
 }
 
+const PS_OPERATOR =
+  /^(?:[-+*/%]?=|\?\?=|in|-(?:eq|ne|gt|ge|lt|le|like|notlike|match|notmatch|contains|notcontains|in|notin|is|isnot|and|or|not|band|bor|replace|split|join|f))$/i;
+
+/**
+ * In PowerShell `$x = 5`, `$f in $files` and `$obj.Method()` are expressions,
+ * not commands; bash would read them as a command named by a variable. With
+ * the Windows rules on, such statements are left to the PowerShell side.
+ */
+function isPowerShellExpression(words: Word[]): boolean {
+  const name = words[0]!.text;
+  if (!/^\$[\w:]+/.test(name)) return false;
+  const next = words[1]?.value;
+  return next === undefined || PS_OPERATOR.test(next) || /^\$[\w:]+\./.test(name);
+}
+
+const POWER_PREFIX = /^(?:shutdown|reboot|halt|poweroff)[-._]/;
+
 /** Wrapper nesting beyond this is treated as unseen. */
 const MAX_UNWRAP = 32;
 
@@ -63,6 +80,7 @@ export function scriptWord(word: Word, c: ArgvCtx, stdin: StdinCtx | null): void
       if (c.best.done) return;
     }
     // Keep the literal skeleton visible: each unknown stretch becomes an expansion.
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
     c.session.nested(word.value.replaceAll(DYNAMIC, "${__relay_unknown__}"), c.best, c.part, stdin);
     return;
   }
@@ -77,6 +95,7 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
     c.best.consider(3, "nesting_limit", c.part);
     return;
   }
+  if (c.session.windows && isPowerShellExpression(words)) return;
   if (nameWord.dynamic || nameWord.glob) {
     // The program that runs is decided at run time ($CMD, $(echo rm), r*m): nothing
     // we could match is visible, and hiding the name is how rules are dodged.
@@ -106,13 +125,18 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   if (rule !== undefined) {
     const h = rule({ name, path, args: parsed, stdin: c.stdin?.literal ?? null });
     if (h !== null) c.best.consider(h.tier, h.basis, c.part);
+  } else if (POWER_PREFIX.test(name)) {
+    // `reboot.sh`, `reboot-01.example.com` as a command: assume it does what it is named
+    // after (CONTRACT rows 101 and 106 keep the Python result).
+    c.best.consider(3, "power_kernel", c.part);
   }
   const script = initScript(path, parsed);
   if (script !== null) c.best.consider(script.tier, script.basis, c.part);
 }
 
 function stdinOf(unit: Unit, index: ScriptIndex, inherited: StdinCtx | null): StdinCtx | null {
-  if (unit.pipe !== null && unit.pipe.stage > 0) {
+  // A here-doc or here-string replaces what the pipe would deliver.
+  if (unit.pipe !== null && unit.pipe.stage > 0 && unit.stdin === null) {
     return {
       piped: true,
       origin: index.pipeOrigin(unit.pipe),
@@ -120,9 +144,11 @@ function stdinOf(unit: Unit, index: ScriptIndex, inherited: StdinCtx | null): St
       literal: index.literalUpstream(unit.pipe) ?? feedLiteral(unit.stdin),
     };
   }
-  if (unit.stdin !== null) return { piped: false, origin: null, feed: unit.stdin, literal: feedLiteral(unit.stdin) };
+  if (unit.stdin !== null)
+    return { piped: false, origin: null, feed: unit.stdin, literal: feedLiteral(unit.stdin) };
   // The first commands of a nested script (`ssh host sh`, `sudo -s <<EOF`) read what the outer command reads.
-  if (inherited !== null && unit.container < 0 && (unit.pipe === null || unit.pipe.stage === 0)) return inherited;
+  if (inherited !== null && unit.container < 0 && (unit.pipe === null || unit.pipe.stage === 0))
+    return inherited;
   return null;
 }
 
@@ -131,7 +157,12 @@ function feedLiteral(feed: StdinFeed | null): string | null {
 }
 
 /** Classify every unit of a parsed script into `best`. */
-export function classifyUnits(script: ParsedScript, session: Session, best: Best, inherited: StdinCtx | null): void {
+export function classifyUnits(
+  script: ParsedScript,
+  session: Session,
+  best: Best,
+  inherited: StdinCtx | null,
+): void {
   const index = new ScriptIndex(script);
   for (const unit of script.units) {
     if (best.done) return;

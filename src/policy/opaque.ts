@@ -7,7 +7,23 @@ import { baseName } from "./words.js";
  * decoders (where piped code comes from), inline programs (what they do).
  */
 
-export const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "fish", "csh", "tcsh", "rbash", "ksh93", "pdksh", "posh"]);
+export const SHELLS = new Set([
+  "sh",
+  "bash",
+  "dash",
+  "zsh",
+  "ksh",
+  "mksh",
+  "ash",
+  "yash",
+  "fish",
+  "csh",
+  "tcsh",
+  "rbash",
+  "ksh93",
+  "pdksh",
+  "posh",
+]);
 
 /** How a shell or interpreter gets the program it runs. */
 export type Invocation =
@@ -27,7 +43,7 @@ export function shellInvocation(args: Word[]): Invocation {
     const v = args[i]!.value;
     if (v === "--" || v === "-") {
       const next = args[i + 1];
-      if (next === undefined) return { kind: "stdin" };
+      if (next === undefined || (stdin && !command)) return { kind: "stdin" };
       return command ? { kind: "inline", code: next } : { kind: "file", path: next };
     }
     if (SHELL_VALUED.has(v)) {
@@ -61,16 +77,45 @@ interface InterpreterSpec {
   module: string | null;
 }
 
-const PY: InterpreterSpec = { inline: ["-c"], inlineLetters: "c", valued: ["-W", "-X", "--check-hash-based-pycs"], module: "-m" };
-const PERL: InterpreterSpec = { inline: ["-e", "-E"], inlineLetters: "eE", valued: ["-I", "-M", "-m", "-x"], module: null };
-const RUBY: InterpreterSpec = { inline: ["-e"], inlineLetters: "e", valued: ["-I", "-r", "-C", "-E"], module: null };
+const PY: InterpreterSpec = {
+  inline: ["-c"],
+  inlineLetters: "c",
+  valued: ["-W", "-X", "--check-hash-based-pycs"],
+  module: "-m",
+};
+const PERL: InterpreterSpec = {
+  inline: ["-e", "-E"],
+  inlineLetters: "eE",
+  valued: ["-I", "-M", "-m", "-x"],
+  module: null,
+};
+const RUBY: InterpreterSpec = {
+  inline: ["-e"],
+  inlineLetters: "e",
+  valued: ["-I", "-r", "-C", "-E"],
+  module: null,
+};
 const NODE: InterpreterSpec = {
   inline: ["-e", "--eval", "-p", "--print"],
   inlineLetters: "ep",
-  valued: ["-r", "--require", "--import", "--input-type", "--loader", "--experimental-loader", "-C", "--conditions"],
+  valued: [
+    "-r",
+    "--require",
+    "--import",
+    "--input-type",
+    "--loader",
+    "--experimental-loader",
+    "-C",
+    "--conditions",
+  ],
   module: null,
 };
-const PHP: InterpreterSpec = { inline: ["-r", "-B", "-R", "-E"], inlineLetters: "", valued: ["-c", "-d", "-z"], module: null };
+const PHP: InterpreterSpec = {
+  inline: ["-r", "-B", "-R", "-E"],
+  inlineLetters: "",
+  valued: ["-c", "-d", "-z"],
+  module: null,
+};
 const LUA: InterpreterSpec = { inline: ["-e"], inlineLetters: "", valued: ["-l"], module: null };
 const RSCRIPT: InterpreterSpec = { inline: ["-e"], inlineLetters: "", valued: [], module: null };
 const OSASCRIPT: InterpreterSpec = { inline: ["-e"], inlineLetters: "", valued: ["-l", "-s"], module: null };
@@ -165,7 +210,11 @@ export function awkProgram(args: Word[]): Word | null {
 }
 
 export function awkExecutes(program: string): boolean {
-  return /\bsystem\s*\(/.test(program) || /\|\s*(?:getline\b|")/.test(program) || /print[^;}|]{0,200}\|\s*"/.test(program);
+  return (
+    /\bsystem\s*\(/.test(program) ||
+    /\|\s*(?:getline\b|")/.test(program) ||
+    /print[^;}|]{0,200}\|\s*"/.test(program)
+  );
 }
 
 export const DOWNLOADERS = new Set([
@@ -190,24 +239,56 @@ export const DOWNLOADERS = new Set([
   "iwr",
 ]);
 
-const ALWAYS_DECODES = new Set(["gunzip", "zcat", "gzcat", "bunzip2", "bzcat", "unxz", "xzcat", "unzstd", "zstdcat", "lz4cat", "unlz4", "uncompress", "uudecode", "lzcat", "unlzma", "brotli-d"]);
+const ALWAYS_DECODES = new Set([
+  "gunzip",
+  "zcat",
+  "gzcat",
+  "bunzip2",
+  "bzcat",
+  "unxz",
+  "xzcat",
+  "unzstd",
+  "zstdcat",
+  "lz4cat",
+  "unlz4",
+  "uncompress",
+  "uudecode",
+  "lzcat",
+  "unlzma",
+  "brotli-d",
+]);
 
-const DECODE_FLAG = new Set(["base64", "base32", "basenc", "gzip", "bzip2", "xz", "zstd", "lz4", "lzma", "brotli", "pigz"]);
+const DECODE_FLAG = new Set([
+  "base64",
+  "base32",
+  "basenc",
+  "gzip",
+  "bzip2",
+  "xz",
+  "zstd",
+  "lz4",
+  "lzma",
+  "brotli",
+  "pigz",
+]);
 
 /** Does this argv turn encoded or compressed input into something else (base64 -d, xxd -r, openssl enc -d ...)? */
 export function isDecoder(name: string, args: string[]): boolean {
   if (ALWAYS_DECODES.has(name)) return true;
-  if (DECODE_FLAG.has(name)) return args.some((a) => /^-[a-zA-Z]*[dD]/.test(a) || a === "--decode" || a === "--decompress");
+  if (DECODE_FLAG.has(name))
+    return args.some((a) => /^-[a-zA-Z]*[dD]/.test(a) || a === "--decode" || a === "--decompress");
   if (name === "xxd") return args.some((a) => /^-[a-zA-Z]*r/.test(a));
-  if (name === "openssl") return args.some((a) => a === "-d" || a === "-decrypt" || a === "-base64" || a === "base64");
-  if (name === "printf" || name === "echo") return args.some((a) => /\\(?:x[0-9a-fA-F]|[0-7]{2,3}|u[0-9a-fA-F])/.test(a));
+  if (name === "openssl")
+    return args.some((a) => a === "-d" || a === "-decrypt" || a === "-base64" || a === "base64");
+  if (name === "printf" || name === "echo")
+    return args.some((a) => /\\(?:x[0-9a-fA-F]|[0-7]{2,3}|u[0-9a-fA-F])/.test(a));
   if (name === "rev" || name === "certutil") return true;
   return false;
 }
 
 /** API calls that delete or destroy, in the inline-program languages we know. */
 const DESTRUCTIVE_CODE =
-  /(?:\brmtree\b|\bremove_tree\b|\bos\s*\.\s*(?:remove|unlink|rmdir|removedirs)\b|\bunlink(?:Sync)?\s*\(|\bunlink\s+[\w$@"']|\.unlink\s*\(|\brimraf\b|\bfs(?:\.promises)?\s*\.\s*(?:rm|rmSync|rmdir|rmdirSync|unlink|unlinkSync)\b|\bFileUtils\s*\.\s*(?:rm|rm_r|rm_rf|rm_f|remove_dir|remove_entry)\b|\bFile\s*\.\s*delete\b|\bDir\s*\.\s*(?:rmdir|delete|unlink)\b|\brmdir\s*\(|\bdeleteRecursively\b|\bshred\b|\btruncate\s*\(|\bfork\s+while\s+fork\b|\bwhile\s*\(\s*(?:1|true)\s*\)\s*(?:\{\s*)?(?:os\.)?fork\b)/i;
+  /(?:\brmtree\b|\bremove_tree\b|\bos\s*\.\s*(?:remove|unlink|rmdir|removedirs)\b|\bunlink(?:Sync)?\s*\(|\bunlink\s+[\w$@"']|\.unlink\s*\(|\brimraf\b|\bfs(?:\.promises)?\s*\.\s*(?:rm|rmSync|rmdir|rmdirSync|unlink|unlinkSync)\b|\.(?:rmSync|rmdirSync|unlinkSync|rm)\s*\(|\bFileUtils\s*\.\s*(?:rm|rm_r|rm_rf|rm_f|remove_dir|remove_entry)\b|\bFile\s*\.\s*delete\b|\bDir\s*\.\s*(?:rmdir|delete|unlink)\b|\brmdir\s*\(|\bdeleteRecursively\b|\bshred\b|\btruncate\s*\(|\bfork\s+while\s+fork\b|\bwhile\s*\(\s*(?:1|true)\s*\)\s*(?:\{\s*)?(?:os\.)?fork\b)/i;
 
 /** Calls that hand a string to a shell or exec: their string literals are commands. */
 const EXECUTES_CODE =

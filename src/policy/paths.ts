@@ -49,7 +49,7 @@ export function isCriticalPath(path: string): boolean {
 /** Under a system directory that holds configuration or programs (a wider set, for Tier-2 edits). */
 export function isSystemPath(path: string): boolean {
   const p = normalizePath(path);
-  return isCriticalPath(p) || /^\/(?:opt|srv|var\/lib|root|sys|proc)(?:\/|$)/.test(p);
+  return isCriticalPath(p) || /^\/(?:opt|srv|var\/lib|sys|proc)(?:\/|$)/.test(p);
 }
 
 export function isEtcPath(path: string): boolean {

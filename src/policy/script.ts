@@ -50,4 +50,8 @@ export interface ParsedScript {
   /** `parents[id]` is the container in which substitution `id` appeared (-1 at top level). */
   parents: number[];
   hasError: boolean;
+  /** Source ranges [start, end) of quoted strings and here-doc bodies: text that is data, not code. */
+  dataRanges: [number, number][];
+  /** Source ranges [start, end) of simple commands, to spot one the grammar carried over a line break. */
+  commandRanges: [number, number][];
 }

@@ -14,7 +14,6 @@ export interface SyntaxNode {
   /** UTF-16 offsets into the parsed source (web-tree-sitter parses JS strings as UTF-16). */
   start: number;
   end: number;
-  missing: boolean;
   children: SyntaxNode[];
 }
 
@@ -25,8 +24,28 @@ export interface SyntaxTree {
 }
 
 export interface BashSyntax {
-  /** Parse `source`; null when tree-sitter gives no tree. The wasm tree is always freed. */
+  /**
+   * Parse `source`; null when tree-sitter gives no tree or the parse exceeded
+   * its work budget. The wasm tree is always freed.
+   */
   parse(source: string): SyntaxTree | null;
+}
+
+/**
+ * Work budget of one parse, in progress-callback ticks: tree-sitter calls back
+ * periodically while it works, about 10–20 times per KiB of ordinary shell
+ * text but several times more on pathological input (thousands of `x|x|...`
+ * stages). Past the budget the parse is cancelled and the caller falls back
+ * to the pattern tables, which keeps the cost linear in the input.
+ */
+function tickBudget(length: number): number {
+  return 32 + Math.ceil(length / 40);
+}
+
+interface NodeKinds {
+  types: string[];
+  named: boolean[];
+  fields: (string | null)[];
 }
 
 export function nodeText(tree: SyntaxTree, node: SyntaxNode): string {
@@ -40,17 +59,30 @@ export async function loadBashSyntax(): Promise<BashSyntax> {
   const bash = await Language.load(wasmPath);
   const parser = new Parser();
   parser.setLanguage(bash);
+  // Node kinds are looked up by id: one wasm call per node instead of three.
+  const kinds: NodeKinds = {
+    types: bash.types,
+    named: bash.types.map((_, id) => bash.nodeTypeIsNamed(id)),
+    fields: bash.fields,
+  };
   return {
     parse(source: string): SyntaxTree | null {
-      // A previous parse that threw half-way must not be resumed.
+      // A previous parse that was cancelled or threw half-way must not be resumed.
       parser.reset();
-      const tree = parser.parse(source);
+      const budget = tickBudget(source.length);
+      let ticks = 0;
+      const tree = parser.parse(source, null, {
+        progressCallback: () => {
+          ticks++;
+          return ticks > budget;
+        },
+      });
       if (tree === null) return null;
       try {
         const hasError = tree.rootNode.hasError;
         const cursor = tree.walk();
         try {
-          return { root: copyTree(cursor), hasError, source };
+          return { root: copyTree(cursor, kinds), hasError, source };
         } finally {
           cursor.delete();
         }
@@ -62,13 +94,13 @@ export async function loadBashSyntax(): Promise<BashSyntax> {
 }
 
 /** Iterative pre-order copy: nesting depth of the input cannot overflow the JS stack. */
-function copyTree(cursor: TreeCursor): SyntaxNode {
-  const root = makeNode(cursor, null);
+function copyTree(cursor: TreeCursor, kinds: NodeKinds): SyntaxNode {
+  const root = makeNode(cursor, kinds);
   const parents: SyntaxNode[] = [root];
   if (!cursor.gotoFirstChild()) return root;
   for (;;) {
     const parent = parents[parents.length - 1]!;
-    const node = makeNode(cursor, cursor.currentFieldName);
+    const node = makeNode(cursor, kinds);
     parent.children.push(node);
     if (cursor.gotoFirstChild()) {
       parents.push(node);
@@ -82,14 +114,15 @@ function copyTree(cursor: TreeCursor): SyntaxNode {
   }
 }
 
-function makeNode(cursor: TreeCursor, field: string | null): SyntaxNode {
+function makeNode(cursor: TreeCursor, kinds: NodeKinds): SyntaxNode {
+  const id = cursor.nodeTypeId;
+  const fieldId = cursor.currentFieldId;
   return {
-    type: cursor.nodeType,
-    named: cursor.nodeIsNamed,
-    field,
+    type: kinds.types[id] ?? cursor.nodeType,
+    named: kinds.named[id] ?? cursor.nodeIsNamed,
+    field: fieldId > 0 ? (kinds.fields[fieldId] ?? null) : null,
     start: cursor.startIndex,
     end: cursor.endIndex,
-    missing: cursor.nodeIsMissing,
     children: [],
   };
 }

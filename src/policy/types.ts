@@ -64,7 +64,7 @@ export interface Classifier {
   classify(text: string, options?: ClassifyOptions): Classification;
 }
 
-export type { PolicyMode } from "../config/types.js";
+export type { PolicyMode } from "../config/index.js";
 
 /** How a tool's tier is decided (CONTRACT §2.1 Tier column). */
 export type TierSpec =

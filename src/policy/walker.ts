@@ -61,6 +61,13 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
   const functions: FunctionDef[] = [];
   const stack: Item[] = [];
   const parents: number[] = [];
+  const dataRanges: [number, number][] = [];
+  const commandRanges: [number, number][] = [];
+  const data = (node: SyntaxNode): void => {
+    if (tree.source.includes("\n", node.start) && tree.source.indexOf("\n", node.start) < node.end) {
+      dataRanges.push([node.start, node.end]);
+    }
+  };
   let pipes = 0;
   const text = (n: SyntaxNode): string => tree.source.slice(n.start, n.end);
 
@@ -68,14 +75,18 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
     for (let i = items.length - 1; i >= 0; i--) stack.push(items[i]!);
   };
 
+  // Substitutions and expansions met while resolving words wait here, so that they are
+  // visited in source order right after the command that holds them.
+  let pending: Item[] = [];
+
   const scan = (node: SyntaxNode, ctx: Ctx): void => {
-    stack.push({ node, ctx, extra: null });
+    pending.push({ node, ctx, extra: null });
   };
 
   const substitution = (node: SyntaxNode, ctx: Ctx): number => {
     const id = parents.length;
     parents.push(ctx.container);
-    stack.push({ node, ctx: { container: id, pipe: null, fn: ctx.fn }, extra: null, opened: true });
+    pending.push({ node, ctx: { container: id, pipe: null, fn: ctx.fn }, extra: null, opened: true });
     return id;
   };
 
@@ -107,13 +118,16 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
       case "word":
         return { ...literalWord(unescapeBare(raw), raw), glob: hasGlobChars(raw) };
       case "raw_string":
+        data(node);
         return literalWord(raw.slice(1, -1), raw);
       case "ansi_c_string":
+        data(node);
         return literalWord(decodeAnsiC(raw.slice(2, -1)), raw);
       case "string_content":
         return literalWord(unescapeDouble(raw), raw);
       case "string":
       case "translated_string": {
+        data(node);
         const parts = node.children.filter((c) => c.named);
         return parts.length === 0 ? literalWord("", raw) : resolveParts(parts, ctx, depth, raw);
       }
@@ -125,6 +139,10 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
         return literalWord(raw);
       case "brace_expression":
         return { ...literalWord(raw), glob: true };
+      case "ERROR":
+        // Junk the grammar could not place is not an expansion; still look inside for substitutions.
+        scan(node, ctx);
+        return literalWord(raw);
       case "command_substitution":
       case "process_substitution": {
         const id = substitution(node, ctx);
@@ -140,7 +158,8 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
       default:
         // Parameter and arithmetic expansions: unknown value; scan them for substitutions.
         scan(node, ctx);
-        return dynamicWord(raw);
+        // An "expansion" the grammar built around junk it could not place is error recovery, not `$x`.
+        return node.children.some((c) => c.type === "ERROR") ? literalWord(raw) : dynamicWord(raw);
     }
   };
 
@@ -191,6 +210,8 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
           target: null,
           text: start ? `<<${text(start)}` : "<<",
         });
+        // Lines of a here-doc body start at the range start: include the newline before it.
+        if (body) dataRanges.push([body.start - 1, body.end]);
         out.stdin = { text: body ? text(body) : "", dynamic: dynamic || subst.length > 0, subst };
         const nested = r.children.filter((c) => c.field === "redirect");
         if (nested.length > 0) resolveRedirects(nested, ctx, out);
@@ -200,7 +221,13 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
     }
   };
 
-  const addUnit = (words: Word[], redirectNodes: SyntaxNode[], ctx: Ctx, unitText: string, extra: Partial<Unit>) => {
+  const addUnit = (
+    words: Word[],
+    redirectNodes: SyntaxNode[],
+    ctx: Ctx,
+    unitText: string,
+    extra: Partial<Unit>,
+  ) => {
     const res: RedirectResult = { redirects: [], stdin: null };
     resolveRedirects(redirectNodes, ctx, res);
     let shown = unitText;
@@ -246,6 +273,9 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
       }
     }
     if (extra) redirects.push(...extra);
+    let end = node.end;
+    for (const r of redirects) if (r.type === "file_redirect" && r.end > end) end = r.end;
+    commandRanges.push([node.start, end]);
     addUnit(words, redirects, ctx, text(node), { assigns });
     pushAll(later);
   };
@@ -286,6 +316,9 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
     }
     pushAll(rights);
     if (body === undefined) {
+      const first = redirects[0];
+      if (first !== undefined)
+        commandRanges.push([node.start, first.type === "heredoc_redirect" ? first.start : node.end]);
       addUnit([], redirects, ctx, text(node), {});
       return;
     }
@@ -311,6 +344,14 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
         pipeline(stages, ctx, extra, stages.length - 1);
         return;
       }
+      case "list":
+        if (extra !== null) {
+          // `a || b <<EOF`: the grammar hangs the here-doc on the list; it belongs to the last command.
+          const parts = statementChildren(node);
+          pushAll(parts.map((c, i) => ({ node: c, ctx, extra: i === parts.length - 1 ? extra : null })));
+          return;
+        }
+        break;
       case "command_substitution":
       case "process_substitution":
         if (item.opened !== true) {
@@ -366,6 +407,12 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
   };
 
   stack.push({ node: tree.root, ctx: { container: -1, pipe: null, fn: null }, extra: null });
-  for (let item = stack.pop(); item !== undefined; item = stack.pop()) visit(item);
-  return { units, functions, parents, hasError: tree.hasError };
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    visit(item);
+    if (pending.length > 0) {
+      pushAll(pending);
+      pending = [];
+    }
+  }
+  return { units, functions, parents, hasError: tree.hasError, dataRanges, commandRanges };
 }

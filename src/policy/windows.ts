@@ -19,8 +19,57 @@ export interface WinStatement {
   piped: boolean;
 }
 
-export function tokenizeWindows(text: string): WinStatement[] {
-  const out: WinStatement[] = [];
+enum Ch {
+  Plain,
+  Blank,
+  Quote,
+  Tick,
+  Break,
+  Pipe,
+  Amp,
+  Open,
+  Close,
+}
+
+function charKind(code: number): Ch {
+  switch (code) {
+    case 32:
+    case 9:
+    case 11:
+    case 12:
+      return Ch.Blank;
+    case 34:
+    case 39:
+      return Ch.Quote;
+    case 96:
+      return Ch.Tick;
+    case 10:
+    case 13:
+    case 59:
+    case 123:
+    case 125:
+      return Ch.Break;
+    case 124:
+      return Ch.Pipe;
+    case 38:
+      return Ch.Amp;
+    case 40:
+      return Ch.Open;
+    case 41:
+      return Ch.Close;
+    default:
+      return Ch.Plain;
+  }
+}
+
+const ASSIGN_OP = /^(?:[-+*/%]|\?\?)?=$/;
+
+/**
+ * Statements are handed to `onStatement` as they end (nothing accumulates, so
+ * a megabyte of text does not keep every token alive); it returns true to stop.
+ */
+export function tokenizeWindows(text: string, onStatement: (st: WinStatement) => boolean): void {
+  let stopped = false;
   let cur: WinStatement = { raw: [], lower: [], commands: [], piped: false };
   let token = "";
   let inToken = false;
@@ -30,50 +79,70 @@ export function tokenizeWindows(text: string): WinStatement[] {
     if (commandNext) cur.commands.push(cur.raw.length);
     cur.raw.push(token);
     cur.lower.push(token.toLowerCase());
+    // `$x = Remove-Item ...`: the right side of an assignment is in command position.
+    commandNext = token.length <= 3 && ASSIGN_OP.test(token);
     token = "";
     inToken = false;
-    commandNext = false;
   };
   const endStatement = (piped: boolean) => {
     endToken();
-    if (cur.raw.length > 0) out.push(cur);
+    if (cur.raw.length > 0 && !stopped) stopped = onStatement(cur);
     cur = { raw: [], lower: [], commands: [], piped };
     commandNext = true;
   };
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    if (c === '"' || c === "'") {
-      const close = text.indexOf(c, i + 1);
-      const end = close < 0 ? text.length : close;
-      token += text.slice(i + 1, end);
+  const n = text.length;
+  let i = 0;
+  while (i < n && !stopped) {
+    const code = text.charCodeAt(i);
+    const kind = charKind(code);
+    if (kind === Ch.Plain) {
+      let j = i + 1;
+      while (j < n && charKind(text.charCodeAt(j)) === Ch.Plain) j++;
+      token += text.slice(i, j);
       inToken = true;
-      i = end;
-    } else if (c === "`" && i + 1 < text.length) {
-      token += text[i + 1];
-      inToken = true;
-      i++;
-    } else if (c === "\n" || c === "\r" || c === ";" || c === "{" || c === "}") {
-      endStatement(false);
-    } else if (c === "|" || c === "&") {
-      const doubled = text[i + 1] === c;
-      endStatement(c === "|" && !doubled);
-      if (doubled) i++;
-    } else if (c === "(" || c === ")") {
-      if (inToken && (token === "$" || token === "@")) {
-        token = "";
-        inToken = false;
-      }
-      endToken();
-      commandNext = c === "(";
-    } else if (c === " " || c === "\t" || c === "\f" || c === "\v") {
-      endToken();
-    } else {
-      token += c;
-      inToken = true;
+      i = j;
+      continue;
     }
+    switch (kind) {
+      case Ch.Blank:
+        endToken();
+        break;
+      case Ch.Quote: {
+        const close = text.indexOf(text[i]!, i + 1);
+        const end = close < 0 ? n : close;
+        token += text.slice(i + 1, end);
+        inToken = true;
+        i = end;
+        break;
+      }
+      case Ch.Tick:
+        if (i + 1 < n) token += text[i + 1];
+        inToken = true;
+        i++;
+        break;
+      case Ch.Break:
+        endStatement(false);
+        break;
+      case Ch.Pipe:
+      case Ch.Amp: {
+        const doubled = text.charCodeAt(i + 1) === code;
+        endStatement(kind === Ch.Pipe && !doubled);
+        if (doubled) i++;
+        break;
+      }
+      case Ch.Open:
+      case Ch.Close:
+        if (inToken && (token === "$" || token === "@")) {
+          token = "";
+          inToken = false;
+        }
+        endToken();
+        commandNext = kind === Ch.Open;
+        break;
+    }
+    i++;
   }
   endStatement(false);
-  return out;
 }
 
 const DESTROY = hit(3, "windows_destructive");
@@ -94,7 +163,8 @@ function switchParam(tokens: string[], from: number, window: number, names: stri
 }
 
 function slashFlag(tokens: string[], from: number, window: number, flags: string[]): boolean {
-  for (let i = from; i < Math.min(tokens.length, from + window); i++) if (flags.includes(tokens[i]!)) return true;
+  for (let i = from; i < Math.min(tokens.length, from + window); i++)
+    if (flags.includes(tokens[i]!)) return true;
   return false;
 }
 
@@ -165,9 +235,20 @@ const STATEFUL_CMDLETS = new Set([
   "msiexec",
 ]);
 
-const REMOVERS = new Set(["remove-item", "ri", "rm", "rmdir", "rd", "del", "erase", "rp", "remove-itemproperty"]);
+const REMOVERS = new Set([
+  "remove-item",
+  "ri",
+  "rm",
+  "rmdir",
+  "rd",
+  "del",
+  "erase",
+  "rp",
+  "remove-itemproperty",
+]);
 const CMD_REMOVERS = new Set(["rmdir", "rd", "del", "erase"]);
-export const DOWNLOADS = /(?:invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|downloadstring|downloadfile|net\.webclient|start-bitstransfer|\bcurl\b|\bwget\b)/;
+export const DOWNLOADS =
+  /(?:invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|downloadstring|downloadfile|net\.webclient|start-bitstransfer|\bcurl\b|\bwget\b)/;
 
 /** A command name without its directory and `.exe`. */
 function commandName(token: string): string {
@@ -200,14 +281,15 @@ export function classifyWindowsCommand(
   }
   if (DESTRUCTIVE_CMDLETS.has(name)) return DESTROY;
   if (name === "format") {
-    for (let i = next; i < Math.min(args.length, next + 8); i++) if (/^[a-z]:\\?$/.test(args[i]!)) return DESTROY;
+    for (let i = next; i < Math.min(args.length, next + 8); i++)
+      if (/^[a-z]:\\?$/.test(args[i]!)) return DESTROY;
     return null;
   }
   if (name === "vssadmin" && a1 === "delete" && args[next + 1] === "shadows") return DESTROY;
   if (name === "vssadmin" && a1 === "resize") return DESTROY;
   if (name === "wmic" && args.slice(next, next + 4).includes("delete")) return DESTROY;
   if (name === "wbadmin" && a1?.startsWith("delete")) return DESTROY;
-  if (name === "cipher" && slashFlag(args, next, 8, ["/w"]) ) return DESTROY;
+  if (name === "cipher" && slashFlag(args, next, 8, ["/w"])) return DESTROY;
   if (name === "cipher" && args.slice(next, next + 8).some((t) => t.startsWith("/w:"))) return DESTROY;
   if ((name === "reg" || name === "sc") && a1 === "delete") return DESTROY;
   if (name === "wevtutil" && (a1 === "cl" || a1 === "clear-log")) return DESTROY;
@@ -217,10 +299,17 @@ export function classifyWindowsCommand(
   }
   if (name === "netsh") {
     const rest = args.slice(next, next + 8);
-    if (rest.includes("interface") && rest.some((t) => t === "disable" || t === "admin=disabled" || t === "disabled")) {
+    if (
+      rest.includes("interface") &&
+      rest.some((t) => t === "disable" || t === "admin=disabled" || t === "disabled")
+    ) {
       return hit(3, "network_lockout");
     }
-    return a1 === "advfirewall" || a1 === "firewall" || rest.includes("set") || rest.includes("add") || rest.includes("delete")
+    return a1 === "advfirewall" ||
+      a1 === "firewall" ||
+      rest.includes("set") ||
+      rest.includes("add") ||
+      rest.includes("delete")
       ? STATEFUL
       : null;
   }
@@ -229,13 +318,18 @@ export function classifyWindowsCommand(
     const verbs = ["stop", "start", "config", "create", "failure", "pause", "continue", "share", "use"];
     return a1 !== undefined && verbs.includes(a1) ? STATEFUL : null;
   }
-  if (name === "reg") return a1 !== undefined && ["add", "import", "copy", "restore", "load", "unload"].includes(a1) ? STATEFUL : null;
+  if (name === "reg")
+    return a1 !== undefined && ["add", "import", "copy", "restore", "load", "unload"].includes(a1)
+      ? STATEFUL
+      : null;
   if (name === "choco" || name === "winget" || name === "scoop") {
     const verbs = ["install", "uninstall", "upgrade", "update", "remove", "add", "import"];
     return a1 !== undefined && verbs.includes(a1) ? STATEFUL : null;
   }
-  if (name === "schtasks") return slashFlag(args, next, 8, ["/create", "/delete", "/change", "/run", "/end"]) ? STATEFUL : null;
-  if (name === "stop-process" || name === "taskkill" || name === "kill" || name === "spps") return hit(2, "process_kill");
+  if (name === "schtasks")
+    return slashFlag(args, next, 8, ["/create", "/delete", "/change", "/run", "/end"]) ? STATEFUL : null;
+  if (name === "stop-process" || name === "taskkill" || name === "kill" || name === "spps")
+    return hit(2, "process_kill");
   if (name === "runas") return hit(2, "privilege_escalation");
   if (name === "start-process" || name === "saps" || name === "start") {
     for (let i = next; i < args.length - 1; i++) {

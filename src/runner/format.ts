@@ -1,6 +1,13 @@
-import { describeError, RelayError } from "../core/index.js";
-import { type Tier, tierName } from "../core/index.js";
-import { clamp, type Truncated, truncateUtf8, utf8Length } from "../core/index.js";
+import {
+  clamp,
+  describeError,
+  RelayError,
+  type Tier,
+  type Truncated,
+  tierName,
+  truncateUtf8,
+  utf8Length,
+} from "../core/index.js";
 
 /**
  * The result grammar of CONTRACT §1.2. This module and the relay are the only
@@ -68,7 +75,11 @@ export function boundBody(body: string, limit: number, producedBytes?: number): 
   if (cut.truncated) {
     const marker = `[TRUNCATED - ${cut.totalBytes} bytes total, ${limit} shown]`;
     const real = `[TRUNCATED - ${producedBytes} bytes total, ${limit} shown]`;
-    return { text: cut.text.slice(0, cut.text.length - marker.length) + real, truncated: true, totalBytes: producedBytes };
+    return {
+      text: cut.text.slice(0, cut.text.length - marker.length) + real,
+      truncated: true,
+      totalBytes: producedBytes,
+    };
   }
   return {
     text: `${body}\n\n[TRUNCATED - ${producedBytes} bytes total, ${bodyBytes} shown]`,

@@ -1,6 +1,13 @@
 export { clampOutput } from "./format.js";
-export { type ArgsOf, type ParamSpec, type ParamTable } from "./params.js";
-export { type CallContext, createRelay, type Relay, type RelayDeps, type RunResult, type StructuredResult } from "./relay.js";
+export type { ArgsOf, ParamSpec, ParamTable } from "./params.js";
+export {
+  type CallContext,
+  createRelay,
+  type Relay,
+  type RelayDeps,
+  type RunResult,
+  type StructuredResult,
+} from "./relay.js";
 export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,

@@ -24,7 +24,10 @@ describe("Relay.run", () => {
   function setup(env: Record<string, string> = {}, tools: Tool[] = [], gates: Gate[] = []) {
     const auditPath = join(dir, `audit-${Math.random().toString(16).slice(2)}.jsonl`);
     const settings: Settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath, ...env }, { cwd: dir });
-    const audit = createAuditLog({ path: auditPath, format: "jsonl", chain: false, stderrEcho: false }, { clock: systemClock });
+    const audit = createAuditLog(
+      { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
+      { clock: systemClock },
+    );
     const metrics = createCallCounter();
     const relay = createRelay({ settings, classifier, audit, metrics, tools, gates });
     const records = () =>
@@ -35,14 +38,22 @@ describe("Relay.run", () => {
     return { relay, metrics, records };
   }
 
-  function echoTool(runs: string[], behaviour: (text: string) => Promise<{ body: string; exitCode?: number }>) {
+  function echoTool(
+    runs: string[],
+    behaviour: (text: string) => Promise<{ body: string; exitCode?: number }>,
+  ) {
     return defineTool({
       name: "echo_tool",
       title: "echo",
       description: "test tool that echoes",
       params: { text: { type: "string", description: "text" } },
       tier: { kind: "heuristic", floor: 1, windows: false },
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
       budget: () => 1024,
       policyText: (a) => a.text,
       auditArgs: (a) => ({ text: a.text }),
@@ -58,13 +69,24 @@ describe("Relay.run", () => {
     const gate: Gate = {
       name: "test-gate",
       check: (call) =>
-        call.tier === 3 ? { kind: "challenge", text: "[CHALLENGED]", action: "confirm_plan" } : { kind: "proceed" },
+        call.tier === 3
+          ? { kind: "challenge", text: "[CHALLENGED]", action: "confirm_plan" }
+          : { kind: "proceed" },
     };
-    const { relay, records, metrics } = setup({}, [echoTool(runs, async (t) => ({ body: t, exitCode: 0 }))], [gate]);
+    const { relay, records, metrics } = setup(
+      {},
+      [echoTool(runs, async (t) => ({ body: t, exitCode: 0 }))],
+      [gate],
+    );
     const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
     expect(r.text).toBe("[CHALLENGED]");
     expect(runs).toEqual([]);
-    expect(records().at(-1)).toMatchObject({ tool: "echo_tool", tier: 3, action: "confirm_plan", request_id: "7" });
+    expect(records().at(-1)).toMatchObject({
+      tool: "echo_tool",
+      tier: 3,
+      action: "confirm_plan",
+      request_id: "7",
+    });
     const ok = await relay.run("echo_tool", { text: "ls" }, ctx);
     expect(ok.text).toBe("[exit 0]\nls");
     expect(runs).toEqual(["ls"]);
@@ -94,10 +116,13 @@ describe("Relay.run", () => {
   it("refuses calls above Tier 0 while the audit log cannot be written (fail closed)", async () => {
     const runs: string[] = [];
     const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: "/dev/full" }, { cwd: dir });
-    const audit = createAuditLog({ path: "/dev/full", format: "jsonl", chain: false, stderrEcho: false }, {
-      clock: systemClock,
-      stderr: () => undefined,
-    });
+    const audit = createAuditLog(
+      { path: "/dev/full", format: "jsonl", chain: false, stderrEcho: false },
+      {
+        clock: systemClock,
+        stderr: () => undefined,
+      },
+    );
     const relay = createRelay({
       settings,
       classifier,

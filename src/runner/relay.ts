@@ -1,8 +1,6 @@
 import { type AuditAction, type AuditLog, redactArgs } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
-import { type Logger, silentLogger } from "../core/index.js";
-import { type Tier, tierName } from "../core/index.js";
-import { truncateUtf8, utf8Length } from "../core/index.js";
+import { type Logger, silentLogger, type Tier, tierName, truncateUtf8, utf8Length } from "../core/index.js";
 import type { CallMetrics, CallOutcome } from "../metrics/index.js";
 import { assessTier, type Basis, type Classification, type Classifier, decide } from "../policy/index.js";
 import { boundBody, clampOutput, deniedText, errorText, exitPrefixed, timeoutText } from "./format.js";
@@ -23,6 +21,8 @@ export interface CallContext {
   requestId: string;
   clientId: string;
   signal: AbortSignal;
+  /** Progress sink for long calls; absent when the client sent no progress token. */
+  progress?: (done: number, total: number, message?: string) => void;
 }
 
 /** The fields every structuredContent carries (Appendix B 15). */
@@ -50,8 +50,16 @@ export interface Relay {
   readonly tools: readonly Tool[];
   /** Run one tool call through the whole pipeline. Never rejects. */
   run(toolName: string, rawArgs: unknown, ctx: CallContext): Promise<RunResult>;
-  /** Audit a resource read or prompt fetch (no policy: CONTRACT §3) and bound its body. */
-  recordRead(label: string, args: Record<string, unknown>, body: string): string;
+  /**
+   * Produce, bound and audit a resource read or prompt fetch (no policy:
+   * CONTRACT §3). A failing read becomes the error grammar. Never throws.
+   */
+  recordRead(label: string, args: Record<string, unknown>, read: () => string): string;
+  /**
+   * Refuse and audit a call whose message was too large to read at all: it is
+   * treated like any input over RELAY_SHELL_MAX_INPUT (unscanned = Tier 3).
+   */
+  refuseOversized(toolName: string | null, messageBytes: number, ctx: CallContext): RunResult;
 }
 
 /** Room for the tool name and a space in the deny probe (Appendix B 9). */
@@ -134,6 +142,9 @@ export function createRelay(deps: RelayDeps): Relay {
         const piece = value.slice(0, budget);
         budget -= piece.length;
         parts.push(piece);
+      } else if (Array.isArray(value) && value.every((item) => typeof item === "string")) {
+        // An argv sent as a list is still one command line.
+        visit(value.join(" "), depth + 1);
       } else if (Array.isArray(value)) {
         for (const item of value) visit(item, depth + 1);
       } else if (value !== null && typeof value === "object") {
@@ -168,7 +179,8 @@ export function createRelay(deps: RelayDeps): Relay {
       const classification = classifyLoose(tool, raw);
       const detail = truncateUtf8(parsed.problems.join("; "), MAX_PROBLEMS_TEXT).text;
       const reason = `invalid arguments: ${detail}`;
-      const rawArgs = raw !== null && typeof raw === "object" && !Array.isArray(raw) ? raw : { arguments: raw };
+      const rawArgs =
+        raw !== null && typeof raw === "object" && !Array.isArray(raw) ? raw : { arguments: raw };
       return finish(ctx, {
         tool: tool.name,
         tier: classification.tier,
@@ -233,10 +245,25 @@ export function createRelay(deps: RelayDeps): Relay {
     }
 
     // 5. Gates add friction to what policy admitted; they never widen it.
-    const toolCtx: ToolContext = { signal: ctx.signal, requestId: ctx.requestId, clientId: ctx.clientId };
+    const report = ctx.progress;
+    const toolCtx: ToolContext = {
+      signal: ctx.signal,
+      requestId: ctx.requestId,
+      clientId: ctx.clientId,
+      progress(done, total, message) {
+        try {
+          report?.(done, total, message);
+        } catch (err) {
+          logger.warn({ err: String(err) }, "progress notification failed");
+        }
+      },
+    };
     let action: AuditAction | undefined;
     for (const gate of gates) {
-      const verdict = gate.check({ tool: tool.name, policyText, auditArgs: rawAuditArgs, tier: decision.tier }, toolCtx);
+      const verdict = gate.check(
+        { tool: tool.name, policyText, auditArgs: rawAuditArgs, tier: decision.tier },
+        toolCtx,
+      );
       if (verdict.kind === "challenge") {
         return finish(ctx, {
           ...base,
@@ -340,9 +367,39 @@ export function createRelay(deps: RelayDeps): Relay {
         }
       }
     },
-    recordRead(label, args, body) {
+    refuseOversized(toolName, messageBytes, ctx) {
+      const known = toolName !== null && byName.has(toolName);
+      const reason = `input of ${messageBytes} bytes exceeds RELAY_SHELL_MAX_INPUT (${settings.maxInput})`;
+      return finish(ctx, {
+        tool: known ? (toolName as string) : "unknown_tool",
+        tier: 3,
+        classification: { tier: 3, basis: "default", part: "" },
+        denied: true,
+        reason: "input too large",
+        args: known
+          ? { message_bytes: messageBytes }
+          : redactArgs({ name: toolName ?? "", message_bytes: messageBytes }),
+        text: deniedText(3, reason),
+        exitCode: null,
+        outcome: "denied",
+      });
+    },
+    recordRead(label, args, read) {
+      let body: string;
+      try {
+        body = read();
+      } catch (err) {
+        body = errorText(err);
+      }
       const text = truncateUtf8(body, clampOutput(settings.maxOutput, settings)).text;
-      audit.append({ tool: label, tier: 0, denied: false, args: redactArgs(args), output: text, exitCode: null });
+      audit.append({
+        tool: label,
+        tier: 0,
+        denied: false,
+        args: redactArgs(args),
+        output: text,
+        exitCode: null,
+      });
       metrics.recordCall({ tool: label, tier: 0, mode: settings.policyMode, outcome: "ok" });
       return text;
     },

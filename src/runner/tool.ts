@@ -1,6 +1,6 @@
-import type { AuditAction } from "../audit/types.js";
+import type { AuditAction } from "../audit/index.js";
 import type { Tier } from "../core/index.js";
-import type { TierSpec } from "../policy/types.js";
+import type { TierSpec } from "../policy/index.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
 
 /** What a tool learns about the call it serves. */
@@ -8,6 +8,8 @@ export interface ToolContext {
   signal: AbortSignal;
   requestId: string;
   clientId: string;
+  /** Report progress to the client (MCP progress notifications); a no-op when it asked for none. */
+  progress(done: number, total: number, message?: string): void;
 }
 
 /**
@@ -91,7 +93,10 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
 }
 
 /** Annotations that follow from a tool's tier (Appendix B 15). */
-export function annotationsFor(spec: TierSpec, options: { openWorld: boolean; idempotent?: boolean }): ToolAnnotations {
+export function annotationsFor(
+  spec: TierSpec,
+  options: { openWorld: boolean; idempotent?: boolean },
+): ToolAnnotations {
   const readOnly = spec.kind === "fixed" && spec.tier === 0;
   return {
     readOnlyHint: readOnly,

@@ -1,2 +1,8 @@
-export { createMcpServer, type McpServerDeps, PROMPT_NAME } from "./mcp-server.js";
-export { serveStdio } from "./stdio.js";
+export {
+  answerOversized,
+  createMcpServer,
+  type McpServerDeps,
+  PROMPT_NAME,
+  type ResourceDef,
+} from "./mcp-server.js";
+export { createStdioTransport, type OversizedHandler, type StdioOptions, serveStdio } from "./stdio.js";

@@ -1,23 +1,97 @@
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { UriTemplate } from "@modelcontextprotocol/sdk/shared/uriTemplate.js";
 import {
   CallToolRequestSchema,
   type CallToolResult,
   ErrorCode,
   GetPromptRequestSchema,
+  type JSONRPCMessage,
   ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { outputSchemaFor, type Relay } from "../runner/index.js";
+
+/**
+ * A read-only MCP resource. Reads are not policy-gated (they reveal what a
+ * Tier-0 tool does) but every read is audited and bounded by the relay.
+ */
+export interface ResourceDef {
+  name: string;
+  description: string;
+  mimeType: string;
+  /** A fixed URI, or an RFC 6570 template such as `relay-shell://inventory/{host}`. */
+  uri: string;
+  template: boolean;
+  /** Fixed audit label (`resource:<name>`): user input goes into args, never the label. */
+  auditLabel: string;
+  auditArgs(vars: Record<string, string>): Record<string, unknown>;
+  read(vars: Record<string, string>): string;
+}
 
 export interface McpServerDeps {
   relay: Relay;
   version: string;
   instructions: string;
   operatingGuide: string;
+  resources?: readonly ResourceDef[];
 }
 
 export const PROMPT_NAME = "operating_guide";
+
+/**
+ * The answer to a message too large to parse (see createStdioTransport): a
+ * tool call gets the relay's audited refusal, anything else a JSON-RPC error.
+ */
+export function answerOversized(
+  relay: Relay,
+): (info: {
+  id: string | number | null;
+  method: string | null;
+  toolName: string | null;
+  bytes: number;
+}) => Promise<JSONRPCMessage | null> {
+  return async (info) => {
+    if (info.method === "tools/call") {
+      const result = relay.refuseOversized(info.toolName, info.bytes, {
+        requestId: info.id === null ? "" : String(info.id),
+        clientId: "",
+        signal: new AbortController().signal,
+      });
+      if (info.id === null) return null;
+      return {
+        jsonrpc: "2.0",
+        id: info.id,
+        result: { content: [{ type: "text", text: result.text }], structuredContent: result.structured },
+      };
+    }
+    return {
+      jsonrpc: "2.0",
+      id: info.id,
+      error: {
+        code: ErrorCode.InvalidRequest,
+        message: `message of ${info.bytes} bytes exceeds the size limit`,
+      },
+    } as JSONRPCMessage;
+  };
+}
+
+const MAX_CLIENT_ID = 200;
+
+/**
+ * The caller's identity: the OAuth client of the bearer token when there is
+ * one (it cannot be forged); otherwise the `client_id` a client states in the
+ * request metadata, as the Python server reads it. Over stdio there is one
+ * client per process, so a stated id only labels records and sessions.
+ */
+function clientIdOf(tokenClient: string | undefined, meta: Record<string, unknown> | undefined): string {
+  if (tokenClient) return tokenClient.slice(0, MAX_CLIENT_ID);
+  const stated = meta?.client_id;
+  return typeof stated === "string" ? stated.slice(0, MAX_CLIENT_ID) : "";
+}
 
 /**
  * The MCP edge: it maps protocol requests onto the relay and nothing else.
@@ -26,9 +100,13 @@ export const PROMPT_NAME = "operating_guide";
  */
 export function createMcpServer(deps: McpServerDeps): Server {
   const { relay } = deps;
+  const resources = deps.resources ?? [];
   const server = new Server(
     { name: "relay-shell", version: deps.version },
-    { capabilities: { tools: {}, prompts: {} }, instructions: deps.instructions },
+    {
+      capabilities: { tools: {}, prompts: {}, ...(resources.length > 0 ? { resources: {} } : {}) },
+      instructions: deps.instructions,
+    },
   );
 
   const listing = relay.tools.map((tool) => ({
@@ -43,10 +121,23 @@ export function createMcpServer(deps: McpServerDeps): Server {
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const progressToken = request.params._meta?.progressToken;
     const result = await relay.run(request.params.name, request.params.arguments, {
       requestId: String(extra.requestId),
-      clientId: extra.authInfo?.clientId ?? "",
+      clientId: clientIdOf(extra.authInfo?.clientId, request.params._meta),
       signal: extra.signal,
+      ...(progressToken === undefined
+        ? {}
+        : {
+            progress: (progress: number, total: number, message?: string) => {
+              extra
+                .sendNotification({
+                  method: "notifications/progress",
+                  params: { progressToken, progress, total, ...(message ? { message } : {}) },
+                })
+                .catch(() => undefined); // a client that went away cannot be told; the call still completes
+            },
+          }),
     });
     return {
       content: [{ type: "text", text: result.text }],
@@ -68,12 +159,61 @@ export function createMcpServer(deps: McpServerDeps): Server {
     if (request.params.name !== PROMPT_NAME) {
       throw new McpError(ErrorCode.InvalidParams, `unknown prompt: ${request.params.name.slice(0, 200)}`);
     }
-    const text = relay.recordRead(`prompt:${PROMPT_NAME}`, {}, deps.operatingGuide);
+    const text = relay.recordRead(`prompt:${PROMPT_NAME}`, {}, () => deps.operatingGuide);
     return {
       description: "relay-shell operating guide",
       messages: [{ role: "user", content: { type: "text", text } }],
     };
   });
 
+  if (resources.length > 0) registerResources(server, relay, resources);
   return server;
+}
+
+function registerResources(server: Server, relay: Relay, resources: readonly ResourceDef[]): void {
+  const fixed = resources.filter((r) => !r.template);
+  const templated = resources
+    .filter((r) => r.template)
+    .map((r) => ({ def: r, matcher: new UriTemplate(r.uri) }));
+
+  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
+    resources: fixed.map((r) => ({
+      uri: r.uri,
+      name: r.name,
+      description: r.description,
+      mimeType: r.mimeType,
+    })),
+  }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: templated.map(({ def }) => ({
+      uriTemplate: def.uri,
+      name: def.name,
+      description: def.description,
+      mimeType: def.mimeType,
+    })),
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const uri = request.params.uri;
+    let def = fixed.find((r) => r.uri === uri);
+    let vars: Record<string, string> = {};
+    if (!def) {
+      for (const entry of templated) {
+        const match = entry.matcher.match(uri);
+        if (match) {
+          def = entry.def;
+          vars = Object.fromEntries(
+            Object.entries(match).map(([k, v]) => [
+              k,
+              decodeURIComponent(Array.isArray(v) ? v.join(",") : v),
+            ]),
+          );
+          break;
+        }
+      }
+    }
+    if (!def) throw new McpError(ErrorCode.InvalidParams, `unknown resource: ${uri.slice(0, 200)}`);
+    const resource = def;
+    const text = relay.recordRead(resource.auditLabel, resource.auditArgs(vars), () => resource.read(vars));
+    return { contents: [{ uri, mimeType: resource.mimeType, text }] };
+  });
 }

@@ -111,7 +111,11 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
       lines: { type: "integer", description: "size of the scanned window, 1..1000", default: 50 },
       tool: { type: "string", description: "exact tool name filter; empty = any", default: "" },
       tier: { type: "integer", description: "tier filter 0..3; negative = any", default: -1 },
-      denied: { type: "boolean_or_null", description: "filter on the denied flag; null = any", default: null },
+      denied: {
+        type: "boolean_or_null",
+        description: "filter on the denied flag; null = any",
+        default: null,
+      },
     },
     tier: READ_ONLY,
     annotations: annotationsFor(READ_ONLY, { openWorld: false }),

@@ -87,7 +87,7 @@ const GUIDE: readonly Paragraph[] = [
     tools: ["shell_exec", "shell_script"],
     text:
       "## One-shot commands\n" +
-      "Use shell_exec for a command that runs and exits: `shell_exec(command=\"df -h\")`. Pass input with " +
+      'Use shell_exec for a command that runs and exits: `shell_exec(command="df -h")`. Pass input with ' +
       "`stdin`, environment changes with `env_json`, a directory with `cwd`, and raise `timeout` for slow work. " +
       "Use shell_script for several statements: bash scripts run with `set -euo pipefail` unless strict=false.",
   },
@@ -96,7 +96,7 @@ const GUIDE: readonly Paragraph[] = [
     text:
       "## Interactive sessions\n" +
       "A REPL, a password prompt, a pager or a long job needs a PTY: `shell_spawn()` returns a session id; " +
-      "`session_send(session_id, data=\"python3\")` types a line; `session_recv(session_id, timeout=2)` returns " +
+      '`session_send(session_id, data="python3")` types a line; `session_recv(session_id, timeout=2)` returns ' +
       "what the terminal printed so far. Repeat send/recv; end with session_kill.",
   },
   {

@@ -1,6 +1,5 @@
 import type { Settings } from "../config/index.js";
-import { RelayError } from "../core/index.js";
-import { clamp } from "../core/index.js";
+import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, type ProcessOutcome, type ProcessRunner, splitShellWords } from "../exec/index.js";
 import type { TierSpec } from "../policy/index.js";
 import { annotationsFor, defineTool, type Tool, type ToolOutcome } from "../runner/index.js";
@@ -65,8 +64,17 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
         description: "seconds before the process group is killed (default RELAY_SHELL_DEFAULT_TIMEOUT)",
         optional: true,
       },
-      max_output: { type: "integer", description: "output budget in bytes (1024..MAX_OUTPUT_HARD)", default: 65536 },
-      cwd: { type: "string", description: "working directory; empty = the server's", default: "", noNul: true },
+      max_output: {
+        type: "integer",
+        description: "output budget in bytes (1024..MAX_OUTPUT_HARD)",
+        default: 65536,
+      },
+      cwd: {
+        type: "string",
+        description: "working directory; empty = the server's",
+        default: "",
+        noNul: true,
+      },
       stdin: { type: "string", description: "text written to the command's stdin", default: "" },
       merge_stderr: { type: "boolean", description: "interleave stderr with stdout", default: true },
       use_shell: {
@@ -135,7 +143,12 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
         description: "seconds before the process group is killed (default RELAY_SHELL_DEFAULT_TIMEOUT)",
         optional: true,
       },
-      cwd: { type: "string", description: "working directory; empty = the server's", default: "", noNul: true },
+      cwd: {
+        type: "string",
+        description: "working directory; empty = the server's",
+        default: "",
+        noNul: true,
+      },
       env_json: { type: "string", description: "JSON object of environment overrides", default: "" },
     },
     tier: COMMAND_TIER,

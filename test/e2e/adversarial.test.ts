@@ -16,9 +16,15 @@ function hidden(canary: string): Array<[string, Record<string, unknown>]> {
     ["eval", { command: `eval "rm -rf ${canary}"` }],
     ["command substitution", { command: `$(echo rm) -rf ${canary}` }],
     ["pipe into sh", { command: `echo 'rm -rf ${canary}' | sh` }],
-    ["base64 into sh", { command: `echo ${Buffer.from(`rm -rf ${canary}`).toString("base64")} | base64 -d | sh` }],
+    [
+      "base64 into sh",
+      { command: `echo ${Buffer.from(`rm -rf ${canary}`).toString("base64")} | base64 -d | sh` },
+    ],
     ["stdin to a shell", { command: "bash", stdin: `rm -rf ${canary}` }],
-    ["env overlay payload", { command: 'bash -c "$PAYLOAD"', env_json: JSON.stringify({ PAYLOAD: `rm -rf ${canary}` }) }],
+    [
+      "env overlay payload",
+      { command: 'bash -c "$PAYLOAD"', env_json: JSON.stringify({ PAYLOAD: `rm -rf ${canary}` }) },
+    ],
     ["sudo wrapper", { command: `sudo -n rm -rf ${canary}` }],
     ["find -delete", { command: `find ${canary} -delete` }],
   ];
@@ -66,7 +72,9 @@ describe("classification through the server under a deny-all list", () => {
     ["dd if=/dev/zero of=/dev/sda", 3],
   ])("%s is tier %i and denied", async (command, tier) => {
     const r = await s.call("shell_exec", { command });
-    expect(r.text).toBe(`[DENIED tier ${tier} (${["READ_ONLY", "REVERSIBLE", "STATEFUL", "IRREVERSIBLE"][tier]}): matched RELAY_SHELL_POLICY_DENY]`);
+    expect(r.text).toBe(
+      `[DENIED tier ${tier} (${["READ_ONLY", "REVERSIBLE", "STATEFUL", "IRREVERSIBLE"][tier]}): matched RELAY_SHELL_POLICY_DENY]`,
+    );
     expect(r.structured).toMatchObject({ tier, denied: true });
   });
 
@@ -81,7 +89,10 @@ describe("classification through the server under a deny-all list", () => {
 describe("guarded mode admits low tiers and allow-listed high tiers", () => {
   let s: TestServer;
   beforeAll(async () => {
-    s = await startServer({ RELAY_SHELL_POLICY_MODE: "guarded", RELAY_SHELL_POLICY_ALLOW: "^shell_exec systemctl restart nginx$" });
+    s = await startServer({
+      RELAY_SHELL_POLICY_MODE: "guarded",
+      RELAY_SHELL_POLICY_ALLOW: "^shell_exec systemctl restart nginx$",
+    });
   });
   afterAll(async () => {
     await s.close();

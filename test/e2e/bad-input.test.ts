@@ -19,7 +19,12 @@ describe("bad input over stdio", () => {
     ["wrong type", "shell_exec", { command: 5 }, /^\[DENIED tier \d \(\w+\): invalid arguments: command: /],
     ["missing field", "shell_exec", {}, /^\[DENIED tier 1 \(REVERSIBLE\): invalid arguments: command: /],
     ["wrong nested type", "shell_exec", { command: "ls", timeout: "soon" }, /invalid arguments: timeout: /],
-    ["NUL in command", "shell_exec", { command: "echo a\u0000b" }, /invalid arguments: command: must not contain NUL/],
+    [
+      "NUL in command",
+      "shell_exec",
+      { command: "echo a\u0000b" },
+      /invalid arguments: command: must not contain NUL/,
+    ],
     ["NUL in cwd", "shell_exec", { command: "ls", cwd: "/tmp\u0000x" }, /invalid arguments: cwd: /],
     ["wrong audit_tail type", "audit_tail", { denied: "maybe" }, /invalid arguments: denied: /],
     ["float for an integer", "audit_tail", { lines: 2.5 }, /invalid arguments: lines: /],
@@ -54,7 +59,9 @@ describe("bad input over stdio", () => {
 
   it("empty commands get a clear error", async () => {
     expect((await s.call("shell_exec", { command: "" })).text).toBe("[ERROR: empty command]");
-    expect((await s.call("shell_exec", { command: "   ", use_shell: false })).text).toBe("[ERROR: empty command]");
+    expect((await s.call("shell_exec", { command: "   ", use_shell: false })).text).toBe(
+      "[ERROR: empty command]",
+    );
     expect((await s.call("shell_exec", { command: "echo 'open", use_shell: false })).text).toMatch(
       /^\[ERROR: ValueError: No closing quotation/,
     );
@@ -77,7 +84,10 @@ describe("bad input over stdio", () => {
   });
 
   it("a command printing 1 GiB is bounded and reports the real size", async () => {
-    const r = await s.call("shell_exec", { command: "head -c 1073741824 /dev/zero | tr '\\0' x", timeout: 120 });
+    const r = await s.call("shell_exec", {
+      command: "head -c 1073741824 /dev/zero | tr '\\0' x",
+      timeout: 120,
+    });
     expect(r.text.startsWith("[exit 0]\nxxxx")).toBe(true);
     expect(r.text.endsWith("[TRUNCATED - 1073741824 bytes total, 65536 shown]")).toBe(true);
     expect(Buffer.byteLength(r.text)).toBeLessThan(65536 + 200);
@@ -92,16 +102,25 @@ describe("bad input over stdio", () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   });
 
-  it("a 200 MiB stdin is refused before any scan, and audited", async () => {
-    const big = "y".repeat(200 * 1024 * 1024);
-    const r = await s.call("shell_exec", { command: "wc -c", stdin: big });
+  it("a 5 MiB stdin is refused before any scan with its exact size, and audited", async () => {
+    const r = await s.call("shell_exec", { command: "wc -c", stdin: "y".repeat(5 * 1024 * 1024) });
     expect(r.text).toBe(
-      `[DENIED tier 3 (IRREVERSIBLE): input of ${200 * 1024 * 1024 + 6} bytes exceeds RELAY_SHELL_MAX_INPUT (1048576)]`,
+      `[DENIED tier 3 (IRREVERSIBLE): input of ${5 * 1024 * 1024 + 6} bytes exceeds RELAY_SHELL_MAX_INPUT (1048576)]`,
     );
     const rec = s.records().at(-1);
     expect(rec).toMatchObject({ tool: "shell_exec", tier: 3, denied: true });
     // Audit args are bounded: the record stays small.
     expect(JSON.stringify(rec).length).toBeLessThan(4096);
+  });
+
+  it("a 200 MiB request is answered, audited and never read whole", async () => {
+    const r = await s.call("shell_exec", { command: "wc -c", stdin: "y".repeat(200 * 1024 * 1024) });
+    const match =
+      /^\[DENIED tier 3 \(IRREVERSIBLE\): input of (\d+) bytes exceeds RELAY_SHELL_MAX_INPUT \(1048576\)\]$/.exec(
+        r.text,
+      );
+    expect(Number(match?.[1])).toBeGreaterThan(200 * 1024 * 1024);
+    expect(s.records().at(-1)).toMatchObject({ tool: "shell_exec", tier: 3, denied: true, exit_code: null });
     await stillServing();
   }, 120_000);
 });

@@ -8,7 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { baseEnv, SERVER_ENTRY, startServer } from "../helpers/server.js";
 
 function cli(args: string[], env: Record<string, string>, cwd?: string) {
-  const r = spawnSync(process.execPath, [SERVER_ENTRY, ...args], { env: baseEnv(env), cwd, encoding: "utf8" });
+  const r = spawnSync(process.execPath, [SERVER_ENTRY, ...args], {
+    env: baseEnv(env),
+    cwd,
+    encoding: "utf8",
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -45,7 +49,10 @@ describe("relay-shell CLI", () => {
     [{ RELAY_SHELL_MAX_TIMEOUT: "5m" }, "RELAY_SHELL_MAX_TIMEOUT"],
     [{ RELAY_SHELL_POLICY_MODE: "lenient" }, "RELAY_SHELL_POLICY_MODE"],
     [{ RELAY_SHELL_POLICY_DENY: "(?i)rm" }, "RELAY_SHELL_POLICY_DENY"],
-    [{ RELAY_SHELL_AUDIT_CHAIN: "true", RELAY_SHELL_AUDIT_FORMAT: "cef" }, "audit_chain=true requires audit_format=jsonl"],
+    [
+      { RELAY_SHELL_AUDIT_CHAIN: "true", RELAY_SHELL_AUDIT_FORMAT: "cef" },
+      "audit_chain=true requires audit_format=jsonl",
+    ],
     [{ RELAY_SHELL_CONFIRM_TIER3: "true" }, "confirmation broker is not available"],
   ])("invalid settings %j exit 2 naming the problem", (env, needle) => {
     for (const args of [["--check-config"], []]) {

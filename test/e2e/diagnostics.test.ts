@@ -15,7 +15,8 @@ describe("server_info, audit_tail and the prompt over stdio", () => {
     for (const cue of ["choosing a tool", "runs and exits", "tty", "one workflow"]) {
       expect(text.toLowerCase()).toContain(cue);
     }
-    for (const tool of ["shell_exec", "shell_script", "server_info", "audit_tail"]) expect(text).toContain(tool);
+    for (const tool of ["shell_exec", "shell_script", "server_info", "audit_tail"])
+      expect(text).toContain(tool);
     // Tools this build does not register are not advertised.
     expect(text).not.toContain("ssh_exec");
   });
@@ -31,7 +32,9 @@ describe("server_info, audit_tail and the prompt over stdio", () => {
     expect(info.seccomp).toMatchObject({ supported: false, reason: "not implemented" });
     expect(info.confirm).toMatchObject({ tier3: false, ttl: 120, pending: 0 });
     expect(info.runtime?.is_root).toBe(process.geteuid?.() === 0);
-    expect(info.warnings).toContain("policy is open with no deny list and no Tier-3 confirmation: nothing is refused");
+    expect(info.warnings).toContain(
+      "policy is open with no deny list and no Tier-3 confirmation: nothing is refused",
+    );
     expect(r.structured.tier).toBe(0);
   });
 
@@ -62,7 +65,12 @@ describe("server_info, audit_tail and the prompt over stdio", () => {
     expect(text).toMatch(/one-shot|runs and exits/i);
     const records = s.records();
     expect(records.length).toBe(before + 1);
-    expect(records.at(-1)).toMatchObject({ tool: "prompt:operating_guide", tier: 0, args: {}, exit_code: null });
+    expect(records.at(-1)).toMatchObject({
+      tool: "prompt:operating_guide",
+      tier: 0,
+      args: {},
+      exit_code: null,
+    });
     expect(s.auditText()).not.toContain("operating guide");
   });
 

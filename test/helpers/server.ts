@@ -12,7 +12,10 @@ export interface TestServer {
   dir: string;
   auditPath: string;
   /** Call a tool and return its text and structuredContent. */
-  call(name: string, args?: Record<string, unknown>): Promise<{ text: string; structured: Record<string, unknown> }>;
+  call(
+    name: string,
+    args?: Record<string, unknown>,
+  ): Promise<{ text: string; structured: Record<string, unknown> }>;
   /** Audit records written so far, parsed. */
   records(): Array<Record<string, unknown>>;
   auditText(): string;

@@ -21,7 +21,8 @@ function passwd({ args }: RuleInput): Hit | null {
 }
 
 function usermod({ args }: RuleInput): Hit | null {
-  if (args.short("Lpe") || args.long("lock") || args.long("password") || args.long("expiredate")) return ACCOUNT;
+  if (args.short("Lpe") || args.long("lock") || args.long("password") || args.long("expiredate"))
+    return ACCOUNT;
   const shell = args.optionValue("-s", "--shell");
   if (shell !== undefined && /(?:nologin|false)$/.test(shell)) return ACCOUNT;
   return ACCOUNT_CHANGE;
@@ -43,7 +44,8 @@ function iptables({ args }: RuleInput): Hit | null {
   for (let i = 0; i < v.length; i++) {
     if ((v[i] === "-P" || v[i] === "--policy") && /^(?:drop|reject)$/i.test(v[i + 2] ?? "")) return LOCKOUT;
   }
-  if (clusters.some((c) => /[AIDRNEP]/.test(c)) || args.long("append") || args.long("insert")) return FIREWALL;
+  if (clusters.some((c) => /[AIDRNEP]/.test(c)) || args.long("append") || args.long("insert"))
+    return FIREWALL;
   return null;
 }
 
@@ -60,12 +62,25 @@ function nft({ args }: RuleInput): Hit | null {
     if (w === "flush" && (next === "ruleset" || next === "table" || next === "chain")) return LOCKOUT;
     if ((w === "delete" || w === "destroy") && (next === "table" || next === "chain")) return LOCKOUT;
   }
-  return words.some((w) => ["add", "insert", "create", "replace", "delete", "flush", "destroy", "reset"].includes(w))
+  return words.some((w) =>
+    ["add", "insert", "create", "replace", "delete", "flush", "destroy", "reset"].includes(w),
+  )
     ? FIREWALL
     : null;
 }
 
-const IP_VALUED = new Set(["-n", "-netns", "-f", "-family", "-rc", "-rcvbuf", "-b", "-batch", "-l", "-loops"]);
+const IP_VALUED = new Set([
+  "-n",
+  "-netns",
+  "-f",
+  "-family",
+  "-rc",
+  "-rcvbuf",
+  "-b",
+  "-batch",
+  "-l",
+  "-loops",
+]);
 
 function isAbbrev(word: string | undefined, full: string, min = 1): boolean {
   return word !== undefined && word.length >= min && full.startsWith(word);
@@ -75,14 +90,14 @@ function isAbbrev(word: string | undefined, full: string, min = 1): boolean {
 function ip({ args }: RuleInput): Hit | null {
   const found = args.subcommand(IP_VALUED);
   if (found === null) return null;
-  const ops = args
-    .from(found.index)
-    .values.map((v) => v.toLowerCase());
+  const ops = args.from(found.index).values.map((v) => v.toLowerCase());
   const [object, verb] = ops;
   const rest = ops.slice(2);
   if (isAbbrev(object, "link")) {
     if (isAbbrev(verb, "delete", 1) || (isAbbrev(verb, "set", 1) && rest.includes("down"))) return LOCKOUT;
-    return isAbbrev(verb, "set", 1) || isAbbrev(verb, "add", 1) || isAbbrev(verb, "change", 1) ? FIREWALL : null;
+    return isAbbrev(verb, "set", 1) || isAbbrev(verb, "add", 1) || isAbbrev(verb, "change", 1)
+      ? FIREWALL
+      : null;
   }
   if (isAbbrev(object, "address") || isAbbrev(object, "route") || isAbbrev(object, "rule", 2)) {
     if (isAbbrev(verb, "flush", 1)) return LOCKOUT;
@@ -94,7 +109,9 @@ function ip({ args }: RuleInput): Hit | null {
     return changes.some((c) => isAbbrev(verb, c, 1)) ? FIREWALL : null;
   }
   if (isAbbrev(object, "netns", 3) || isAbbrev(object, "neighbour", 2) || isAbbrev(object, "tunnel", 2)) {
-    return isAbbrev(verb, "delete", 1) || isAbbrev(verb, "add", 1) || isAbbrev(verb, "flush", 1) ? FIREWALL : null;
+    return isAbbrev(verb, "delete", 1) || isAbbrev(verb, "add", 1) || isAbbrev(verb, "flush", 1)
+      ? FIREWALL
+      : null;
   }
   return null;
 }
@@ -111,10 +128,13 @@ function nmcli({ args }: RuleInput): Hit | null {
   if (object === undefined || verb === undefined) return null;
   if (isAbbrev(object, "connection")) {
     if (isAbbrev(verb, "down", 2) || isAbbrev(verb, "delete", 2)) return LOCKOUT;
-    return ["up", "modify", "add", "edit", "reload", "import", "clone"].some((c) => isAbbrev(verb, c, 2)) ? FIREWALL : null;
+    return ["up", "modify", "add", "edit", "reload", "import", "clone"].some((c) => isAbbrev(verb, c, 2))
+      ? FIREWALL
+      : null;
   }
   if (isAbbrev(object, "device")) {
-    if (isAbbrev(verb, "disconnect", 2) || isAbbrev(verb, "delete", 2) || isAbbrev(verb, "down", 2)) return LOCKOUT;
+    if (isAbbrev(verb, "disconnect", 2) || isAbbrev(verb, "delete", 2) || isAbbrev(verb, "down", 2))
+      return LOCKOUT;
     return ["set", "connect", "modify", "reapply", "up"].some((c) => isAbbrev(verb, c, 2)) ? FIREWALL : null;
   }
   if (isAbbrev(object, "networking") || isAbbrev(object, "radio")) {
@@ -129,7 +149,21 @@ function ufw({ args }: RuleInput): Hit | null {
   // Enabling a default-deny firewall cuts SSH off unless an allow rule exists, which we cannot see.
   if (verb === "enable") return LOCKOUT;
   if (verb === "default" && (next === "deny" || next === "reject")) return LOCKOUT;
-  const changes = ["allow", "deny", "reject", "limit", "delete", "insert", "prepend", "disable", "reset", "route", "reload", "default", "logging"];
+  const changes = [
+    "allow",
+    "deny",
+    "reject",
+    "limit",
+    "delete",
+    "insert",
+    "prepend",
+    "disable",
+    "reset",
+    "route",
+    "reload",
+    "default",
+    "logging",
+  ];
   return verb !== undefined && changes.includes(verb) ? FIREWALL : null;
 }
 
@@ -140,7 +174,13 @@ function firewallCmd({ args }: RuleInput): Hit | null {
   if (zone === "drop" || zone === "block") return LOCKOUT;
   const target = args.optionValue("--set-target")?.toLowerCase();
   if (target === "drop" || target === "reject" || target === "%%reject%%") return LOCKOUT;
-  const reads = (l: string) => l.startsWith("list") || l.startsWith("get") || l.startsWith("query") || l === "state" || l.startsWith("info") || l === "zone";
+  const reads = (l: string) =>
+    l.startsWith("list") ||
+    l.startsWith("get") ||
+    l.startsWith("query") ||
+    l === "state" ||
+    l.startsWith("info") ||
+    l === "zone";
   return longs.some((l) => !reads(l)) ? FIREWALL : null;
 }
 
@@ -170,12 +210,41 @@ export const ACCESS_RULES = table([
   ["passwd", passwd],
   ["usermod", usermod],
   [["chage"], ({ args }) => (args.short("l") || args.long("list") ? null : ACCOUNT_CHANGE)],
-  [["useradd", "adduser", "groupadd", "addgroup", "groupmod", "groupdel", "delgroup", "newusers", "chfn", "chsh"], always(2, "account_change")],
+  [
+    [
+      "useradd",
+      "adduser",
+      "groupadd",
+      "addgroup",
+      "groupmod",
+      "groupdel",
+      "delgroup",
+      "newusers",
+      "chfn",
+      "chsh",
+    ],
+    always(2, "account_change"),
+  ],
   ["visudo", visudo],
   [["vipw", "vigr", "pam-auth-update", "authconfig", "authselect"], always(2, "account_access")],
   ["sudoedit", sudoedit],
-  [["iptables", "ip6tables", "iptables-legacy", "iptables-nft", "ip6tables-legacy", "ip6tables-nft", "ebtables", "arptables"], iptables],
-  [["iptables-restore", "ip6tables-restore", "ebtables-restore", "iptables-apply"], always(2, "firewall_change")],
+  [
+    [
+      "iptables",
+      "ip6tables",
+      "iptables-legacy",
+      "iptables-nft",
+      "ip6tables-legacy",
+      "ip6tables-nft",
+      "ebtables",
+      "arptables",
+    ],
+    iptables,
+  ],
+  [
+    ["iptables-restore", "ip6tables-restore", "ebtables-restore", "iptables-apply"],
+    always(2, "firewall_change"),
+  ],
   ["nft", nft],
   ["ip", ip],
   ["ifconfig", ifconfig],

@@ -128,7 +128,8 @@ export class Args {
   subcommand(valued: ReadonlySet<string> = NONE): { index: number; value: string } | null {
     for (let i = 0; i < this.values.length; i++) {
       const v = this.values[i]!;
-      if (v === "--") return this.values[i + 1] === undefined ? null : { index: i + 1, value: this.values[i + 1]! };
+      if (v === "--")
+        return this.values[i + 1] === undefined ? null : { index: i + 1, value: this.values[i + 1]! };
       if (v.startsWith("-") && v.length > 1) {
         if (valued.has(v)) i++;
         continue;

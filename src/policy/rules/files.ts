@@ -1,4 +1,11 @@
-import { isAuthPath, isBlockDevice, isCriticalPath, isEtcPath, isSystemPath, isTopLevelTree } from "../paths.js";
+import {
+  isAuthPath,
+  isBlockDevice,
+  isCriticalPath,
+  isEtcPath,
+  isSystemPath,
+  isTopLevelTree,
+} from "../paths.js";
 import { type Args, type Hit, hit, type RuleInput, table } from "./args.js";
 
 /**
@@ -138,6 +145,21 @@ function cp({ args }: RuleInput): Hit | null {
   return writesSystem(args);
 }
 
+/**
+ * The policy text of the transfer tools reads `upload <local> <host>:<remote>`
+ * and `download <host>:<remote> <local>` (CONTRACT §5.4). Writing a file over a
+ * block device is Tier 3 there too (row 108); other paths are left to the
+ * tool's floor.
+ */
+function transfer({ args }: RuleInput): Hit | null {
+  const paths = args.operands().map((p) => {
+    const colon = p.indexOf(":");
+    return colon > 0 && !p.startsWith("/") ? p.slice(colon + 1) : p;
+  });
+  if (paths.some((p) => isBlockDevice(p))) return hit(3, "storage_destruction");
+  return paths.some((p) => isAuthPath(p)) ? hit(2, "account_access") : null;
+}
+
 export const FILE_RULES = table([
   ["rm", rm],
   ["unlink", unlink],
@@ -152,4 +174,5 @@ export const FILE_RULES = table([
   ["sed", sed],
   ["tee", tee],
   [["mount", "umount"], mount],
+  [["upload", "download"], transfer],
 ]);

@@ -14,7 +14,16 @@ export { initScript } from "./system.js";
 /** Every family's table in one map, built by the classifier factory (no shared mutable state). */
 export function buildRuleTable(): ReadonlyMap<string, Rule> {
   const all = new Map<string, Rule>();
-  for (const t of [STORAGE_RULES, FILE_RULES, DATA_RULES, VCS_RULES, INFRA_RULES, SYSTEM_RULES, ACCESS_RULES, PACKAGE_RULES]) {
+  for (const t of [
+    STORAGE_RULES,
+    FILE_RULES,
+    DATA_RULES,
+    VCS_RULES,
+    INFRA_RULES,
+    SYSTEM_RULES,
+    ACCESS_RULES,
+    PACKAGE_RULES,
+  ]) {
     for (const [name, rule] of t) {
       if (all.has(name)) throw new Error(`rule table: ${name} defined twice`);
       all.set(name, rule);

@@ -49,7 +49,8 @@ const KUBE_VALUED = new Set([
   "-v",
 ]);
 
-const KUBE_BROAD = /^(?:ns|namespaces?|pv|persistentvolumes?|pvc|persistentvolumeclaims?|no|nodes?|crds?|customresourcedefinitions?)$/;
+const KUBE_BROAD =
+  /^(?:ns|namespaces?|pv|persistentvolumes?|pvc|persistentvolumeclaims?|no|nodes?|crds?|customresourcedefinitions?)$/;
 
 function kubeDelete(a: Args): Hit {
   if (a.long("all") || a.long("all-namespaces") || a.short("A")) return DESTROY;
@@ -145,7 +146,25 @@ function docker({ name, args }: RuleInput): Hit | null {
     return verb === "create" ? CONTAINER : null;
   }
   if (sub === "system") return verb === "prune" ? DESTROY : verb === "reset" ? DESTROY : null;
-  if (["container", "image", "network", "builder", "buildx", "swarm", "service", "stack", "secret", "node", "pod", "machine", "plugin", "context", "manifest"].includes(sub)) {
+  if (
+    [
+      "container",
+      "image",
+      "network",
+      "builder",
+      "buildx",
+      "swarm",
+      "service",
+      "stack",
+      "secret",
+      "node",
+      "pod",
+      "machine",
+      "plugin",
+      "context",
+      "manifest",
+    ].includes(sub)
+  ) {
     if (verb === undefined || DOCKER_READS.has(verb) || verb === "inspect") return null;
     return CONTAINER;
   }
@@ -155,7 +174,9 @@ function docker({ name, args }: RuleInput): Hit | null {
 function vagrant({ args }: RuleInput): Hit | null {
   const verb = args.subcommand()?.value.toLowerCase();
   if (verb === "destroy") return DESTROY;
-  return verb !== undefined && ["up", "halt", "reload", "provision", "suspend", "resume"].includes(verb) ? INFRA : null;
+  return verb !== undefined && ["up", "halt", "reload", "provision", "suspend", "resume"].includes(verb)
+    ? INFRA
+    : null;
 }
 
 function virsh({ args }: RuleInput): Hit | null {
@@ -170,7 +191,19 @@ function virsh({ args }: RuleInput): Hit | null {
 function containersLxc({ args }: RuleInput): Hit | null {
   const verb = args.subcommand()?.value.toLowerCase();
   if (verb === "delete" || verb === "rm" || verb === "purge") return DESTROY;
-  const changes = ["launch", "start", "stop", "restart", "create", "init", "exec", "copy", "move", "snapshot", "restore"];
+  const changes = [
+    "launch",
+    "start",
+    "stop",
+    "restart",
+    "create",
+    "init",
+    "exec",
+    "copy",
+    "move",
+    "snapshot",
+    "restore",
+  ];
   return verb !== undefined && changes.includes(verb) ? CONTAINER : null;
 }
 
@@ -193,18 +226,27 @@ function cloud({ name, args }: RuleInput): Hit | null {
   const destructive = (o: string) =>
     /^(?:delete|destroy|terminate|purge|remove|rb|deregister)(?:-|$)/.test(o) || o === "rm" || o === "del";
   if (name === "aws" && ops[0] === "s3") {
-    if ((ops[1] === "rm" && args.long("recursive")) || (ops[1] === "rb" && args.long("force"))) return DESTROY;
+    if ((ops[1] === "rm" && args.long("recursive")) || (ops[1] === "rb" && args.long("force")))
+      return DESTROY;
     if (ops[1] === "sync" && args.long("delete")) return DESTROY;
     return ops[1] === "rm" || ops[1] === "rb" || ops[1] === "mv" ? INFRA : null;
   }
   if (name === "gsutil" || name === "rclone") {
     const verb = ops[0];
-    if (verb === "rb" || verb === "purge" || verb === "sync" || ((verb === "rm" || verb === "delete") && args.short("ra")))
+    if (
+      verb === "rb" ||
+      verb === "purge" ||
+      verb === "sync" ||
+      ((verb === "rm" || verb === "delete") && args.short("ra"))
+    )
       return DESTROY;
-    return verb === "rm" || verb === "delete" || verb === "deletefile" || verb === "mv" || verb === "move" ? INFRA : null;
+    return verb === "rm" || verb === "delete" || verb === "deletefile" || verb === "mv" || verb === "move"
+      ? INFRA
+      : null;
   }
   if (ops.some(destructive)) return DESTROY;
-  const change = /^(?:create|update|deploy|set|stop|start|reboot|restart|resize|apply|put|modify|run|attach|detach|add)(?:-|$)/;
+  const change =
+    /^(?:create|update|deploy|set|stop|start|reboot|restart|resize|apply|put|modify|run|attach|detach|add)(?:-|$)/;
   return ops.some((o) => change.test(o)) ? INFRA : null;
 }
 
@@ -219,5 +261,21 @@ export const INFRA_RULES = table([
   [["lxc", "incus"], containersLxc],
   ["multipass", multipass],
   [["kind", "minikube", "k3d"], localCluster],
-  [["aws", "gcloud", "az", "doctl", "hcloud", "linode-cli", "openstack", "oci", "ibmcloud", "scw", "gsutil", "rclone"], cloud],
+  [
+    [
+      "aws",
+      "gcloud",
+      "az",
+      "doctl",
+      "hcloud",
+      "linode-cli",
+      "openstack",
+      "oci",
+      "ibmcloud",
+      "scw",
+      "gsutil",
+      "rclone",
+    ],
+    cloud,
+  ],
 ]);

@@ -112,13 +112,32 @@ function pacman({ args }: RuleInput): Hit | null {
 
 function dpkg({ args }: RuleInput): Hit | null {
   if (args.clusters().some((c) => /^[irPV]$/.test(c) || c === "-configure")) return PACKAGE;
-  const writes = ["install", "remove", "purge", "configure", "unpack", "set-selections", "clear-selections", "triggers-only"];
+  const writes = [
+    "install",
+    "remove",
+    "purge",
+    "configure",
+    "unpack",
+    "set-selections",
+    "clear-selections",
+    "triggers-only",
+  ];
   return args.longs().some((l) => writes.includes(l)) ? PACKAGE : null;
 }
 
 function rpm({ args }: RuleInput): Hit | null {
   if (args.clusters().some((c) => /^[iUFe]/.test(c))) return PACKAGE;
-  const writes = ["install", "upgrade", "freshen", "erase", "reinstall", "import", "rebuilddb", "setperms", "setugids"];
+  const writes = [
+    "install",
+    "upgrade",
+    "freshen",
+    "erase",
+    "reinstall",
+    "import",
+    "rebuilddb",
+    "setperms",
+    "setugids",
+  ];
   return args.longs().some((l) => writes.includes(l)) ? PACKAGE : null;
 }
 
@@ -135,7 +154,8 @@ function make({ args }: RuleInput): Hit | null {
  */
 function crontab({ args }: RuleInput): Hit | null {
   const clusters = args.clusters();
-  if (clusters.some((c) => c.includes("r")) && !clusters.some((c) => c.includes("i"))) return hit(3, "schedule_change");
+  if (clusters.some((c) => c.includes("r")) && !clusters.some((c) => c.includes("i")))
+    return hit(3, "schedule_change");
   if (clusters.length > 0 && clusters.every((c) => /^[lu]$/.test(c)) && !args.has("-e")) {
     return args.operands().length > (args.has("-u") ? 1 : 0) ? hit(2, "schedule_change") : null;
   }
@@ -152,33 +172,134 @@ export const PACKAGE_RULES = table([
   ["apt-mark", verbs(["hold", "unhold", "auto", "manual", "install", "remove", "purge"])],
   [["add-apt-repository", "apt-add-repository"], () => PACKAGE],
   [["yum", "dnf", "microdnf", "tdnf", "dnf5"], verbs(YUM, ["-c", "--releasever", "--installroot", "-x"])],
-  ["zypper", verbs(["in", "install", "rm", "remove", "up", "update", "dup", "dist-upgrade", "patch", "addrepo", "ar", "removerepo", "rr"])],
+  [
+    "zypper",
+    verbs([
+      "in",
+      "install",
+      "rm",
+      "remove",
+      "up",
+      "update",
+      "dup",
+      "dist-upgrade",
+      "patch",
+      "addrepo",
+      "ar",
+      "removerepo",
+      "rr",
+    ]),
+  ],
   [["pacman", "yay", "paru"], pacman],
   ["apk", verbs(["add", "del", "upgrade", "fix", "update"])],
-  ["snap", verbs(["install", "remove", "refresh", "revert", "disable", "enable", "set", "unset", "connect", "disconnect"])],
+  [
+    "snap",
+    verbs([
+      "install",
+      "remove",
+      "refresh",
+      "revert",
+      "disable",
+      "enable",
+      "set",
+      "unset",
+      "connect",
+      "disconnect",
+    ]),
+  ],
   ["flatpak", verbs(["install", "uninstall", "update", "remove", "remote-add", "remote-delete", "override"])],
-  ["brew", verbs(["install", "uninstall", "remove", "rm", "upgrade", "reinstall", "tap", "untap", "link", "unlink", "cleanup", "pin", "unpin", "autoremove"])],
+  [
+    "brew",
+    verbs([
+      "install",
+      "uninstall",
+      "remove",
+      "rm",
+      "upgrade",
+      "reinstall",
+      "tap",
+      "untap",
+      "link",
+      "unlink",
+      "cleanup",
+      "pin",
+      "unpin",
+      "autoremove",
+    ]),
+  ],
   [["pip", "pipx"], PIP],
   ["uv", verbs(["add", "remove", "sync", "pip", "tool"])],
   ["poetry", verbs(["add", "remove", "install", "update", "lock"])],
   ["npm", npm],
-  ["yarn", verbs(["add", "remove", "install", "upgrade", "up", "global", "link", "unlink", "dedupe", "publish"])],
-  ["pnpm", verbs(["add", "install", "i", "remove", "rm", "uninstall", "un", "update", "up", "upgrade", "link", "unlink", "publish", "prune"])],
+  [
+    "yarn",
+    verbs(["add", "remove", "install", "upgrade", "up", "global", "link", "unlink", "dedupe", "publish"]),
+  ],
+  [
+    "pnpm",
+    verbs([
+      "add",
+      "install",
+      "i",
+      "remove",
+      "rm",
+      "uninstall",
+      "un",
+      "update",
+      "up",
+      "upgrade",
+      "link",
+      "unlink",
+      "publish",
+      "prune",
+    ]),
+  ],
   ["bun", verbs(["add", "install", "i", "remove", "rm", "update", "upgrade", "link", "unlink", "publish"])],
   ["gem", verbs(["install", "uninstall", "update", "cleanup", "i"])],
   ["cargo", verbs(["install", "uninstall"])],
   ["go", verbs(["install", "get"])],
-  [["conda", "mamba", "micromamba"], verbs(["install", "remove", "uninstall", "create", "update", "upgrade", "env"])],
+  [
+    ["conda", "mamba", "micromamba"],
+    verbs(["install", "remove", "uninstall", "create", "update", "upgrade", "env"]),
+  ],
   ["composer", verbs(["require", "install", "remove", "update", "upgrade", "global"])],
   ["dpkg", dpkg],
   ["rpm", rpm],
-  [["nix-env"], ({ args }) => (args.short("ieu") || args.long("install") || args.long("uninstall") || args.long("upgrade") ? PACKAGE : null)],
+  [
+    ["nix-env"],
+    ({ args }) =>
+      args.short("ieu") || args.long("install") || args.long("uninstall") || args.long("upgrade")
+        ? PACKAGE
+        : null,
+  ],
   ["nix", verbs(["profile"])],
   ["port", verbs(["install", "uninstall", "upgrade", "selfupdate", "activate", "deactivate"])],
   ["opkg", verbs(["install", "remove", "upgrade", "update"])],
-  [["xbps-install", "xbps-remove", "emerge", "pkg_add", "pkg_delete", "installpkg", "removepkg", "upgradepkg"], () => PACKAGE],
+  [
+    [
+      "xbps-install",
+      "xbps-remove",
+      "emerge",
+      "pkg_add",
+      "pkg_delete",
+      "installpkg",
+      "removepkg",
+      "upgradepkg",
+    ],
+    () => PACKAGE,
+  ],
   ["pkg", verbs(["install", "delete", "remove", "upgrade", "autoremove", "add"])],
-  ["update-alternatives", ({ args }) => (args.long("set") || args.long("install") || args.long("remove") || args.long("config") || args.long("auto") ? hit(2, "config_change") : null)],
+  [
+    "update-alternatives",
+    ({ args }) =>
+      args.long("set") ||
+      args.long("install") ||
+      args.long("remove") ||
+      args.long("config") ||
+      args.long("auto")
+        ? hit(2, "config_change")
+        : null,
+  ],
   ["make", make],
   ["crontab", crontab],
   [["at", "batch", "atq", "atrm"], at],

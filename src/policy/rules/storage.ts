@@ -11,7 +11,8 @@ const DESTROY = hit(3, "storage_destruction");
 
 /** Listing modes of partition tools only read the table. */
 function partitionEditor(readOnly: string[]): Rule {
-  return ({ args }) => (args.values.length > 0 && args.values.every((v) => readOnly.includes(v)) ? null : DESTROY);
+  return ({ args }) =>
+    args.values.length > 0 && args.values.every((v) => readOnly.includes(v)) ? null : DESTROY;
 }
 
 function sgdisk({ args }: { args: Args }): Hit | null {
@@ -22,7 +23,19 @@ function sgdisk({ args }: { args: Args }): Hit | null {
 
 function parted({ args }: { args: Args }): Hit | null {
   const words = args.values.map((v) => v.toLowerCase());
-  const writes = ["mklabel", "mktable", "mkpart", "mkpartfs", "rm", "resizepart", "resize", "rescue", "set", "name", "move"];
+  const writes = [
+    "mklabel",
+    "mktable",
+    "mkpart",
+    "mkpartfs",
+    "rm",
+    "resizepart",
+    "resize",
+    "rescue",
+    "set",
+    "name",
+    "move",
+  ];
   if (words.some((w) => writes.includes(w))) return DESTROY;
   const listing = words.some((w) => w === "-l" || w === "--list" || w === "print" || w === "p");
   return listing ? null : DESTROY; // interactive session on a device: like fdisk
@@ -56,7 +69,8 @@ function btrfs({ args }: { args: Args }): Hit | null {
   if (group === undefined || verb === undefined) return null;
   const isPrefix = (word: string, full: string, min: number) => word.length >= min && full.startsWith(word);
   if (isPrefix(group, "subvolume", 2) && isPrefix(verb, "delete", 1)) return DESTROY;
-  if (isPrefix(group, "device", 3) && (isPrefix(verb, "delete", 1) || isPrefix(verb, "remove", 1))) return DESTROY;
+  if (isPrefix(group, "device", 3) && (isPrefix(verb, "delete", 1) || isPrefix(verb, "remove", 1)))
+    return DESTROY;
   return null;
 }
 
@@ -66,7 +80,9 @@ function cryptsetup({ args }: { args: Args }): Hit | null {
 }
 
 function hdparm({ args }: { args: Args }): Hit | null {
-  return args.longs().some((l) => /^(?:security-erase|trim-sector-ranges|write-sector|make-bad-sector)/.test(l))
+  return args
+    .longs()
+    .some((l) => /^(?:security-erase|trim-sector-ranges|write-sector|make-bad-sector)/.test(l))
     ? DESTROY
     : null;
 }
@@ -91,15 +107,44 @@ export function writesDevice(args: Args): boolean {
 
 export const STORAGE_RULES = table([
   [
-    ["mkfs", "mke2fs", "mkswap", "mkntfs", "mkdosfs", "mkexfatfs", "mkvfat", "newfs", "mkreiserfs", "mkudffs"],
+    [
+      "mkfs",
+      "mke2fs",
+      "mkswap",
+      "mkntfs",
+      "mkdosfs",
+      "mkexfatfs",
+      "mkvfat",
+      "newfs",
+      "mkreiserfs",
+      "mkudffs",
+    ],
     always(3, "storage_destruction"),
   ],
-  [["wipefs", "blkdiscard", "shred", "srm", "wipe", "sg_format", "blkzone", "flashrom", "pvremove"], always(3, "storage_destruction")],
+  [
+    ["wipefs", "blkdiscard", "shred", "srm", "wipe", "sg_format", "blkzone", "flashrom", "pvremove"],
+    always(3, "storage_destruction"),
+  ],
   [["lvremove", "vgremove", "lvreduce", "pvcreate", "vgreduce"], always(3, "storage_destruction")],
-  [["fdisk", "gdisk", "cfdisk", "cgdisk"], partitionEditor(["-l", "--list", "-x", "--list-details", "-V", "--version"])],
+  [
+    ["fdisk", "gdisk", "cfdisk", "cgdisk"],
+    partitionEditor(["-l", "--list", "-x", "--list-details", "-V", "--version"]),
+  ],
   [
     "sfdisk",
-    partitionEditor(["-l", "--list", "-d", "--dump", "-s", "--show-size", "-V", "--verify", "-J", "--json", "-g"]),
+    partitionEditor([
+      "-l",
+      "--list",
+      "-d",
+      "--dump",
+      "-s",
+      "--show-size",
+      "-V",
+      "--verify",
+      "-J",
+      "--json",
+      "-g",
+    ]),
   ],
   ["sgdisk", sgdisk],
   ["parted", parted],

@@ -12,7 +12,10 @@ const SERVICE = hit(2, "service_change");
 
 /** Units whose loss cuts the host off the network or ends remote logins. */
 export function isNetworkUnit(unit: string): boolean {
-  const base = unit.toLowerCase().replace(/\.(?:service|socket|target)$/, "").replace(/@.*$/, "");
+  const base = unit
+    .toLowerCase()
+    .replace(/\.(?:service|socket|target)$/, "")
+    .replace(/@.*$/, "");
   return /^(?:ssh|sshd|openssh-server|networking|network|networkmanager|network-manager|systemd-networkd|wpa_supplicant|dhcpcd|dhclient|wg-quick|openvpn|tailscaled|zerotier-one|netplan|ifup|iwd|connman)$/.test(
     base,
   );
@@ -111,7 +114,16 @@ function systemctl({ args }: RuleInput): Hit | null {
   return SERVICE;
 }
 
-const SYSV_VERBS = new Set(["start", "stop", "restart", "reload", "force-reload", "try-restart", "condrestart", "zap"]);
+const SYSV_VERBS = new Set([
+  "start",
+  "stop",
+  "restart",
+  "reload",
+  "force-reload",
+  "try-restart",
+  "condrestart",
+  "zap",
+]);
 
 /** `service ssh stop`, `/etc/init.d/ssh stop`, `rc-service sshd stop`, `invoke-rc.d networking stop`. */
 function sysv(unit: string | undefined, verb: string | undefined): Hit | null {
@@ -151,7 +163,8 @@ function sysctl({ args }: RuleInput): Hit | null {
  */
 function modprobe({ args }: RuleInput): Hit | null {
   if (args.short("r") || args.long("remove")) return POWER;
-  if (args.short("lcn") || args.long("dry-run") || args.long("show-depends") || args.length === 0) return null;
+  if (args.short("lcn") || args.long("dry-run") || args.long("show-depends") || args.length === 0)
+    return null;
   return hit(2, "power_kernel");
 }
 
@@ -161,7 +174,8 @@ function efibootmgr({ args }: RuleInput): Hit | null {
   return writes ? hit(2, "power_kernel") : null;
 }
 
-const CRITICAL_PROCESS = /^(?:sshd|systemd|init|systemd-networkd|networkmanager|dhclient|dhcpcd|wpa_supplicant|dbus-daemon|dbus|systemd-logind|systemd-journald)$/i;
+const CRITICAL_PROCESS =
+  /^(?:sshd|systemd|init|systemd-networkd|networkmanager|dhclient|dhcpcd|wpa_supplicant|dbus-daemon|dbus|systemd-logind|systemd-journald)$/i;
 
 /**
  * kill: signalling PID 1 (init) or -1 (every process the caller may signal) is
@@ -207,7 +221,27 @@ function broadPattern(p: string): boolean {
   return p.length <= 1 || /^[.^$*+?()|\\[\]]*$/.test(p);
 }
 
-const PKILL_VALUED = new Set(["-u", "-U", "-g", "-G", "-P", "-s", "-t", "-F", "--signal", "--ns", "--nslist", "--euid", "--uid", "--pidfile", "--parent", "--session", "--terminal", "--group", "--pgroup"]);
+const PKILL_VALUED = new Set([
+  "-u",
+  "-U",
+  "-g",
+  "-G",
+  "-P",
+  "-s",
+  "-t",
+  "-F",
+  "--signal",
+  "--ns",
+  "--nslist",
+  "--euid",
+  "--uid",
+  "--pidfile",
+  "--parent",
+  "--session",
+  "--terminal",
+  "--group",
+  "--pgroup",
+]);
 
 /** pkill selects by pattern, so it is at least Tier 2; a pattern that matches nearly everything, or a critical daemon, is Tier 3. */
 function pkill({ args }: RuleInput): Hit | null {
@@ -225,7 +259,8 @@ function pkill({ args }: RuleInput): Hit | null {
       pattern = a;
     }
   }
-  if (pattern === null) return user === "root" || user === "0" ? hit(3, "process_kill") : hit(2, "process_kill");
+  if (pattern === null)
+    return user === "root" || user === "0" ? hit(3, "process_kill") : hit(2, "process_kill");
   if (broadPattern(pattern) || CRITICAL_PROCESS.test(pattern)) return hit(3, "process_kill");
   return hit(2, "process_kill");
 }
@@ -245,7 +280,8 @@ function date({ args }: RuleInput): Hit | null {
 }
 
 export const SYSTEM_RULES = table([
-  [["shutdown", "reboot", "halt", "poweroff", "kexec", "killall5", "systemd-hibernate"], always(3, "power_kernel")],
+  [["shutdown", "reboot", "halt", "poweroff", "kexec", "systemd-hibernate"], always(3, "power_kernel")],
+  ["killall5", always(3, "process_kill")],
   ["systemctl", systemctl],
   [["service", "invoke-rc.d", "rc-service"], service],
   [["init", "telinit"], init],
@@ -254,10 +290,23 @@ export const SYSTEM_RULES = table([
   [["modprobe", "insmod"], modprobe],
   ["efibootmgr", efibootmgr],
   [
-    ["grub-install", "update-grub", "grub-mkconfig", "grub2-mkconfig", "grub2-install", "update-initramfs", "dracut", "mkinitcpio", "kernel-install"],
+    [
+      "grub-install",
+      "update-grub",
+      "grub-mkconfig",
+      "grub2-mkconfig",
+      "grub2-install",
+      "update-initramfs",
+      "dracut",
+      "mkinitcpio",
+      "kernel-install",
+    ],
     always(2, "power_kernel"),
   ],
-  [["chkconfig", "update-rc.d", "rc-update", "sv", "initctl", "launchctl", "systemd-run"], always(2, "service_change")],
+  [
+    ["chkconfig", "update-rc.d", "rc-update", "sv", "initctl", "launchctl", "systemd-run"],
+    always(2, "service_change"),
+  ],
   [["swapoff", "swapon", "setenforce", "sysctl-set"], always(2, "host_change")],
   ["kill", kill],
   ["killall", killall],

@@ -8,7 +8,15 @@ import { type Args, type Hit, hit, type RuleInput, table } from "./args.js";
  * the reflog or the remote can restore them.
  */
 
-const GIT_VALUED = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"]);
+const GIT_VALUED = new Set([
+  "-C",
+  "-c",
+  "--git-dir",
+  "--work-tree",
+  "--namespace",
+  "--exec-path",
+  "--config-env",
+]);
 
 const DESTROY = hit(3, "history_destruction");
 const CHANGE = hit(2, "vcs_change");
@@ -18,7 +26,8 @@ function push(a: Args): Hit {
   if (a.clusters().some((c) => /[fd]/.test(c))) return DESTROY;
   const longs = a.longs();
   const forcing = ["force", "force-with-lease", "force-if-includes", "mirror", "delete", "prune"];
-  if (longs.some((l) => l.length >= 3 && forcing.some((f) => f.startsWith(l) || l.startsWith(f)))) return DESTROY;
+  if (longs.some((l) => l.length >= 3 && forcing.some((f) => f.startsWith(l) || l.startsWith(f))))
+    return DESTROY;
   // `+main` forces that ref; `:main` (empty source) deletes it on the remote.
   if (a.operands().some((v) => /^\+./.test(v) || /^:[^:]/.test(v))) return DESTROY;
   return CHANGE;
@@ -36,7 +45,8 @@ function branch(a: Args): Hit | null {
 
 /** `git checkout -- .`, `git checkout -f`, `git restore .`: uncommitted work is gone for good. */
 function discard(a: Args, sub: string): Hit | null {
-  if (sub === "restore" && (a.short("S") || a.long("staged")) && !a.short("W") && !a.long("worktree")) return null;
+  if (sub === "restore" && (a.short("S") || a.long("staged")) && !a.short("W") && !a.long("worktree"))
+    return null;
   if (sub === "checkout" && (a.short("f") || a.long("force"))) return DESTROY;
   const paths = a.values.slice(a.optionEnd + 1);
   const broad = (p: string) => p === "." || p === "*" || p === ":/" || p === "/" || p === "./";
@@ -56,7 +66,9 @@ function git({ args }: RuleInput): Hit | null {
       return push(a);
     case "reset":
       if (a.long("hard", 2)) return DESTROY;
-      return a.long("soft", 2) || a.long("mixed", 2) || a.long("keep", 2) || a.long("merge", 2) ? CHANGE : null;
+      return a.long("soft", 2) || a.long("mixed", 2) || a.long("keep", 2) || a.long("merge", 2)
+        ? CHANGE
+        : null;
     case "clean":
       if (a.short("n") || a.long("dry-run")) return null;
       return a.short("f") || a.long("force") ? DESTROY : null;

@@ -1,0 +1,90 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+export const ROOT = resolve(import.meta.dirname, "..");
+export const SERVER_ENTRY = join(ROOT, "dist", "cli", "main.js");
+
+export interface BenchServer {
+  client: Client;
+  pid: number;
+  dir: string;
+  call(name: string, args: Record<string, unknown>): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Start the built server over stdio with the SDK client, as a user's client would. */
+export async function startBenchServer(settings: Record<string, string> = {}): Promise<BenchServer> {
+  const dir = mkdtempSync(join(tmpdir(), "relay-shell-bench-"));
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? dir,
+    RELAY_SHELL_AUDIT_PATH: join(dir, "audit.jsonl"),
+    ...settings,
+  };
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [SERVER_ENTRY],
+    env,
+    cwd: dir,
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "bench", version: "1" });
+  await client.connect(transport);
+  return {
+    client,
+    pid: transport.pid ?? -1,
+    dir,
+    async call(name, args) {
+      const r = await client.callTool({ name, arguments: args });
+      return (r.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("");
+    },
+    close: () => client.close(),
+  };
+}
+
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
+  return kb ? Number(kb) * 1024 : Number.NaN;
+}
+
+/** One bare `sh -c true`, the baseline every local exec is compared with. */
+export function bareSpawn(): Promise<void> {
+  return new Promise((done, fail) => {
+    const child = spawn("/bin/sh", ["-c", "true"], { stdio: "ignore" });
+    child.on("error", fail);
+    child.on("exit", () => done());
+  });
+}
+
+export async function timeEach(count: number, once: () => Promise<unknown>): Promise<number[]> {
+  const times: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const start = performance.now();
+    await once();
+    times.push(performance.now() - start);
+  }
+  return times;
+}
+
+/** Calls per second with `inFlight` concurrent workers doing `total` calls in all. */
+export async function throughput(
+  total: number,
+  inFlight: number,
+  once: () => Promise<unknown>,
+): Promise<number> {
+  let next = 0;
+  const start = performance.now();
+  const worker = async () => {
+    while (next < total) {
+      next++;
+      await once();
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  return total / ((performance.now() - start) / 1000);
+}

@@ -1,0 +1,123 @@
+import { constants as osConstants } from "node:os";
+import { RelayError } from "../core/index.js";
+import {
+  type FromLauncher,
+  fromWireRequest,
+  type ToLauncher,
+  toWireError,
+  type WireRequest,
+} from "./launcher-protocol.js";
+import { createProcessRunner } from "./process-runner.js";
+
+/**
+ * How long a closing launcher waits for its killed children to be reaped and
+ * their outcomes sent before it exits anyway (the supervisor's own waits are
+ * bounded well below this).
+ */
+export const CLOSE_DEADLINE_MS = 5000;
+
+/**
+ * The launcher side: answer run requests from the parent with the in-process
+ * runner, until the parent says close or goes away. Whatever way it ends, every
+ * live process group is SIGKILLed first, so no child outlives the server.
+ */
+export function serveLauncher(host: NodeJS.Process): void {
+  if (host.send === undefined) throw new Error("the process launcher needs an IPC channel to its parent");
+  const runner = createProcessRunner();
+  const inflight = new Map<number, AbortController>();
+  let unsent = 0;
+  let closing = false;
+
+  const stopAll = (): void => {
+    runner.killAll();
+    // Requests still being planned have no child yet: aborting them means nothing starts later.
+    for (const controller of inflight.values()) controller.abort();
+  };
+
+  const exitIfDone = (): void => {
+    if (closing && inflight.size === 0 && unsent === 0) host.exit(0);
+  };
+
+  const reply = (message: FromLauncher): void => {
+    if (!host.connected) return;
+    unsent += 1;
+    host.send?.(message, undefined, undefined, () => {
+      // A failed send means the parent is gone: the 'disconnect' handler ends everything.
+      unsent -= 1;
+      exitIfDone();
+    });
+  };
+
+  const run = (id: number, request: WireRequest, aborted: boolean): void => {
+    if (closing) {
+      const error = new RelayError("OSError", "process launcher is closing");
+      reply({ kind: "failed", id, error: toWireError(error) });
+      return;
+    }
+    const controller = new AbortController();
+    // Aborted before the runner sees the signal, as when a caller passes an aborted signal in-process.
+    if (aborted) controller.abort();
+    inflight.set(id, controller);
+    runner.run(fromWireRequest(request), controller.signal).then(
+      (outcome) => {
+        inflight.delete(id);
+        reply({ kind: "done", id, outcome });
+      },
+      (err: unknown) => {
+        inflight.delete(id);
+        reply({ kind: "failed", id, error: toWireError(err) });
+      },
+    );
+  };
+
+  host.on("message", (raw: unknown) => {
+    const message = raw as ToLauncher;
+    switch (message.kind) {
+      case "run":
+        run(message.id, message.request, message.aborted);
+        return;
+      case "abort":
+        inflight.get(message.id)?.abort();
+        return;
+      case "killAll":
+        stopAll();
+        return;
+      case "close":
+        closing = true;
+        stopAll();
+        setTimeout(() => host.exit(0), CLOSE_DEADLINE_MS).unref();
+        exitIfDone();
+        return;
+      default:
+        assertNever(message);
+    }
+  });
+
+  // The parent closed the channel or died (even by SIGKILL, the kernel closes its end).
+  host.on("disconnect", () => {
+    stopAll();
+    host.exit(0);
+  });
+
+  // Ctrl-C in a terminal reaches the whole foreground group, the launcher included; the server
+  // handles it and closes the launcher (or dies, which disconnects it). Dying here first would
+  // orphan the children the server is about to kill.
+  host.on("SIGINT", () => undefined);
+  for (const signal of ["SIGTERM", "SIGHUP"] as const) {
+    host.on(signal, () => {
+      stopAll();
+      host.exit(128 + osConstants.signals[signal]);
+    });
+  }
+  host.on("uncaughtException", (err) => {
+    stopAll();
+    host.stderr.write(`relay-shell process launcher: ${err.stack ?? String(err)}\n`);
+    host.exit(70);
+  });
+
+  reply({ kind: "ready" });
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unknown launcher message: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,231 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { RelayError } from "../core/index.js";
+import { buildEnv } from "./env.js";
+import { createLauncherRunner, launcherEntry } from "./launcher-runner.js";
+import type { ProcessRequest } from "./types.js";
+
+const env = buildEnv(process.env, "");
+const sh = (command: string): ProcessRequest => ({
+  env,
+  command,
+  timeoutMs: 10_000,
+  maxBufferBytes: 1 << 20,
+  mergeStderr: true,
+  killGraceMs: 200,
+});
+
+const dir = mkdtempSync(join(tmpdir(), "relay-launcher-life-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function rejection(promise: Promise<unknown>): Promise<RelayError> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(RelayError);
+  return err as RelayError;
+}
+
+/** Alive and not a zombie (orphans may be reaped late by the container's init). */
+function isAlive(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return false; // no /proc entry: the process is gone
+  }
+  const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  return state !== "Z" && state !== "X";
+}
+
+async function waitUntil(check: () => boolean, ms = 2000): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return check();
+}
+
+/** Live launcher processes forked by `parent` (this test process by default). */
+function launcherPids(parent = process.pid): number[] {
+  let children: string;
+  try {
+    children = readFileSync(`/proc/${parent}/task/${parent}/children`, "utf8");
+  } catch {
+    return []; // the parent is gone
+  }
+  return children
+    .split(" ")
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("launcher.ts") && isAlive(pid);
+      } catch {
+        return false; // exited while we looked
+      }
+    });
+}
+
+/** Run `work`, then return the launchers that appeared meanwhile. */
+async function newLaunchers(work: () => Promise<unknown>): Promise<number[]> {
+  const before = new Set(launcherPids());
+  await work();
+  return launcherPids().filter((pid) => !before.has(pid));
+}
+
+describe("launcher lifecycle", () => {
+  it("keeps the launcher's stdout off ours", async () => {
+    const own = createLauncherRunner();
+    try {
+      const pids = await newLaunchers(() => own.run(sh("true")));
+      expect(pids).toHaveLength(1);
+      for (const pid of pids) expect(readlinkSync(`/proc/${pid}/fd/1`)).toBe("/dev/null");
+    } finally {
+      own.close();
+    }
+  });
+
+  it("rejects open requests when the launcher dies, and starts a new one next time", async () => {
+    const own = createLauncherRunner();
+    try {
+      const [mine, ...others] = await newLaunchers(() => own.run(sh("true")));
+      expect(others).toEqual([]);
+      const pidFile = join(dir, "orphan.pid");
+      const running = own.run(sh(`echo $$ > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; exec sleep 30`));
+      expect(await waitUntil(() => existsSync(pidFile), 5000)).toBe(true);
+      process.kill(mine as number, "SIGKILL");
+      const err = await rejection(running);
+      expect(err.type).toBe("OSError");
+      expect(err.message).toMatch(/^process launcher exited \(signal SIGKILL\)/);
+      expect(own.active()).toBe(0);
+      // A launcher killed outright cannot kill its children; clean up the orphan here.
+      const orphan = Number(readFileSync(pidFile, "utf8"));
+      if (isAlive(orphan)) process.kill(orphan, "SIGKILL");
+
+      const next = await newLaunchers(async () => {
+        expect((await own.run(sh("echo again"))).output).toBe("again\n");
+      });
+      expect(next).toHaveLength(1);
+      expect(next).not.toContain(mine);
+    } finally {
+      own.close();
+    }
+  });
+
+  it("close() kills the children, answers open requests, exits, and refuses later runs", async () => {
+    const own = createLauncherRunner();
+    const [mine] = await newLaunchers(() => own.run(sh("true")));
+    const marker = join(dir, "closing");
+    const running = own.run(sh(`trap '' TERM; touch ${marker}; sleep 30`));
+    expect(await waitUntil(() => existsSync(marker), 5000)).toBe(true);
+    const t0 = performance.now();
+    own.close();
+    expect(await running).toMatchObject({ exitCode: -9, timedOut: false });
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(await waitUntil(() => !isAlive(mine as number))).toBe(true);
+    const err = await rejection(own.run(sh("true")));
+    expect(err).toMatchObject({ type: "OSError", message: "process launcher is closed" });
+  });
+});
+
+describe("when the server goes away", () => {
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+  const runnerUrl = new URL("./launcher-runner.ts", import.meta.url).href;
+
+  /** A server-like parent: runs `command` through its own launcher, says "started" on stdout. */
+  function startParent(command: string, awaitIt: boolean) {
+    const script = join(dir, `parent-${awaitIt ? "await" : "hold"}.mjs`);
+    const request = {
+      env: { PATH: "/usr/bin:/bin" },
+      command,
+      timeoutMs: 120_000,
+      maxBufferBytes: 1024,
+      mergeStderr: true,
+    };
+    writeFileSync(
+      script,
+      [
+        `import { createLauncherRunner } from ${JSON.stringify(runnerUrl)};`,
+        "const runner = createLauncherRunner();",
+        `const running = runner.run(${JSON.stringify(request)});`,
+        awaitIt
+          ? "process.stdout.write(`output=${JSON.stringify((await running).output)}\\n`);"
+          : 'process.stdout.write("started\\n");',
+      ].join("\n"),
+    );
+    return spawn(process.execPath, ["--import", tsx, script], { stdio: ["ignore", "pipe", "inherit"] });
+  }
+
+  it("kills every child within moments when the parent is SIGKILLed", async () => {
+    const pidFile = join(dir, "sleep.pid");
+    const parent = startParent(
+      `echo $$ > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; exec sleep 60`,
+      false,
+    );
+    const exited = new Promise((r) => parent.once("exit", r));
+    let leftovers: number[] = [];
+    try {
+      expect(await waitUntil(() => existsSync(pidFile), 15_000)).toBe(true);
+      const sleep = Number(readFileSync(pidFile, "utf8"));
+      const launchers = launcherPids(parent.pid);
+      leftovers = [sleep, ...launchers];
+      expect(launchers).toHaveLength(1);
+      expect(isAlive(sleep)).toBe(true);
+      parent.kill("SIGKILL");
+      await exited;
+      expect(await waitUntil(() => !isAlive(sleep), 2000)).toBe(true);
+      expect(await waitUntil(() => !isAlive(launchers[0] as number), 2000)).toBe(true);
+    } finally {
+      parent.kill("SIGKILL");
+      for (const pid of leftovers) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+
+  it("does not keep an idle parent alive: it exits by itself, and its launcher with it", async () => {
+    const parent = startParent("echo done", true);
+    let stdout = "";
+    parent.stdout?.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    let launchers: number[] = [];
+    const sampler = setInterval(() => {
+      if (launchers.length === 0) launchers = launcherPids(parent.pid);
+    }, 5);
+    const exited = new Promise((r) => parent.once("exit", r));
+    try {
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000, "still running"))]);
+      expect(code).toBe(0);
+      expect(stdout).toBe('output="done\\n"\n');
+      expect(launchers).toHaveLength(1);
+      for (const pid of launchers) expect(await waitUntil(() => !isAlive(pid))).toBe(true);
+    } finally {
+      clearInterval(sampler);
+      parent.kill("SIGKILL");
+      for (const pid of launchers) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+});
+
+describe("launcherEntry", () => {
+  it("runs the built script with the launcher's flags only, and the source through tsx", () => {
+    expect(launcherEntry("file:///opt/relay/dist/exec/launcher-runner.js")).toEqual({
+      script: "/opt/relay/dist/exec/launcher.js",
+      execArgv: ["--max-semi-space-size=1"],
+    });
+    const fromSource = launcherEntry(import.meta.url);
+    expect(fromSource.script).toBe(new URL("./launcher.ts", import.meta.url).pathname);
+    expect(fromSource.execArgv).toEqual([
+      "--import",
+      expect.stringMatching(/tsx/),
+      "--max-semi-space-size=1",
+    ]);
+  });
+});

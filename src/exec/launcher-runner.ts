@@ -1,0 +1,247 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { createRequire } from "node:module";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { type Clock, RelayError, systemClock } from "../core/index.js";
+import { type FromLauncher, fromWireError, type ToLauncher, toWireRequest } from "./launcher-protocol.js";
+import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
+
+export interface LauncherRunnerDeps {
+  /** Measures durationMs on this side, so it includes the hop to the launcher and back. */
+  clock?: Clock;
+}
+
+export interface LauncherRunner extends ProcessRunner {
+  /**
+   * Stop for good: the launcher SIGKILLs every live process group, answers the
+   * requests still open (killed outcomes) and exits. Later runs reject.
+   */
+  close(): void;
+}
+
+/** How the launcher is started: the script and the node flags it runs with. */
+export interface LauncherEntry {
+  script: string;
+  execArgv: string[];
+}
+
+interface Launcher {
+  child: ChildProcess;
+  ready: boolean;
+  /** Messages held until the launcher says it listens. */
+  queue: ToLauncher[];
+  /** Requests sent to this launcher and not answered yet. */
+  open: number;
+  retired: boolean;
+}
+
+interface Pending {
+  launcher: Launcher;
+  started: number;
+  resolve(outcome: ProcessOutcome): void;
+  reject(err: Error): void;
+  detach(): void;
+}
+
+/**
+ * A ProcessRunner that starts children from a small helper process instead of
+ * the server itself. On Linux, spawning forks the caller and the fork costs
+ * time in proportion to the caller's resident memory; the server carries the
+ * parser's wasm heap and the SDK, the launcher only the runner, so its forks
+ * are several times cheaper than the server's.
+ *
+ * The launcher is forked on first use (it never delays start-up) and again
+ * after it died; requests it held when it died reject with an OSError. It runs
+ * the in-process runner unchanged, so the output budget, timeouts and group
+ * kills apply there and only the bounded outcome crosses back. It kills its
+ * children and exits when this process goes away, even by SIGKILL.
+ *
+ * active() counts requests in flight, from run() until the outcome arrives,
+ * which includes the short planning step before the child exists; killAll()
+ * stops all of them, so nothing it counted starts afterwards.
+ */
+export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRunner {
+  const clock = deps.clock ?? systemClock;
+  const entry = launcherEntry(import.meta.url);
+  const pending = new Map<number, Pending>();
+  let current: Launcher | undefined;
+  let nextId = 1;
+  let closed = false;
+
+  const post = (launcher: Launcher, message: ToLauncher): void => {
+    if (launcher.retired) return;
+    if (!launcher.ready) {
+      launcher.queue.push(message);
+      return;
+    }
+    launcher.child.send(message, undefined, undefined, () => {
+      // A failed send means the channel is gone: 'close' follows and rejects what was open.
+    });
+  };
+
+  /** Hold the event loop only while requests are open, like the children of the in-process runner. */
+  const holdLoop = (launcher: Launcher, change: 1 | -1): void => {
+    launcher.open += change;
+    if (launcher.open === 1 && change === 1) {
+      launcher.child.ref();
+      launcher.child.channel?.ref();
+    } else if (launcher.open === 0) {
+      launcher.child.unref();
+      launcher.child.channel?.unref();
+    }
+  };
+
+  const settle = (id: number, launcher: Launcher): Pending | undefined => {
+    const p = pending.get(id);
+    if (p === undefined || p.launcher !== launcher) return undefined;
+    pending.delete(id);
+    p.detach();
+    holdLoop(launcher, -1);
+    return p;
+  };
+
+  const retire = (launcher: Launcher, why: string): void => {
+    if (launcher.retired) return;
+    launcher.retired = true;
+    launcher.queue = [];
+    if (current === launcher) current = undefined;
+    for (const [id, p] of [...pending]) {
+      if (p.launcher !== launcher) continue;
+      settle(id, launcher);
+      p.reject(new RelayError("OSError", `process launcher exited (${why}) before the process finished`));
+    }
+  };
+
+  const onMessage = (launcher: Launcher, raw: unknown): void => {
+    const message = raw as FromLauncher;
+    switch (message.kind) {
+      case "ready": {
+        launcher.ready = true;
+        const queued = launcher.queue;
+        launcher.queue = [];
+        for (const m of queued) post(launcher, m);
+        return;
+      }
+      case "done": {
+        const p = settle(message.id, launcher);
+        p?.resolve({ ...message.outcome, durationMs: clock.monotonic() - p.started });
+        return;
+      }
+      case "failed":
+        settle(message.id, launcher)?.reject(fromWireError(message.error));
+        return;
+      default:
+        assertNever(message);
+    }
+  };
+
+  const start = (): Launcher => {
+    const child = fork(entry.script, [], {
+      execArgv: entry.execArgv,
+      // Every request carries the child's complete environment, so the launcher needs none, and
+      // NODE_OPTIONS meant for the server (an inspector port, heap sizes) must not apply to it.
+      env: {},
+      serialization: "advanced",
+      // stdout belongs to the MCP protocol; stderr is shared so a launcher crash is visible.
+      stdio: ["ignore", "ignore", "inherit", "ipc"],
+    });
+    const launcher: Launcher = { child, ready: false, queue: [], open: 0, retired: false };
+    child.on("message", (message: unknown) => onMessage(launcher, message));
+    child.on("error", (err) => {
+      // After a successful start, errors are about signals or sends; 'close' reports the end.
+      if (child.pid === undefined) retire(launcher, `could not start: ${err.message}`);
+    });
+    // 'close' comes after both the exit and the end of the IPC channel, so every outcome the
+    // launcher sent before dying has been delivered by then.
+    child.once("close", (code, signal) => retire(launcher, signal ? `signal ${signal}` : `code ${code}`));
+    current = launcher;
+    return launcher;
+  };
+
+  function run(request: ProcessRequest, signal?: AbortSignal): Promise<ProcessOutcome> {
+    const started = clock.monotonic();
+    if (closed) return Promise.reject(new RelayError("OSError", "process launcher is closed"));
+    let launcher: Launcher;
+    try {
+      launcher = current ?? start();
+    } catch (err) {
+      // fork() throws at once for some failures (resource limits); others arrive as 'error'.
+      const message = `cannot start the process launcher: ${err instanceof Error ? err.message : String(err)}`;
+      return Promise.reject(new RelayError("OSError", message, { cause: err }));
+    }
+    const id = nextId++;
+    return new Promise<ProcessOutcome>((resolve, reject) => {
+      const onAbort = (): void => post(launcher, { kind: "abort", id });
+      pending.set(id, {
+        launcher,
+        started,
+        resolve,
+        reject,
+        detach: () => signal?.removeEventListener("abort", onAbort),
+      });
+      holdLoop(launcher, 1);
+      // An already aborted signal travels with the request, so the launcher's runner sees it
+      // aborted from the start: the request's own checks run (a bad cwd rejects), nothing starts.
+      const aborted = signal?.aborted === true;
+      try {
+        post(launcher, { kind: "run", id, request: toWireRequest(request), aborted });
+      } catch (err) {
+        // The request could not be serialized: nothing was sent.
+        settle(id, launcher);
+        reject(err);
+        return;
+      }
+      if (!aborted) signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  return {
+    run,
+    active: () => pending.size,
+    killAll: () => {
+      if (current !== undefined) post(current, { kind: "killAll" });
+    },
+    close: () => {
+      if (closed) return;
+      closed = true;
+      if (current !== undefined) post(current, { kind: "close" });
+    },
+  };
+}
+
+/**
+ * V8 grows the young generation up to 16 MiB per semi-space as decoded outputs
+ * churn through it, and every resident page is copied into the page tables of
+ * each fork. Capped at 1 MiB the launcher stays near 20 MiB of anonymous memory
+ * instead of drifting towards 40 MiB, which measurably shortens each spawn.
+ */
+export const LAUNCHER_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=1"];
+
+/**
+ * The launcher script next to this module: dist/exec/launcher.js when built.
+ * Run from source (vitest, tsx) this module is a .ts file; the test workers
+ * carry no TypeScript loader in process.execArgv, so the launcher gets tsx
+ * explicitly. The server's own node flags are not passed on either way: an
+ * inspector port or a heap size chosen for the server has no place in it.
+ */
+export function launcherEntry(moduleUrl: string): LauncherEntry {
+  if (moduleUrl.endsWith(".ts")) {
+    return {
+      script: fileURLToPath(new URL("./launcher.ts", moduleUrl)),
+      execArgv: ["--import", tsxLoader(moduleUrl), ...LAUNCHER_NODE_FLAGS],
+    };
+  }
+  return { script: fileURLToPath(new URL("./launcher.js", moduleUrl)), execArgv: [...LAUNCHER_NODE_FLAGS] };
+}
+
+function tsxLoader(moduleUrl: string): string {
+  try {
+    return pathToFileURL(createRequire(moduleUrl).resolve("tsx")).href;
+  } catch {
+    // Not resolvable from here: let node resolve it from the working directory.
+    return "tsx";
+  }
+}
+
+function assertNever(value: never): never {
+  throw new Error(`unknown message from the process launcher: ${JSON.stringify(value)}`);
+}

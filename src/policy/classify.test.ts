@@ -1,0 +1,214 @@
+import fc from "fast-check";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Tier } from "../core/index.js";
+import { GOLDEN_ROWS } from "./golden.js";
+import {
+  BASIS_TEXT,
+  type Basis,
+  type Classifier,
+  createClassifier,
+  MAX_DEPTH,
+  PARSE_LIMIT,
+} from "./index.js";
+
+let classifier: Classifier;
+
+beforeAll(async () => {
+  classifier = await createClassifier();
+});
+
+const tier = (text: string): Tier => classifier.classify(text).tier;
+
+/** Characters that matter to a shell, so random strings hit quoting, operators and expansions. */
+const SHELL_CHARS = [..."abcdefrmsuhoiklnptwxyz -_/.'\"`\\$(){}[]<>|&;!#*?=~:\n\t\0é😀"];
+const shellish = fc.string({ unit: fc.constantFrom(...SHELL_CHARS), maxLength: 60 });
+/**
+ * Random words and operators without quotes, backslashes, `#`, brackets and
+ * newlines: in the composition properties a quote opened in `a` can close one
+ * in `b` (`' && ?'` is one quoted word for the shell too), and unbalanced
+ * brackets make the grammar's error recovery regroup the whole text. Those
+ * stay in the never-throws property and the hiding tests.
+ */
+const UNQUOTED_CHARS = [..."abcdefrmsuhoiklnptwxyz0129 -_/.=:~$*?@%+,|;&"];
+const unquoted = fc.string({ unit: fc.constantFrom(...UNQUOTED_CHARS), maxLength: 60 });
+const anyText = fc.oneof(
+  fc.string({ unit: "binary", maxLength: 80 }),
+  shellish,
+  fc.string({ maxLength: 80 }),
+);
+
+const POSIX_ROWS = GOLDEN_ROWS.filter((r) => r.windows !== true);
+const TIER3_ROWS = POSIX_ROWS.filter((r) => r.tier === 3);
+const golden = fc.constantFrom(...POSIX_ROWS.map((r) => r.text));
+
+describe("classify: result shape", () => {
+  it("never throws, never returns Tier 0, and keeps part within 120 characters", () => {
+    fc.assert(
+      fc.property(anyText, fc.boolean(), (text, windows) => {
+        const r = classifier.classify(text, { windows });
+        expect([1, 2, 3]).toContain(r.tier);
+        expect(Object.keys(BASIS_TEXT)).toContain(r.basis);
+        expect(r.part.length).toBeLessThanOrEqual(120);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it("gives Tier 1 / default with an empty part for text with nothing recognised", () => {
+    expect(classifier.classify("")).toEqual({ tier: 1, basis: "default", part: "" });
+    expect(classifier.classify("   \n\t")).toEqual({ tier: 1, basis: "default", part: "" });
+    expect(classifier.classify("\0\0\0").tier).toBe(1);
+  });
+
+  it("names the part that set the tier, not the first command", () => {
+    const r = classifier.classify("ls -la; echo ok && sudo reboot; echo done");
+    expect(r).toEqual({ tier: 3, basis: "power_kernel", part: "sudo reboot" });
+  });
+
+  it("keeps the first part found on equal tiers", () => {
+    expect(classifier.classify("rm -rf /a; reboot").basis).toBe("file_destruction");
+    expect(classifier.classify("reboot; rm -rf /a").basis).toBe("power_kernel");
+  });
+
+  it("cuts a long part to 120 characters", () => {
+    const r = classifier.classify(`rm -rf /${"x".repeat(500)}`);
+    expect(r.tier).toBe(3);
+    expect(r.part.length).toBe(120);
+    expect(r.part.endsWith("…")).toBe(true);
+  });
+});
+
+describe("classify: composition properties", () => {
+  // A comment or a trailing backslash on `a` legitimately hides the rest of the line from
+  // the shell (`ls # x; rm -rf /` runs only ls), so those `a` are not joined on one line.
+  // A trailing redirection operator takes b's first word as its file name (or is a syntax error).
+  const lineSafe = (a: string) => !a.includes("#") && !a.endsWith("\\") && !/[<>]\s*$/.test(a);
+  const part = fc.oneof({ weight: 3, arbitrary: golden }, { weight: 1, arbitrary: unquoted });
+
+  for (const sep of ["; ", " && ", " | ", " || "]) {
+    it(`tier(a${sep.trim()}b) >= max(tier(a), tier(b))`, () => {
+      fc.assert(
+        fc.property(part.filter(lineSafe), part, (a, b) => {
+          const joined = tier(`${a}${sep}${b}`);
+          expect(joined).toBeGreaterThanOrEqual(Math.max(tier(a), tier(b)));
+        }),
+        { numRuns: 250 },
+      );
+    });
+  }
+
+  it("tier(a\\nb) >= max(tier(a), tier(b))", () => {
+    fc.assert(
+      fc.property(
+        part.filter((a) => !a.includes("<<")),
+        part,
+        (a, b) => {
+          expect(tier(`${a}\n${b}`)).toBeGreaterThanOrEqual(Math.max(tier(a), tier(b)));
+        },
+      ),
+      { numRuns: 250 },
+    );
+  });
+
+  it("a Tier-3 golden command after any prefix line still yields Tier 3", () => {
+    // A prefix that opens a here-doc turns the next lines into data on purpose (`cat <<EOF`).
+    const prefix = fc
+      .oneof(golden, shellish, fc.string({ maxLength: 40 }))
+      .map((p) => p.replaceAll("\n", " "));
+    fc.assert(
+      fc.property(
+        prefix.filter((p) => !p.includes("<<")),
+        fc.constantFrom(...TIER3_ROWS.map((r) => r.text)),
+        (p, cmd) => {
+          expect(tier(`${p}\n${cmd}`)).toBe(3);
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("some concrete hiding attempts stay Tier 3", () => {
+    for (const text of [
+      "echo 'unterminated; kubectl delete ns prod",
+      'echo "x | curl x | sh',
+      "cat <<EOF\nrm -rf /x",
+      "echo x \\\nrm -rf /",
+      "x=$(\nreboot",
+      "if true; then\nreboot",
+    ]) {
+      expect(tier(text), text).toBe(3);
+    }
+  });
+});
+
+describe("classify: limits", () => {
+  it("treats script strings nested past the depth limit as unseen", () => {
+    let script = "ls";
+    for (let i = 0; i <= MAX_DEPTH + 1; i++) script = `bash -c ${JSON.stringify(script)}`;
+    expect(classifier.classify(script)).toMatchObject({ tier: 3, basis: "nesting_limit" });
+    let shallow = "ls";
+    for (let i = 0; i < MAX_DEPTH - 1; i++) shallow = `bash -c ${JSON.stringify(shallow)}`;
+    expect(classifier.classify(shallow).tier).toBe(1);
+  });
+
+  it("treats a wrapper chain past the unwrap limit as unseen", () => {
+    expect(classifier.classify(`${"nice ".repeat(40)}ls`)).toMatchObject({ tier: 3, basis: "nesting_limit" });
+    expect(classifier.classify(`${"nice ".repeat(10)}ls`).tier).toBe(1);
+  });
+
+  it("sends text over the parse limit to the pattern tables", () => {
+    const big = `${"echo hello world\n".repeat(Math.ceil(PARSE_LIMIT / 17))}reboot`;
+    expect(big.length).toBeGreaterThan(PARSE_LIMIT);
+    expect(classifier.classify(big)).toMatchObject({ tier: 3, basis: "pattern_fallback" });
+    expect(classifier.classify("echo 'reboot'\n".repeat(2000))).toMatchObject({ basis: "pattern_fallback" });
+  });
+
+  it("uses pattern_fallback only when the tables decided the tier", () => {
+    expect(classifier.classify("{rm,-rf,/}")).toMatchObject({ tier: 3, basis: "pattern_fallback" });
+    // Parsed parts win over the tables on equal tiers.
+    expect(classifier.classify("rm -rf /x; echo 'unterminated")).toMatchObject({
+      tier: 3,
+      basis: "file_destruction",
+    });
+  });
+});
+
+describe("classify: linear time guards (not benchmarks)", () => {
+  const within = (ms: number, text: string, windows: boolean) => {
+    const start = performance.now();
+    const r = classifier.classify(text, { windows });
+    const took = performance.now() - start;
+    expect(took, `${took.toFixed(0)} ms`).toBeLessThan(ms);
+    return r;
+  };
+
+  it("600 KB of `rm rm rm ...`", () => {
+    within(3000, "rm ".repeat(200_000), false);
+    within(3000, "rm ".repeat(200_000), true);
+  });
+
+  it("1.2 MB of `Remove-Item ...` and 0.8 MB of `del ...`", () => {
+    within(3000, "Remove-Item ".repeat(100_000), true);
+    within(3000, "del ".repeat(200_000), true);
+  });
+
+  it("1 MiB of ordinary commands, and dense text just under the parse limit", () => {
+    const mib = "ls -la /tmp && echo hello | grep h; ".repeat(30_000).slice(0, 1 << 20);
+    expect(within(3000, mib, false).tier).toBe(1);
+    within(3000, mib, true);
+    for (const unit of ["x|", "a && ", "$(", "'", "sudo ", "eval ", "${a:-", "f(){ f; };", "bash -c '"]) {
+      within(3000, unit.repeat(Math.floor((PARSE_LIMIT - 8) / unit.length)), false);
+    }
+  });
+});
+
+describe("BASIS_TEXT", () => {
+  it("has a short lower-case phrase without a trailing period for every basis", () => {
+    const entries = Object.entries(BASIS_TEXT) as [Basis, string][];
+    expect(entries.length).toBeGreaterThanOrEqual(35);
+    for (const [basis, text] of entries) {
+      expect(text, basis).toMatch(/^[a-z][a-z0-9 ,'/-]*[a-z]$/);
+      expect(text.length, basis).toBeLessThanOrEqual(60);
+    }
+  });
+});

@@ -1,0 +1,269 @@
+import { Best, toPart } from "./best.js";
+import { classifyUnits, type Session, type StdinCtx } from "./engine.js";
+import { fallbackClassify } from "./fallback.js";
+import { plainScript } from "./fast-path.js";
+import { buildRuleTable, type Rule } from "./rules/index.js";
+import type { ParsedScript } from "./script.js";
+import { type BashSyntax, loadBashSyntax } from "./syntax.js";
+import type { Classification, Classifier, ClassifyOptions } from "./types.js";
+import { walkScript } from "./walker.js";
+import { classifyWindowsCommand, DOWNLOADS, tokenizeWindows } from "./windows.js";
+
+/**
+ * Texts longer than this (UTF-16 code units) skip the parser and go to the
+ * linear pattern tables. Measured here, web-tree-sitter parses ordinary shell
+ * text at about 0.6 MB/s including the tree copy (16 KiB: ~30 ms) and dense
+ * text such as thousands of `x|x|...` stages ten times slower; 1 MiB would
+ * take seconds. The parse also has a work budget (syntax.ts). Scripts past
+ * 16 KiB are rare, and the tables round up.
+ */
+export const PARSE_LIMIT = 16 * 1024;
+
+/** Re-parse levels (bash -c inside eval inside ssh ...) before the text counts as unseen. */
+export const MAX_DEPTH = 8;
+
+/** Re-parsed bytes allowed per call: a multiple of the input, so the total work stays linear. */
+function reparseBudget(length: number): number {
+  return 2 * length + 16 * 1024;
+}
+
+interface Run {
+  syntax: BashSyntax;
+  rules: ReadonlyMap<string, Rule>;
+  windows: boolean;
+  budget: { bytes: number };
+}
+
+function session(run: Run, depth: number): Session {
+  return {
+    rules: run.rules,
+    windows: run.windows,
+    nested: (text, best, part, stdin) => nestedScript(run, depth + 1, text, best, part, stdin),
+    nestedWindows: (text, best, part) => {
+      if (!spend(run, depth + 1, text, best, part)) return;
+      windowsInto(run, depth + 1, text, best);
+    },
+  };
+}
+
+/** Charge a nested text to the depth and byte budgets; past either, it is unseen (Tier 3). */
+function spend(run: Run, depth: number, text: string, best: Best, part: string): boolean {
+  if (depth > MAX_DEPTH || run.budget.bytes < text.length) {
+    best.consider(3, "nesting_limit", part);
+    return false;
+  }
+  run.budget.bytes -= text.length;
+  return true;
+}
+
+function nestedScript(
+  run: Run,
+  depth: number,
+  text: string,
+  best: Best,
+  part: string,
+  stdin: StdinCtx | null,
+): void {
+  if (best.done || !spend(run, depth, text, best, part)) return;
+  scriptInto(run, depth, text, best, stdin);
+}
+
+function fallbackInto(text: string, best: Best): void {
+  const hit = fallbackClassify(text);
+  if (hit !== null) best.consider(hit.tier, "pattern_fallback", hit.part);
+}
+
+/** Pieces of an unparsable text that are parsed on their own (the pattern tables already saw all of it). */
+const MAX_PIECES = 256;
+
+/**
+ * A parse error can swallow what follows it (`echo 'x; kubectl delete ns prod`
+ * puts the second command in an unterminated string). The text is cut at
+ * separator characters, ignoring quotes, and each piece is parsed alone:
+ * ambiguity rounds up. Pieces are bounded in number; the pattern tables have
+ * already seen the whole text.
+ */
+function piecesInto(run: Run, depth: number, text: string, best: Best): void {
+  let count = 0;
+  const seen = new Set<string>();
+  // Cut into lines, cut keeping pipelines whole (`x | perl` stays piped), cut at every
+  // operator, and cut with the quote characters blanked (an unbalanced quote hides the rest).
+  const variants = [
+    () => [text.replace(/['"`]/g, " ")],
+    () => text.split("\n"),
+    () => text.split(/[\n;&]+/),
+    () => text.split(/[\n;&|]+/),
+    () => text.replace(/['"`]/g, " ").split(/[\n;&]+/),
+  ];
+  for (const variant of variants) {
+    for (const piece of variant()) {
+      if (best.done || count >= MAX_PIECES) return;
+      if (piece.trim() === "" || piece === text || seen.has(piece)) continue;
+      seen.add(piece);
+      count++;
+      const tree = run.syntax.parse(piece);
+      if (tree !== null) classifyUnits(walkScript(tree), session(run, depth), best, null);
+    }
+  }
+}
+
+/** Suffixes re-parsed because a command was carried over a line break. */
+const MAX_GLUED = 4;
+
+/**
+ * The grammar is more lenient than bash about newlines: it lets a redirection
+ * or a word carry on to the next line (`<⏎rm -rf /`, `ls⏎\\rm -rf /`), where
+ * bash ends the command. Where a simple command spans a line start that is
+ * not inside a quoted string or a here-doc body, the text before that line
+ * and the text from that line on are judged again, each as a script.
+ */
+function gluedLinesInto(run: Run, depth: number, text: string, script: ParsedScript, best: Best): void {
+  const inside = (ranges: [number, number][], at: number) => ranges.some(([s, e]) => s < at && at < e);
+  let glued = 0;
+  let nl = text.indexOf("\n");
+  while (nl >= 0 && nl + 1 < text.length && !best.done) {
+    const at = nl + 1;
+    if (inside(script.commandRanges, at) && !inside(script.dataRanges, at) && text[nl - 1] !== "\\") {
+      if (glued++ >= MAX_GLUED) {
+        piecesInto(run, depth, text, best);
+        return;
+      }
+      // Judge the text before the break and the text after it, each on its own.
+      for (const side of [text.slice(0, at - 1), text.slice(at)]) {
+        if (!best.done && spend(run, depth, side, best, side)) scriptInto(run, depth, side, best, null);
+      }
+    }
+    nl = text.indexOf("\n", at);
+  }
+}
+
+/** Parse and classify one script text; on a parse error the pattern tables run too (parsed parts win ties). */
+function scriptInto(
+  run: Run,
+  depth: number,
+  text: string,
+  best: Best,
+  stdin: StdinCtx | null,
+  joined = true,
+): void {
+  if (text.length > PARSE_LIMIT) {
+    fallbackInto(text, best);
+    return;
+  }
+  const plain = plainScript(text);
+  if (plain !== null) {
+    classifyUnits(plain, session(run, depth), best, stdin);
+    return;
+  }
+  const tree = run.syntax.parse(text);
+  if (tree === null) {
+    fallbackInto(text, best);
+    return;
+  }
+  const script = walkScript(tree);
+  classifyUnits(script, session(run, depth), best, stdin);
+  if (script.hasError && !best.done) {
+    fallbackInto(text, best);
+    piecesInto(run, depth, text, best);
+  } else if (!best.done && script.commandRanges.length > 0 && text.includes("\n")) {
+    gluedLinesInto(run, depth, text, script, best);
+  }
+  // A backslash-newline joins the next line into the command (`echo x \⏎rm -rf /`): also judge the
+  // lines as separate commands, once.
+  if (joined && !best.done && /\\\r?\n/.test(text)) {
+    scriptInto(run, depth, text.replace(/\\\r?\n/g, "\n"), best, stdin, false);
+  }
+}
+
+function windowsInto(run: Run, depth: number, text: string, best: Best): void {
+  const ctx = {
+    nested: (inner: string) => {
+      const local = new Best();
+      if (spend(run, depth + 1, inner, local, inner)) windowsInto(run, depth + 1, inner, local);
+      return local.tier >= 2 ? { tier: local.tier, basis: local.basis } : null;
+    },
+  };
+  let download = false;
+  tokenizeWindows(text, (st) => {
+    const joined = st.lower.join(" ");
+    const upstream: boolean = st.piped && download;
+    for (const at of st.commands) {
+      const hit = classifyWindowsCommand(st, at, joined, upstream, ctx);
+      if (hit !== null) best.consider(hit.tier, hit.basis, st.raw.slice(at, at + 40).join(" "));
+    }
+    download = upstream || DOWNLOADS.test(joined);
+    return best.done;
+  });
+}
+
+/**
+ * The environment overlay of shell_exec/shell_spawn/shell_script arrives as a
+ * last line of JSON (CONTRACT §5.4). Its values are classified as command
+ * text (a variable may hold the payload, row 81) and the line itself is kept
+ * away from the shell parser, which would only see a malformed word.
+ */
+function splitEnvOverlay(text: string): { body: string; values: string[] } {
+  const nl = text.lastIndexOf("\n");
+  if (nl < 0) return { body: text, values: [] };
+  const last = text.slice(nl + 1).trim();
+  if (!last.startsWith("{") || !last.endsWith("}")) return { body: text, values: [] };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(last);
+  } catch {
+    // Not JSON after all: it is shell text like the rest.
+    return { body: text, values: [] };
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    return { body: text, values: [] };
+  const values = Object.values(parsed as Record<string, unknown>).map((v) =>
+    typeof v === "string" ? v : JSON.stringify(v),
+  );
+  return { body: text.slice(0, nl), values };
+}
+
+function classifyText(
+  syntax: BashSyntax,
+  rules: ReadonlyMap<string, Rule>,
+  text: string,
+  options?: ClassifyOptions,
+): Classification {
+  const windows = options?.windows === true;
+  const run: Run = { syntax, rules, windows, budget: { bytes: reparseBudget(text.length) } };
+  const best = new Best();
+  // tree-sitter reads a NUL as the end of input; what follows must not become invisible.
+  const { body, values } = splitEnvOverlay(text.includes("\0") ? text.replaceAll("\0", " ") : text);
+  scriptInto(run, 0, body, best, null);
+  for (const v of values) nestedScript(run, 1, v, best, v, null);
+  if (windows && !best.done) windowsInto(run, 0, text, best);
+  return best.result();
+}
+
+/** Last resort when the classifier itself failed: the pattern tables, then Tier 3. */
+function safeFallback(text: string): Classification {
+  try {
+    const hit = fallbackClassify(text);
+    return hit === null
+      ? { tier: 1, basis: "default", part: "" }
+      : { tier: hit.tier, basis: "pattern_fallback", part: toPart(hit.part) };
+  } catch {
+    // Even the tables failed: unseen input is treated as the highest tier.
+    return { tier: 3, basis: "pattern_fallback", part: "" };
+  }
+}
+
+/** Load the shell grammar once; the returned classifier is synchronous and never throws. */
+export async function createClassifier(): Promise<Classifier> {
+  const syntax = await loadBashSyntax();
+  const rules = buildRuleTable();
+  return {
+    classify(text: string, options?: ClassifyOptions): Classification {
+      try {
+        return classifyText(syntax, rules, text, options);
+      } catch {
+        // An internal fault must not decide the tier: degrade to the pattern tables.
+        return safeFallback(text);
+      }
+    },
+  };
+}

@@ -1,0 +1,19 @@
+import type { Tier } from "../core/index.js";
+import { CONTRACT_ROWS } from "./golden-contract.js";
+import { EVASION_ROWS } from "./golden-evasion.js";
+import { FAMILY_ROWS } from "./golden-families.js";
+import type { Basis } from "./types.js";
+
+/**
+ * The classifier's golden table: text → tier → basis. A rule change updates
+ * it in the same commit. `windows` turns on the PowerShell/cmd rules (the SSH
+ * tools). Exported for the benchmark too.
+ */
+export interface GoldenRow {
+  text: string;
+  tier: Tier;
+  basis: Basis;
+  windows?: boolean;
+}
+
+export const GOLDEN_ROWS: readonly GoldenRow[] = [...CONTRACT_ROWS, ...EVASION_ROWS, ...FAMILY_ROWS];

@@ -1,0 +1,152 @@
+import { type ArgvCtx, argvHit, originBasis, type StdinCtx, scriptWord } from "./engine.js";
+import {
+  analyzeInline,
+  awkExecutes,
+  awkProgram,
+  type Invocation,
+  interpreterInvocation,
+  interpreterName,
+  isStdinPath,
+  SHELLS,
+  shellInvocation as shellInvocationOf,
+} from "./opaque.js";
+import { joinAll } from "./unwrap.js";
+import { DYNAMIC, type Word } from "./words.js";
+
+/**
+ * Opaque execution: code that runs without appearing as an argv.
+ *
+ * - A shell reading a script string is parsed again (`bash -c`, `eval`); a
+ *   string only known at run time is Tier 3 (dynamic_command).
+ * - Anything piped into a shell or interpreter is Tier 3 (piped_to_shell; or
+ *   remote_code / decoded_code when a downloader or decoder feeds the pipe):
+ *   the program is whatever arrives, and nothing here can see it.
+ * - A here-doc or here-string fed to a shell is parsed as a script.
+ * - An inline interpreter program (python -c, perl -e, node -e ...) is Tier 2
+ *   (inline_interpreter): it can do anything the shell can, but the text is
+ *   visible. It is Tier 3 when the text visibly deletes or destroys, and the
+ *   shell command lines it passes to system()/subprocess are classified too.
+ *
+ * Returns true when the command was handled here and the rule tables need not look.
+ */
+export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: number): boolean {
+  if (SHELLS.has(name)) {
+    runInvocation(shellInvocationOf(args), "shell", c);
+    return true;
+  }
+  if (name === "pwsh" || name === "powershell" || name === "cmd") {
+    c.session.nestedWindows([name, ...args.map((w) => quoteForWindows(w.value))].join(" "), c.best, c.part);
+    return true;
+  }
+  const interp = interpreterName(name);
+  if (interp !== null) {
+    const inv = interpreterInvocation(interp, args);
+    if (inv.kind === "module") argvHit(inv.argv, c, unwraps + 1);
+    else runInvocation(inv, "program", c);
+    return true;
+  }
+  switch (name) {
+    case "eval":
+      if (args.length > 0) scriptWord(joinAll(args), c, c.stdin);
+      return true;
+    case "source":
+    case ".": {
+      const file = args[0];
+      if (file !== undefined) runInvocation({ kind: "file", path: file }, "shell", c);
+      return true;
+    }
+    case "trap":
+      if (args.length >= 2 && !args[0]!.value.startsWith("-")) scriptWord(args[0]!, c, null);
+      return true;
+    case "alias":
+      // An alias body runs later under a command name; judge it now.
+      for (const a of args) {
+        const eq = a.value.indexOf("=");
+        if (eq > 0) scriptWord({ ...a, value: a.value.slice(eq + 1) }, c, null);
+      }
+      return true;
+    case "awk":
+    case "gawk":
+    case "mawk":
+    case "nawk":
+    case "busybox-awk": {
+      const program = awkProgram(args);
+      if (program !== null && (program.dynamic || awkExecutes(program.value))) inlineProgram(program, c);
+      return true;
+    }
+    case "at":
+    case "batch":
+      // at reads the job's commands from stdin and runs them with sh later.
+      if (c.stdin !== null) stdinCode("shell", c);
+      return false;
+    default:
+      return false;
+  }
+}
+
+function quoteForWindows(value: string): string {
+  return /[\s;|&{}()]/.test(value) ? `"${value.replaceAll('"', "")}"` : value;
+}
+
+function runInvocation(inv: Invocation, kind: "shell" | "program", c: ArgvCtx): void {
+  switch (inv.kind) {
+    case "inline":
+      if (kind === "shell") scriptWord(inv.code, c, c.stdin);
+      else inlineProgram(inv.code, c);
+      return;
+    case "stdin":
+      stdinCode(kind, c);
+      return;
+    case "file":
+      if (inv.path.procSub) {
+        // bash <(curl ...), source <(base64 -d ...): the script is another command's output.
+        c.best.consider(3, originBasis(c.index.originOfSubst(inv.path.subst), "piped_to_shell"), c.part);
+      } else if (isStdinPath(inv.path.value)) {
+        // Naming stdin explicitly: whatever arrives there runs, even when nothing visible feeds it.
+        if (c.stdin === null) c.best.consider(3, "piped_to_shell", c.part);
+        else stdinCode(kind, c);
+      }
+      return;
+    case "module":
+    case "none":
+      return;
+  }
+}
+
+/** A shell or interpreter that takes its program from stdin. */
+function stdinCode(kind: "shell" | "program", c: ArgvCtx): void {
+  const stdin: StdinCtx | null = c.stdin;
+  if (stdin === null) return; // interactive: what is typed later is classified when it is sent
+  if (stdin.piped) {
+    // Echoed or here-doc text we can read is judged first, for a more telling basis.
+    if (kind === "shell" && stdin.literal !== null && stdin.origin === null)
+      c.session.nested(stdin.literal, c.best, c.part, null);
+    c.best.consider(3, originBasis(stdin.origin, "piped_to_shell"), c.part);
+    return;
+  }
+  const feed = stdin.feed;
+  if (feed === null) return;
+  if (feed.dynamic) {
+    const origin = c.index.originOfSubst(feed.subst);
+    if (origin !== null) c.best.consider(3, origin, c.part);
+  }
+  if (kind === "shell") c.session.nested(feed.text, c.best, c.part, null);
+  else
+    inlineProgram(
+      { value: feed.text, dynamic: false, subst: [], procSub: false, glob: false, text: feed.text },
+      c,
+    );
+}
+
+function inlineProgram(code: Word, c: ArgvCtx): void {
+  if (code.dynamic && code.value.trim() === DYNAMIC) {
+    c.best.consider(3, originBasis(c.index.originOfSubst(code.subst), "dynamic_command"), c.part);
+    return;
+  }
+  const found = analyzeInline(code.value);
+  c.best.consider(found.destructive ? 3 : 2, "inline_interpreter", c.part);
+  for (const line of found.commands) {
+    if (c.best.done) return;
+    c.session.nested(line, c.best, c.part, null);
+  }
+}

@@ -1,0 +1,52 @@
+import {
+  isAuthPath,
+  isBlockDevice,
+  isCriticalPath,
+  isEtcPath,
+  isSystemPath,
+  normalizePath,
+} from "./paths.js";
+import { type Hit, hit } from "./rules/args.js";
+import type { Redirect, Unit } from "./script.js";
+import { baseName, DYNAMIC } from "./words.js";
+
+const WRITES = new Set([">", ">>", ">|", "&>", "&>>", "<>", ">&"]);
+
+/**
+ * `> file` with nothing written empties the file. Which commands print
+ * nothing: none at all (a bare redirect), `:`/`true`/`false`, `cat /dev/null`,
+ * `echo -n` and `printf ''`.
+ */
+function emptiesTarget(r: Redirect, unit: Unit): boolean {
+  if (r.op !== ">" && r.op !== ">|") return false;
+  const w = unit.words.map((x) => x.value);
+  if (w.length === 0) return true;
+  const name = baseName(w[0]!).toLowerCase();
+  if ((name === ":" || name === "true" || name === "false") && w.length === 1) return true;
+  if (name === "cat" && w.length === 2 && w[1] === "/dev/null") return true;
+  if (name === "echo" && w.length === 2 && w[1] === "-n") return true;
+  return name === "printf" && w.length === 2 && w[1] === "";
+}
+
+/**
+ * Writes through a redirection: onto a block device (Tier 3), to the sysrq
+ * trigger (Tier 3), emptying a system file (Tier 3), clobbering a program or
+ * boot file (Tier 3), into /etc or login files (Tier 2, CONTRACT rows 73/74),
+ * into /proc/sys or /sys (Tier 2). Anything else, such as `> out.txt`, is data.
+ */
+export function redirectHit(r: Redirect, unit: Unit): Hit | null {
+  if (!WRITES.has(r.op) || r.target === null) return null;
+  const raw = r.target.value;
+  if (raw.startsWith(DYNAMIC) || /^\d+$/.test(raw) || raw === "-") return null;
+  const t = normalizePath(raw);
+  if (isBlockDevice(t)) return hit(3, "storage_destruction");
+  if (t === "/proc/sysrq-trigger") return hit(3, "power_kernel");
+  if (t.startsWith("/proc/sys/") || t.startsWith("/sys/")) return hit(2, "host_change");
+  const empties = emptiesTarget(r, unit);
+  if (isAuthPath(t)) return empties ? hit(3, "file_destruction") : hit(2, "account_access");
+  if (isEtcPath(t)) return empties ? hit(3, "file_destruction") : hit(2, "config_change");
+  if (isCriticalPath(t))
+    return r.op === ">>" || r.op === "&>>" ? hit(2, "filesystem_change") : hit(3, "file_destruction");
+  if (isSystemPath(t)) return hit(2, "filesystem_change");
+  return null;
+}

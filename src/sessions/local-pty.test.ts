@@ -1,0 +1,209 @@
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { RelayError } from "../core/index.js";
+import { findExecutable, openLocalPty } from "./local-pty.js";
+import { parseStat } from "./process-tree.js";
+import type { SessionTransport } from "./types.js";
+
+const dir = mkdtempSync(join(tmpdir(), "relay-pty-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Unique per run, so leftovers of an earlier (failed) run never match. */
+const RUN = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
+
+const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, LANG: "C.UTF-8", TERM: "xterm-256color" };
+
+/** Pids of living (not zombie) `sleep <n>` processes whose argument starts with `arg`. */
+function living(arg: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      const stat = parseStat(readFileSync(`/proc/${entry}/stat`, "utf8"));
+      const isSleep = (argv[0] ?? "").split("/").at(-1) === "sleep" && (argv[1] ?? "").startsWith(arg);
+      if (isSleep && stat && stat.state !== "Z") found.push(Number(entry));
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return found;
+}
+
+function collect(transport: SessionTransport) {
+  const state = { text: "", exit: undefined as number | null | undefined };
+  transport.start({
+    data: (chunk) => {
+      state.text += Buffer.from(chunk).toString("utf8");
+    },
+    exit: (code) => {
+      state.exit = code;
+    },
+  });
+  return state;
+}
+
+async function until(check: () => boolean, ms = 5000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!check()) {
+    if (performance.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((done) => setTimeout(done, 20));
+  }
+}
+
+describe("findExecutable", () => {
+  it("searches PATH, resolves relative paths against cwd, and names what is missing", () => {
+    expect(findExecutable("sh", dir, "/nonexistent:/bin:/usr/bin")).toMatch(/\/sh$/);
+    const script = join(dir, "tool.sh");
+    writeFileSync(script, "#!/bin/sh\necho hi\n");
+    chmodSync(script, 0o755);
+    expect(findExecutable("./tool.sh", dir, "")).toBe(script);
+    writeFileSync(join(dir, "plain"), "x");
+    expect(() => findExecutable("./plain", dir, "")).toThrow(/not executable: \.\/plain/);
+    expect(() => findExecutable("no-such-program-xyz", dir, "/bin")).toThrow(RelayError);
+    expect(() => findExecutable("no-such-program-xyz", dir, "/bin")).toThrow(
+      "command not found: no-such-program-xyz",
+    );
+  });
+});
+
+describe("openLocalPty", () => {
+  it("refuses a missing working directory before forking", () => {
+    expect(() =>
+      openLocalPty({ argv: ["sh"], cwd: join(dir, "missing"), env: ENV, cols: 80, rows: 24 }),
+    ).toThrow(/cwd does not exist/);
+  });
+
+  it("holds output until started, then reports the exit status", async () => {
+    const pty = openLocalPty({
+      argv: ["sh", "-c", "echo early; exit 3"],
+      cwd: dir,
+      env: ENV,
+      cols: 80,
+      rows: 24,
+    });
+    await new Promise((done) => setTimeout(done, 300));
+    const state = collect(pty);
+    await until(() => state.exit !== undefined);
+    expect(state.text).toContain("early");
+    expect(state.exit).toBe(3);
+  });
+
+  it("delivers every byte a program prints right before it exits", async () => {
+    const bytes = 4 * 1024 * 1024;
+    for (let run = 0; run < 4; run++) {
+      const pty = openLocalPty({
+        argv: ["bash", "-c", `head -c ${bytes} /dev/zero | tr '\\0' x`],
+        cwd: dir,
+        env: ENV,
+        cols: 80,
+        rows: 24,
+      });
+      let got = 0;
+      let exit: number | null | undefined;
+      pty.start({
+        data: (chunk) => {
+          got += chunk.length;
+        },
+        exit: (code) => {
+          exit = code;
+        },
+      });
+      await until(() => exit !== undefined, 20_000);
+      expect({ run, got, exit }).toEqual({ run, got: bytes, exit: 0 });
+    }
+  });
+
+  it("reports a signal death as a negative status", async () => {
+    const pty = openLocalPty({ argv: ["sh", "-c", "kill -TERM $$"], cwd: dir, env: ENV, cols: 80, rows: 24 });
+    const state = collect(pty);
+    await until(() => state.exit !== undefined);
+    expect(state.exit).toBe(-15);
+  });
+
+  it("a signal reaches the foreground job of an interactive shell, which survives", async () => {
+    const marker = `${RUN}7301`;
+    const pty = openLocalPty({
+      argv: ["bash", "--norc", "--noprofile", "-i"],
+      cwd: dir,
+      env: ENV,
+      cols: 80,
+      rows: 24,
+    });
+    const state = collect(pty);
+    pty.write(new TextEncoder().encode(`sleep ${marker}\n`));
+    await until(() => living(marker).length === 1);
+    expect(pty.signal("INT")).toBe("INT");
+    await until(() => living(marker).length === 0);
+    pty.write(new TextEncoder().encode("echo still-$((40+2))\n"));
+    await until(() => state.text.includes("still-42"));
+    expect(state.exit).toBeUndefined();
+    await pty.close();
+  });
+
+  it("close kills the whole session: background jobs in their own groups too", async () => {
+    const marker = `${RUN}7302`;
+    const pty = openLocalPty({
+      argv: ["bash", "--norc", "--noprofile", "-i"],
+      cwd: dir,
+      env: ENV,
+      cols: 80,
+      rows: 24,
+    });
+    const state = collect(pty);
+    pty.write(
+      new TextEncoder().encode(`(trap '' HUP; sleep ${marker}1) & sleep ${marker}2 & sleep ${marker}3\n`),
+    );
+    await until(() => living(marker).length === 3);
+    const started = performance.now();
+    await pty.close();
+    expect(living(marker)).toEqual([]);
+    expect(state.exit).not.toBeUndefined();
+    // HUP ends an interactive shell at once; nobody waited for the KILL grace.
+    expect(performance.now() - started).toBeLessThan(4000);
+  });
+
+  it("close also ends what outlived the child, after the child exited", async () => {
+    const marker = `${RUN}7305`;
+    const pty = openLocalPty({
+      argv: ["bash", "-c", `(trap '' HUP; exec sleep ${marker}) & sleep 0.3; exit 0`],
+      cwd: dir,
+      env: ENV,
+      cols: 80,
+      rows: 24,
+    });
+    const state = collect(pty);
+    await until(() => state.exit !== undefined);
+    expect(state.exit).toBe(0);
+    await until(() => living(marker).length === 1);
+    await pty.close();
+    expect(living(marker)).toEqual([]);
+  });
+
+  it("close escalates to KILL for a program that ignores HUP and TERM", async () => {
+    const marker = `${RUN}7303`;
+    const pty = openLocalPty({
+      argv: ["sh", "-c", `trap '' HUP TERM; sleep ${marker}; :`],
+      cwd: dir,
+      env: ENV,
+      cols: 80,
+      rows: 24,
+      killGraceMs: 200,
+    });
+    const state = collect(pty);
+    await until(() => living(marker).length === 1);
+    await pty.close();
+    expect(living(marker)).toEqual([]);
+    expect(state.exit).toBe(-9);
+  });
+
+  it("destroy kills synchronously", async () => {
+    const marker = `${RUN}7304`;
+    const pty = openLocalPty({ argv: ["sleep", marker], cwd: dir, env: ENV, cols: 80, rows: 24 });
+    await until(() => living(marker).length === 1);
+    pty.destroy();
+    await until(() => living(marker).length === 0, 2000);
+  });
+});

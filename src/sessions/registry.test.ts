@@ -1,0 +1,371 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Clock, Ids } from "../core/index.js";
+import { RelayError } from "../core/index.js";
+import { createSessionRegistry } from "./registry.js";
+import type { SessionRegistry, SessionRegistryConfig, SessionTransport, TransportEvents } from "./types.js";
+
+/** A clock that only moves when the test says so. */
+function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void } {
+  let mono = 0;
+  return {
+    now: () => start + mono,
+    monotonic: () => mono,
+    advance(ms) {
+      mono += ms;
+    },
+  };
+}
+
+function counterIds(): Ids {
+  let n = 0;
+  return {
+    hex: (bytes) => (n++).toString(16).padStart(bytes * 2, "0"),
+    token: () => "t",
+  };
+}
+
+/** A transport we own: the test plays the terminal. */
+class FakeTransport implements SessionTransport {
+  readonly kind = "local" as const;
+  events: TransportEvents | null = null;
+  written: string[] = [];
+  sizes: string[] = [];
+  signals: string[] = [];
+  closed = 0;
+  destroyed = 0;
+  constructor(private readonly onlySends?: string) {}
+  start(events: TransportEvents) {
+    this.events = events;
+  }
+  write(data: Uint8Array) {
+    this.written.push(Buffer.from(data).toString("utf8"));
+  }
+  resize(cols: number, rows: number) {
+    this.sizes.push(`${cols}x${rows}`);
+  }
+  signal(name: string) {
+    this.signals.push(name);
+    return this.onlySends ?? name;
+  }
+  async close() {
+    this.closed += 1;
+    this.events?.exit(-15);
+  }
+  destroy() {
+    this.destroyed += 1;
+  }
+  emit(data: string | Uint8Array) {
+    this.events?.data(typeof data === "string" ? new TextEncoder().encode(data) : data);
+  }
+}
+
+const BASE: SessionRegistryConfig = {
+  maxSessions: 3,
+  idleTimeoutMs: 60_000,
+  lifetimeMs: 3_600_000,
+  bufferBytes: 4096,
+  recordDir: "",
+  recordInput: false,
+};
+
+let registry: SessionRegistry | null = null;
+const dirs: string[] = [];
+afterEach(() => {
+  registry?.closeAll();
+  registry = null;
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function setup(config: Partial<SessionRegistryConfig> = {}) {
+  const clock = fakeClock();
+  registry = createSessionRegistry({ ...BASE, ...config }, { clock, ids: counterIds(), sweeper: false });
+  const open = async (owner = "", transport = new FakeTransport()) => {
+    const added = await (registry as SessionRegistry).add({
+      kind: "local",
+      title: "bash",
+      owner,
+      cols: 80,
+      rows: 24,
+      transport,
+    });
+    return { ...added, transport };
+  };
+  return { registry, clock, open };
+}
+
+async function errorOf(work: () => unknown): Promise<string> {
+  try {
+    await work();
+  } catch (err) {
+    expect(err).toBeInstanceOf(RelayError);
+    return `${(err as RelayError).type}: ${(err as RelayError).message}`;
+  }
+  throw new Error("expected an error");
+}
+
+describe("session registry", () => {
+  it("gives contract ids and reads output in order, then the ended sentinel", async () => {
+    const { registry, open } = setup();
+    const { id, transport } = await open();
+    expect(id).toMatch(/^sh-[0-9a-f]{12}$/);
+    transport.emit("hello ");
+    transport.emit("world");
+    expect((await registry.recv(id, "", { timeoutMs: 0, maxBytes: 256 })).text).toBe("hello world");
+    transport.events?.exit(3);
+    const end = await registry.recv(id, "", { timeoutMs: 0, maxBytes: 256 });
+    expect(end).toMatchObject({ text: `\n[session ${id} ended, exit=3]`, ended: true, exitCode: 3 });
+    expect(await errorOf(() => registry.send(id, "", new Uint8Array([1])))).toBe(
+      `SessionError: session ${id} has ended`,
+    );
+  });
+
+  it("says 'ended' without a code when the exit status is unknown", async () => {
+    const { registry, open } = setup();
+    const { id, transport } = await open();
+    transport.events?.exit(null);
+    expect((await registry.recv(id, "", { timeoutMs: 0, maxBytes: 256 })).text).toBe(
+      `\n[session ${id} ended]`,
+    );
+  });
+
+  it("a waiting read wakes on output and never returns half a character", async () => {
+    const { registry, open } = setup();
+    const { id, transport } = await open();
+    const pending = registry.recv(id, "", { timeoutMs: 5000, maxBytes: 256 });
+    transport.emit(Uint8Array.from([0xe2, 0x82]));
+    setTimeout(() => transport.emit(Uint8Array.from([0xac])), 20);
+    expect((await pending).text).toBe("€");
+  });
+
+  it("cuts a read at max_bytes without splitting a character, and keeps the rest", async () => {
+    const { registry, open } = setup();
+    const { id, transport } = await open();
+    const text = "€".repeat(200); // 600 bytes; 256 is not a multiple of 3
+    transport.emit(text);
+    const parts: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await registry.recv(id, "", { timeoutMs: 0, maxBytes: 256 });
+      expect(Buffer.byteLength(r.text)).toBeLessThanOrEqual(256);
+      parts.push(r.text);
+    }
+    expect(parts.join("")).toBe(text);
+  });
+
+  it("binary output never decodes wider than max_bytes", async () => {
+    const { registry, open } = setup();
+    const { id, transport } = await open();
+    transport.emit(new Uint8Array(1000).fill(0xff));
+    let total = "";
+    for (let i = 0; i < 20; i++) {
+      const r = await registry.recv(id, "", { timeoutMs: 0, maxBytes: 256 });
+      expect(Buffer.byteLength(r.text)).toBeLessThanOrEqual(256);
+      total += r.text;
+    }
+    expect(total).toBe("\uFFFD".repeat(1000));
+  });
+
+  it("counts dropped bytes when nobody reads a flooding session", async () => {
+    const { registry, open } = setup({ bufferBytes: 1024 });
+    const { id, transport } = await open();
+    for (let i = 0; i < 10; i++) transport.emit("x".repeat(1000));
+    const [row] = registry.list("");
+    expect(row).toMatchObject({ id, buffered: 1024, produced: 10_000, dropped: 10_000 - 1024 });
+  });
+
+  it("an empty read times out with an empty string", async () => {
+    const { registry, open } = setup();
+    const { id } = await open();
+    const started = performance.now();
+    const r = await registry.recv(id, "", { timeoutMs: 50, maxBytes: 256 });
+    expect(r).toMatchObject({ text: "", ended: false });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(40);
+  });
+
+  it("refuses beyond the cap and closes the refused transport", async () => {
+    const { registry, open } = setup({ maxSessions: 2 });
+    await open();
+    await open();
+    const extra = new FakeTransport();
+    expect(await errorOf(() => open("", extra))).toBe(
+      "SessionError: session limit reached (2); close idle sessions first",
+    );
+    expect(extra.closed).toBe(1);
+    expect(await errorOf(() => registry.assertCapacity())).toMatch(/session limit reached \(2\)/);
+    expect(registry.size).toBe(2);
+  });
+
+  it("reaps idle sessions from the sweep, but never one with a waiting read", async () => {
+    const { registry, clock, open } = setup({ idleTimeoutMs: 10_000 });
+    const idle = await open();
+    const busy = await open();
+    const waiting = registry.recv(busy.id, "", { timeoutMs: 100, maxBytes: 256 });
+    clock.advance(10_001);
+    expect(registry.sweep()).toEqual([{ id: idle.id, reason: "idle" }]);
+    expect(idle.transport.closed).toBe(1);
+    // The waiter is not told the session ended: it simply times out (CONTRACT §13 item 54).
+    expect(await waiting).toMatchObject({ text: "", ended: false });
+    expect(await errorOf(() => registry.recv(idle.id, "", { timeoutMs: 0, maxBytes: 256 }))).toBe(
+      `SessionError: unknown session: ${idle.id}`,
+    );
+    // The read refreshed last use, so the busy session is still there.
+    expect(registry.sweep()).toEqual([]);
+    expect(busy.transport.closed).toBe(0);
+  });
+
+  it("enforces the absolute lifetime even for a session in constant use", async () => {
+    const { registry, clock, open } = setup({ idleTimeoutMs: 10_000, lifetimeMs: 30_000 });
+    const s = await open();
+    for (let t = 0; t < 29; t++) {
+      clock.advance(1000);
+      registry.send(s.id, "", new Uint8Array([0x61]));
+      expect(registry.sweep()).toEqual([]);
+    }
+    const waiting = registry.recv(s.id, "", { timeoutMs: 5000, maxBytes: 256 });
+    clock.advance(1000);
+    expect(registry.sweep()).toEqual([{ id: s.id, reason: "lifetime" }]);
+    // The waiting read learns that the session ended instead of hanging on.
+    expect((await waiting).text).toBe(`\n[session ${s.id} ended, exit=-15]`);
+  });
+
+  it("removes an ended, fully read session after a short grace", async () => {
+    const { registry, clock, open } = setup({ endedGraceMs: 5000 });
+    const s = await open();
+    s.transport.emit("bye");
+    s.transport.events?.exit(0);
+    clock.advance(6000);
+    expect(registry.sweep()).toEqual([]); // unread output keeps it
+    await registry.recv(s.id, "", { timeoutMs: 0, maxBytes: 256 });
+    clock.advance(5001);
+    expect(registry.sweep()).toEqual([{ id: s.id, reason: "ended" }]);
+  });
+
+  it("the background timer sweeps without any call", async () => {
+    const clock = fakeClock();
+    registry = createSessionRegistry(
+      { ...BASE, idleTimeoutMs: 1000, sweepIntervalMs: 10 },
+      { clock, ids: counterIds() },
+    );
+    const transport = new FakeTransport();
+    await registry.add({ kind: "local", title: "x", owner: "", cols: 1, rows: 1, transport });
+    clock.advance(2000);
+    await new Promise((done) => setTimeout(done, 60));
+    expect(transport.closed).toBe(1);
+    expect(registry.size).toBe(0);
+  });
+
+  it("binds a session to its creator and lists only what the caller may see", async () => {
+    const { registry, open } = setup();
+    const mine = await open("A");
+    const shared = await open("");
+    for (const work of [
+      () => registry.send(mine.id, "B", new Uint8Array([0x61])),
+      () => registry.recv(mine.id, "B", { timeoutMs: 0, maxBytes: 256 }),
+      () => registry.resize(mine.id, "B", 10, 10),
+      () => registry.kill(mine.id, "B", "KILL", true),
+      () => registry.send(mine.id, "", new Uint8Array([0x61])),
+    ]) {
+      expect(await errorOf(work)).toBe(`SessionError: session ${mine.id} belongs to another client`);
+    }
+    expect(mine.transport.written).toEqual([]);
+    expect(mine.transport.signals).toEqual([]);
+    expect(mine.transport.closed).toBe(0);
+    expect(registry.list("A").map((r) => r.id)).toEqual([mine.id, shared.id]);
+    expect(registry.list("B").map((r) => r.id)).toEqual([shared.id]);
+    expect(registry.list("").map((r) => r.id)).toEqual([shared.id]);
+    expect(registry.send(shared.id, "B", new Uint8Array([0x61]))).toBe(1);
+    expect(registry.list("A")[0]).toMatchObject({ owner: "A", kind: "local", title: "bash", size: "80x24" });
+  });
+
+  it("resizes with clamped sides and reports the size applied", async () => {
+    const { registry, open } = setup();
+    const s = await open();
+    expect(registry.resize(s.id, "", 0, 100_000)).toEqual({ cols: 1, rows: 1000 });
+    expect(registry.resize(s.id, "", -5, 50)).toEqual({ cols: 1, rows: 50 });
+    expect(s.transport.sizes).toEqual(["1x1000", "1x50"]);
+    expect(registry.list("")[0]?.size).toBe("1x50");
+  });
+
+  it("kill reports the signal actually sent and releases the id when closing", async () => {
+    const { registry, open } = setup();
+    const s = await open();
+    expect(await registry.kill(s.id, "", "sigint", false)).toEqual({ signal: "SIGINT", closed: false });
+    expect(await registry.kill(s.id, "", "no-such-signal", false)).toEqual({
+      signal: "SIGTERM",
+      closed: false,
+    });
+    expect(await registry.kill(s.id, "", "9", false)).toEqual({ signal: "SIGKILL", closed: false });
+    const remote = await open("", new FakeTransport("TERM"));
+    expect(await registry.kill(remote.id, "", "USR1", false)).toEqual({ signal: "SIGTERM", closed: false });
+    expect(await registry.kill(s.id, "", "HUP", true)).toEqual({ signal: "SIGHUP", closed: true });
+    expect(s.transport.signals).toEqual(["INT", "TERM", "KILL", "HUP"]);
+    expect(s.transport.closed).toBe(1);
+    expect(await errorOf(() => registry.kill(s.id, "", "TERM", true))).toBe(
+      `SessionError: unknown session: ${s.id}`,
+    );
+  });
+
+  it("closeAll destroys every transport at once", async () => {
+    const { registry, open } = setup();
+    const a = await open();
+    const b = await open("X");
+    registry.closeAll();
+    expect([a.transport.destroyed, b.transport.destroyed]).toEqual([1, 1]);
+    expect(registry.size).toBe(0);
+  });
+
+  it("records an asciicast v2 file, 0600, without input unless asked", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "relay-rec-"));
+    dirs.push(dir);
+    const { registry, clock, open } = setup({ recordDir: join(dir, "rec") });
+    const s = await open();
+    expect(s.recording).toBe(join(dir, "rec", `${s.id}.cast`));
+    expect(statSync(s.recording).mode & 0o777).toBe(0o600);
+    clock.advance(1500);
+    s.transport.emit(Uint8Array.from([0x61, 0xe2, 0x82]));
+    s.transport.emit(Uint8Array.from([0xac]));
+    registry.send(s.id, "", new TextEncoder().encode("secret\n"));
+    registry.resize(s.id, "", 100, 30);
+    s.transport.events?.exit(0);
+    const lines = readFileSync(s.recording, "utf8").trimEnd().split("\n");
+    const header = JSON.parse(lines[0] ?? "");
+    expect(header).toMatchObject({ version: 2, width: 80, height: 24, command: "bash" });
+    expect(header.timestamp).toBe(1_700_000_000);
+    const events = lines.slice(1).map((l) => JSON.parse(l));
+    expect(events).toEqual([
+      [1.5, "o", "a"],
+      [1.5, "o", "€"],
+      [1.5, "r", "100x30"],
+    ]);
+    expect(readFileSync(s.recording, "utf8")).not.toContain("secret");
+  });
+
+  it("records input when RELAY_SHELL_SESSION_RECORD_INPUT is on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "relay-rec-"));
+    dirs.push(dir);
+    const { registry, open } = setup({ recordDir: dir, recordInput: true });
+    const s = await open();
+    registry.send(s.id, "", new TextEncoder().encode("ls\n"));
+    const events = readFileSync(s.recording, "utf8")
+      .trimEnd()
+      .split("\n")
+      .slice(1)
+      .map((l) => JSON.parse(l));
+    expect(events).toEqual([[0, "i", "ls\n"]]);
+  });
+
+  it("refuses the session (and closes its transport) when the recording cannot be opened", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "relay-rec-"));
+    dirs.push(dir);
+    const blocker = join(dir, "file");
+    writeFileSync(blocker, "not a directory");
+    const { open } = setup({ recordDir: blocker });
+    const transport = new FakeTransport();
+    expect(await errorOf(() => open("", transport))).toMatch(
+      /^SessionError: cannot open the session recording: /,
+    );
+    expect(transport.closed).toBe(1);
+  });
+});

@@ -1,0 +1,80 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { RingBuffer } from "./ring-buffer.js";
+
+type Op = { kind: "write"; bytes: number[] } | { kind: "read"; n: number };
+
+const opArb: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({
+    kind: fc.constant("write" as const),
+    bytes: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 90 }),
+  }),
+  fc.record({ kind: fc.constant("read" as const), n: fc.integer({ min: 0, max: 70 }) }),
+);
+
+describe("RingBuffer", () => {
+  it("keeps the newest bytes, never exceeds its capacity, and counts exactly what it dropped", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 64 }), fc.array(opArb, { maxLength: 60 }), (capacity, ops) => {
+        const ring = new RingBuffer(capacity);
+        // The model: an unbounded queue trimmed from the front.
+        let model: number[] = [];
+        let dropped = 0;
+        let written = 0;
+        for (const op of ops) {
+          if (op.kind === "write") {
+            const lost = ring.write(Uint8Array.from(op.bytes));
+            model = model.concat(op.bytes);
+            written += op.bytes.length;
+            const over = Math.max(0, model.length - capacity);
+            expect(lost).toBe(over);
+            model = model.slice(over);
+            dropped += over;
+          } else {
+            const got = ring.read(op.n);
+            expect([...got]).toEqual(model.slice(0, op.n));
+            model = model.slice(op.n);
+          }
+          expect(ring.length).toBe(model.length);
+          expect(ring.length).toBeLessThanOrEqual(capacity);
+          expect(ring.dropped).toBe(dropped);
+          expect(ring.written).toBe(written);
+        }
+        expect([...ring.peek(capacity)]).toEqual(model);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("a single write larger than the capacity keeps only its tail", () => {
+    const ring = new RingBuffer(4);
+    ring.write(Uint8Array.from([1, 2]));
+    expect(ring.write(Uint8Array.from([3, 4, 5, 6, 7, 8]))).toBe(4);
+    expect([...ring.read(10)]).toEqual([5, 6, 7, 8]);
+    expect(ring.dropped).toBe(4);
+    expect(ring.written).toBe(8);
+  });
+
+  it("peek does not consume and consume does not over-run", () => {
+    const ring = new RingBuffer(8);
+    ring.write(new TextEncoder().encode("abcdef"));
+    expect(new TextDecoder().decode(ring.peek(3))).toBe("abc");
+    expect(ring.length).toBe(6);
+    ring.consume(100);
+    expect(ring.length).toBe(0);
+    expect(ring.read(5).length).toBe(0);
+  });
+
+  it("stays bounded when flooded with large chunks", () => {
+    const capacity = 256 * 1024;
+    const ring = new RingBuffer(capacity);
+    const chunk = new Uint8Array(65536).fill(120);
+    for (let i = 0; i < 400; i++) ring.write(chunk);
+    expect(ring.length).toBe(capacity);
+    expect(ring.dropped).toBe(400 * 65536 - capacity);
+  });
+
+  it("rejects a capacity below one byte", () => {
+    expect(() => new RingBuffer(0)).toThrow(RangeError);
+  });
+});

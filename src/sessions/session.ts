@@ -1,0 +1,225 @@
+import type { Clock } from "../core/index.js";
+import { utf8Length } from "../core/index.js";
+import type { Recording } from "./recording.js";
+import { RingBuffer } from "./ring-buffer.js";
+import type { RecvResult, SessionInfo, SessionKind, SessionTransport } from "./types.js";
+import { Utf8StreamDecoder } from "./utf8-stream.js";
+
+export interface SessionInit {
+  id: string;
+  kind: SessionKind;
+  title: string;
+  owner: string;
+  cols: number;
+  rows: number;
+  transport: SessionTransport;
+  bufferBytes: number;
+  recording: Recording | null;
+  clock: Clock;
+}
+
+type Wake = "change" | "timeout";
+
+/**
+ * One live terminal: its output buffer, its decoder, its counters and the
+ * reads waiting on it. Owned by the registry; never seen by tools.
+ */
+export class Session {
+  readonly id: string;
+  readonly kind: SessionKind;
+  readonly title: string;
+  readonly owner: string;
+  readonly createdAt: number;
+  readonly transport: SessionTransport;
+  readonly recording: Recording | null;
+  cols: number;
+  rows: number;
+  lastUsed: number;
+  bytesIn = 0;
+  ended = false;
+  exitCode: number | null = null;
+  /** Reads currently waiting: the idle sweep leaves such a session alone. */
+  waiting = 0;
+  #closing: Promise<void> | null = null;
+  readonly #ring: RingBuffer;
+  #decoder = new Utf8StreamDecoder();
+  readonly #wakers = new Set<(why: Wake) => void>();
+  readonly #clock: Clock;
+
+  constructor(init: SessionInit) {
+    this.id = init.id;
+    this.kind = init.kind;
+    this.title = init.title;
+    this.owner = init.owner;
+    this.cols = init.cols;
+    this.rows = init.rows;
+    this.transport = init.transport;
+    this.recording = init.recording;
+    this.#clock = init.clock;
+    this.#ring = new RingBuffer(init.bufferBytes);
+    this.createdAt = init.clock.monotonic();
+    this.lastUsed = this.createdAt;
+  }
+
+  /** Connect the transport's events; output that arrived before this is delivered now. */
+  attach(): void {
+    this.transport.start({
+      data: (chunk) => {
+        this.#ring.write(chunk);
+        this.recording?.output(chunk);
+        this.#wake();
+      },
+      exit: (code) => this.markEnded(code),
+    });
+  }
+
+  markEnded(code: number | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.exitCode = code;
+    this.recording?.close();
+    this.#wake();
+  }
+
+  get closing(): boolean {
+    return this.#closing !== null;
+  }
+
+  get buffered(): number {
+    return this.#ring.length;
+  }
+
+  touch(): void {
+    this.lastUsed = this.#clock.monotonic();
+  }
+
+  /**
+   * Tear down once, whoever asks (kill, sweep): the transport's close is
+   * awaited and the session counts as ended even if the transport never
+   * reports an exit.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.transport
+      .close()
+      .catch(() => undefined)
+      .then(() => this.markEnded(this.exitCode));
+    return this.#closing;
+  }
+
+  /** Synchronous teardown at server exit. */
+  destroy(): void {
+    try {
+      this.transport.destroy();
+    } finally {
+      this.markEnded(this.exitCode);
+    }
+  }
+
+  /**
+   * Up to `maxBytes` of output as text, also at most `maxBytes` UTF-8 bytes
+   * once decoded (replacement marks are wider than the bytes they replace).
+   * A character cut at the limit stays in the decoder for the next read.
+   */
+  take(maxBytes: number): { text: string; bytes: number } {
+    let n = Math.min(maxBytes, this.#ring.length);
+    for (;;) {
+      const trial = this.#decoder.clone();
+      const text = trial.decode(this.#ring.peek(n));
+      // Every raw byte decodes to at most 3 bytes, so a third of the limit (less what the decoder holds) always fits.
+      if (utf8Length(text) <= maxBytes || n <= 1) {
+        this.#decoder = trial;
+        this.#ring.consume(n);
+        return { text, bytes: n };
+      }
+      n = Math.max(1, Math.floor(maxBytes / 3) - 3);
+    }
+  }
+
+  /** Decoded bytes that can never complete, once the session has ended. */
+  flushText(): string {
+    return this.#decoder.flush();
+  }
+
+  /** The text that tells a reader the session is over (CONTRACT §2.6, exact shapes). */
+  endedText(): string {
+    return this.exitCode === null
+      ? `\n[session ${this.id} ended]`
+      : `\n[session ${this.id} ended, exit=${this.exitCode}]`;
+  }
+
+  async read(timeoutMs: number, maxBytes: number, signal?: AbortSignal): Promise<RecvResult> {
+    const deadline = this.#clock.monotonic() + timeoutMs;
+    let timedOut = false;
+    for (;;) {
+      if (this.#ring.length > 0) {
+        const { text, bytes } = this.take(maxBytes);
+        // Only part of a character arrived so far: wait for the rest instead of returning nothing.
+        if (text !== "") return { text, ended: false, exitCode: this.exitCode, bytes };
+      }
+      if (this.ended) {
+        const tail = this.flushText();
+        if (tail !== "") return { text: tail, ended: false, exitCode: this.exitCode, bytes: 0 };
+        return { text: this.endedText(), ended: true, exitCode: this.exitCode, bytes: 0 };
+      }
+      const left = deadline - this.#clock.monotonic();
+      if (timedOut || left <= 0 || signal?.aborted)
+        return { text: "", ended: false, exitCode: null, bytes: 0 };
+      timedOut = (await this.#waitForChange(left, signal)) === "timeout";
+    }
+  }
+
+  write(data: Uint8Array): void {
+    this.transport.write(data);
+    this.bytesIn += data.length;
+    this.recording?.input(data);
+  }
+
+  resize(cols: number, rows: number): void {
+    this.transport.resize(cols, rows);
+    this.cols = cols;
+    this.rows = rows;
+    this.recording?.resize(cols, rows);
+  }
+
+  info(now: number): SessionInfo {
+    return {
+      id: this.id,
+      kind: this.kind,
+      title: this.title,
+      size: `${this.cols}x${this.rows}`,
+      age_s: round1((now - this.createdAt) / 1000),
+      idle_s: round1((now - this.lastUsed) / 1000),
+      buffered: this.#ring.length,
+      produced: this.#ring.written,
+      dropped: this.#ring.dropped,
+      bytes_in: this.bytesIn,
+      closed: this.ended,
+      exit_code: this.exitCode,
+      owner: this.owner,
+      recording: this.recording?.path ?? "",
+    };
+  }
+
+  #wake(): void {
+    for (const wake of [...this.#wakers]) wake("change");
+  }
+
+  #waitForChange(timeoutMs: number, signal?: AbortSignal): Promise<Wake> {
+    return new Promise((resolve) => {
+      const done = (why: Wake) => {
+        clearTimeout(timer);
+        this.#wakers.delete(done);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(why);
+      };
+      const onAbort = () => done("timeout");
+      const timer = setTimeout(() => done("timeout"), timeoutMs);
+      this.#wakers.add(done);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+}
+
+function round1(value: number): number {
+  return Math.round(value * 10) / 10;
+}

@@ -1,0 +1,139 @@
+export type SessionKind = "local" | "ssh";
+
+/** What a transport reports to the session that owns it. */
+export interface TransportEvents {
+  /** Terminal output, in arrival order. */
+  data(chunk: Uint8Array): void;
+  /** The child (or remote channel) is gone; null when its exit status is unknown. Called at most once. */
+  exit(exitCode: number | null): void;
+}
+
+/**
+ * One terminal, local or remote. The registry drives every kind through this
+ * interface: the local PTY implements it now, the SSH layer implements it for
+ * remote PTYs.
+ */
+export interface SessionTransport {
+  readonly kind: SessionKind;
+  /**
+   * Start delivering events. Output and an exit that happen before this call
+   * are held and delivered in order once it is made.
+   */
+  start(events: TransportEvents): void;
+  /** Queue keystrokes for the terminal. */
+  write(data: Uint8Array): void;
+  resize(cols: number, rows: number): void;
+  /**
+   * Deliver a signal, given as a canonical name without `SIG` (`INT`, `TERM`).
+   * Returns the name of the signal actually delivered: a transport that
+   * cannot send the requested one says what it sent instead.
+   */
+  signal(name: string): string;
+  /** End the terminal and everything running in it; resolves once it is gone (bounded wait). */
+  close(): Promise<void>;
+  /** Synchronous last resort at server exit: kill everything without waiting. */
+  destroy(): void;
+}
+
+/** Settings slice of the registry (CONTRACT §4.3), in milliseconds and bytes. */
+export interface SessionRegistryConfig {
+  maxSessions: number;
+  idleTimeoutMs: number;
+  lifetimeMs: number;
+  bufferBytes: number;
+  /** "" = no recordings. */
+  recordDir: string;
+  recordInput: boolean;
+  /** How often the background sweep runs; default 1000 ms. */
+  sweepIntervalMs?: number;
+  /** An ended session whose output was read is removed after this much idle time; default 5000 ms. */
+  endedGraceMs?: number;
+}
+
+export interface AddSessionRequest {
+  kind: SessionKind;
+  /** What runs: the argv joined by spaces, or `ssh <host>`. */
+  title: string;
+  /** The client that created the session; "" when unknown (then any caller may use it). */
+  owner: string;
+  cols: number;
+  rows: number;
+  transport: SessionTransport;
+}
+
+export interface AddedSession {
+  id: string;
+  /** Path of the asciicast recording, or "" when sessions are not recorded. */
+  recording: string;
+}
+
+export interface RecvRequest {
+  timeoutMs: number;
+  maxBytes: number;
+  signal?: AbortSignal;
+}
+
+export interface RecvResult {
+  text: string;
+  /** The session has ended and everything it printed has been read. */
+  ended: boolean;
+  exitCode: number | null;
+  /** Raw terminal bytes this read consumed. */
+  bytes: number;
+}
+
+export interface KillResult {
+  /** The signal actually sent, with its `SIG` prefix. */
+  signal: string;
+  closed: boolean;
+}
+
+/** One row of session_list (CONTRACT §2.6 plus owner, input bytes and recording). */
+export interface SessionInfo {
+  id: string;
+  kind: SessionKind;
+  title: string;
+  size: string;
+  age_s: number;
+  idle_s: number;
+  buffered: number;
+  produced: number;
+  dropped: number;
+  bytes_in: number;
+  closed: boolean;
+  exit_code: number | null;
+  owner: string;
+  recording: string;
+}
+
+export type ReapReason = "lifetime" | "idle" | "ended";
+
+export interface Reaped {
+  id: string;
+  reason: ReapReason;
+}
+
+export interface SessionRegistry {
+  /** Refuse early, before anything is spawned, when no slot is free (sweeps first). */
+  assertCapacity(): void;
+  /**
+   * Register a started transport. When the registry is full, or the recording
+   * cannot be opened, the transport is closed (its child reaped) and a
+   * SessionError is thrown.
+   */
+  add(request: AddSessionRequest): Promise<AddedSession>;
+  /** Write keystrokes; returns the number of bytes written. */
+  send(id: string, clientId: string, data: Uint8Array): number;
+  recv(id: string, clientId: string, request: RecvRequest): Promise<RecvResult>;
+  /** Returns the size applied. */
+  resize(id: string, clientId: string, cols: number, rows: number): { cols: number; rows: number };
+  kill(id: string, clientId: string, signalName: string, close: boolean): Promise<KillResult>;
+  /** The caller's sessions and the unowned ones, after a sweep. */
+  list(clientId: string): SessionInfo[];
+  /** Reap what is past its lifetime, idle too long, or ended and read; runs in the background too. */
+  sweep(): Reaped[];
+  /** Live sessions, whoever owns them. */
+  readonly size: number;
+  /** Server shutdown: kill every session's processes now, close recordings, stop the sweeper. */
+  closeAll(): void;
+}

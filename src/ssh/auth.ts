@@ -1,0 +1,133 @@
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { join } from "node:path";
+import ssh2, { type AnyAuthMethod, type AuthHandlerMiddleware, type ParsedKey } from "ssh2";
+import { RelayError } from "../core/index.js";
+import { endpointText, type SshTarget } from "./target.js";
+
+const { utils } = ssh2;
+
+export interface AuthConfig {
+  /** The service account's home: where the default keys are looked for. */
+  home: string;
+  /** SSH_AUTH_SOCK of the server's environment, or "" when there is no agent. */
+  agentSocket: string;
+}
+
+export interface AuthPlan {
+  handler: AuthHandlerMiddleware;
+  /** What will be offered, for the message when every method fails. */
+  offered: string[];
+}
+
+const MAX_KEY_BYTES = 1024 * 1024;
+const DEFAULT_KEYS = ["id_ed25519", "id_ecdsa", "id_rsa"];
+
+function readKeyFile(path: string): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_KEY_BYTES) throw new Error(`key file ${path} is larger than ${MAX_KEY_BYTES} bytes`);
+    const buffer = Buffer.alloc(size);
+    let offset = 0;
+    while (offset < size) {
+      const n = readSync(fd, buffer, offset, size - offset, offset);
+      if (n === 0) break;
+      offset += n;
+    }
+    return buffer.subarray(0, offset);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+type Loaded = { ok: true; key: ParsedKey } | { ok: false; why: string };
+
+function loadKey(path: string): Loaded | null {
+  const data = readKeyFile(path);
+  if (data === null) return null;
+  const parsed = utils.parseKey(data);
+  if (parsed instanceof Error) {
+    const why = /passphrase/i.test(parsed.message)
+      ? "it is passphrase-protected (load it into ssh-agent instead)"
+      : parsed.message;
+    return { ok: false, why };
+  }
+  const key = Array.isArray(parsed) ? parsed[0] : parsed;
+  if (!key?.isPrivateKey()) return { ok: false, why: "it holds no private key" };
+  return { ok: true, key };
+}
+
+/**
+ * The credentials one dial offers, in order: the key files named for this
+ * host, the agent, then (only when no file was named, as OpenSSH does) the
+ * default keys in ~/.ssh. Keys are read at dial time, never kept elsewhere.
+ */
+export function planAuth(target: SshTarget, config: AuthConfig): AuthPlan {
+  const methods: AnyAuthMethod[] = [];
+  const offered: string[] = [];
+  const skipped: string[] = [];
+  const username = target.user;
+
+  for (const path of target.identityFiles) {
+    const loaded = loadKey(path);
+    if (loaded === null) {
+      if (target.identitiesRequired) throw new RelayError("FileNotFoundError", `key file not found: ${path}`);
+      continue;
+    }
+    if (!loaded.ok) {
+      if (target.identitiesRequired)
+        throw new RelayError("ValueError", `cannot use key file ${path}: ${loaded.why}`);
+      skipped.push(`${path} (${loaded.why})`);
+      continue;
+    }
+    methods.push({ type: "publickey", username, key: loaded.key });
+    offered.push(`key ${path}`);
+  }
+  if (config.agentSocket !== "") {
+    methods.push({ type: "agent", username, agent: config.agentSocket });
+    offered.push("ssh-agent");
+  }
+  if (target.identityFiles.length === 0) {
+    for (const name of DEFAULT_KEYS) {
+      const path = join(config.home, ".ssh", name);
+      const loaded = loadKey(path);
+      if (loaded === null) continue;
+      if (!loaded.ok) {
+        skipped.push(`${path} (${loaded.why})`);
+        continue;
+      }
+      methods.push({ type: "publickey", username, key: loaded.key });
+      offered.push(`key ${path}`);
+    }
+  }
+  if (methods.length === 0) {
+    const note = skipped.length > 0 ? `; skipped ${skipped.join(", ")}` : "";
+    throw new RelayError(
+      "PermissionDenied",
+      `no credentials to offer ${endpointText(target)}: no key_path or identity_file, no readable default key ` +
+        `in ${join(config.home, ".ssh")}, no agent (SSH_AUTH_SOCK)${note}`,
+    );
+  }
+
+  let next = 0;
+  const handler: AuthHandlerMiddleware = (methodsLeft, _partial, callback) => {
+    // Offer only what the server still accepts; "publickey" covers agent keys too.
+    while (next < methods.length) {
+      const method = methods[next++];
+      if (!method) break;
+      const kind = method.type === "agent" ? "publickey" : method.type;
+      if (methodsLeft === null || methodsLeft === undefined || methodsLeft.includes(kind)) {
+        callback(method);
+        return;
+      }
+    }
+    callback(false as unknown as AnyAuthMethod);
+  };
+  return { handler, offered };
+}

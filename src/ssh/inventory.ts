@@ -1,0 +1,197 @@
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { z } from "zod";
+import type { KnownHostsMode } from "../config/index.js";
+import { RelayError } from "../core/index.js";
+import { isWritableHostName } from "./known-hosts.js";
+
+/** Where a host spec came from (`explicit`: a name that is in neither file, dialled as given). */
+export type HostSource = "inventory" | "ssh_config" | "explicit";
+
+/** One resolved host entry, as listed by ssh_hosts and the inventory resources. */
+export interface HostSpec {
+  name: string;
+  hostname: string;
+  user: string | null;
+  port: number | null;
+  identityFile: string | null;
+  jump: string | null;
+  source: HostSource;
+  /** The entry's own host-key mode (inventory only); null = the server default. */
+  knownHosts: KnownHostsMode | null;
+}
+
+/** The listing shape of CONTRACT §2.4 (`ssh_hosts`) and §3.1. */
+export interface HostListing {
+  name: string;
+  hostname: string;
+  user: string | null;
+  port: number | null;
+  identity_file: string | null;
+  jump: string | null;
+  source: HostSource;
+}
+
+export function toListing(spec: HostSpec): HostListing {
+  return {
+    name: spec.name,
+    hostname: spec.hostname,
+    user: spec.user,
+    port: spec.port,
+    identity_file: spec.identityFile,
+    jump: spec.jump,
+    source: spec.source,
+  };
+}
+
+const MAX_INVENTORY_BYTES = 8 * 1024 * 1024;
+const MAX_ENTRIES = 10_000;
+
+const ALIAS = /^[A-Za-z0-9._@:%+\-[\]]+$/;
+const NO_SPACE_OR_CONTROL = /^[^\s\p{Cc}]+$/u;
+
+const text = (what: string) =>
+  z
+    .string({ error: `${what} must be a string` })
+    .min(1, `${what} must not be empty`)
+    .max(1024, `${what} is longer than 1024 characters`);
+
+const hostName = text("hostname").refine(
+  (v) => isWritableHostName(v.replace(/^\[(.*)\]$/, "$1")),
+  "hostname may contain only letters, digits and . _ - : % (an IPv6 address may be in brackets)",
+);
+
+const PORT_MESSAGE = "port must be an integer 1..65535 or a string of digits";
+const portValue = z.union(
+  [
+    z.number().int(PORT_MESSAGE).min(1, PORT_MESSAGE).max(65535, PORT_MESSAGE),
+    z
+      .string()
+      .regex(/^[0-9]{1,5}$/, PORT_MESSAGE)
+      .transform(Number)
+      .refine((n) => n >= 1 && n <= 65535, PORT_MESSAGE),
+  ],
+  { error: PORT_MESSAGE },
+);
+
+const modeValue = z
+  .string({ error: "known_hosts must be a string" })
+  .transform((v) => v.trim().toLowerCase())
+  .pipe(
+    z.enum(["strict", "accept-new", "ignore"], { error: "known_hosts must be strict, accept-new or ignore" }),
+  );
+
+const entrySchema = z.strictObject(
+  {
+    hostname: hostName.optional(),
+    host: hostName.optional(),
+    user: text("user")
+      .regex(NO_SPACE_OR_CONTROL, "user must not contain spaces or control characters")
+      .optional(),
+    port: portValue.optional(),
+    identity_file: text("identity_file").optional(),
+    identityfile: text("identityfile").optional(),
+    jump: text("jump").regex(NO_SPACE_OR_CONTROL, "jump must not contain spaces").optional(),
+    proxyjump: text("proxyjump").regex(NO_SPACE_OR_CONTROL, "proxyjump must not contain spaces").optional(),
+    known_hosts: modeValue.optional(),
+  },
+  { error: (issue) => (issue.code === "invalid_type" ? "each entry must be a JSON object" : undefined) },
+);
+
+function readInventoryText(path: string): string {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch (err) {
+    throw new RelayError(
+      "InventoryError",
+      `RELAY_SHELL_INVENTORY: cannot read ${path}: ${(err as Error).message}`,
+      {
+        cause: err,
+      },
+    );
+  }
+  try {
+    const size = fstatSync(fd).size;
+    if (size > MAX_INVENTORY_BYTES) {
+      throw new RelayError(
+        "InventoryError",
+        `RELAY_SHELL_INVENTORY: ${path} is ${size} bytes, more than the ${MAX_INVENTORY_BYTES} accepted`,
+      );
+    }
+    const buffer = Buffer.alloc(size);
+    let offset = 0;
+    while (offset < size) {
+      const n = readSync(fd, buffer, offset, size - offset, offset);
+      if (n === 0) break;
+      offset += n;
+    }
+    return buffer.subarray(0, offset).toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function fail(path: string, problem: string): never {
+  throw new RelayError("InventoryError", `RELAY_SHELL_INVENTORY: ${path}: ${problem}`);
+}
+
+/**
+ * Parse the inventory JSON (CONTRACT §11.3). Unlike the Python release, any
+ * problem is an error that names the entry and the field: a typo that is
+ * silently dropped would make the relay dial the literal alias instead.
+ */
+export function parseInventory(textValue: string, path: string): HostSpec[] {
+  let data: unknown;
+  try {
+    data = JSON.parse(textValue);
+  } catch (err) {
+    fail(path, `invalid JSON (${(err as Error).message})`);
+  }
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    fail(
+      path,
+      'the top level must be a JSON object keyed by host alias, e.g. {"web1": {"hostname": "10.0.0.5"}}',
+    );
+  }
+  const aliases = Object.keys(data);
+  if (aliases.length > MAX_ENTRIES)
+    fail(path, `${aliases.length} entries exceed the limit of ${MAX_ENTRIES}`);
+  const specs: HostSpec[] = [];
+  for (const alias of aliases) {
+    if (!ALIAS.test(alias) || alias.length > 255) {
+      fail(path, `alias ${JSON.stringify(alias.slice(0, 80))} must be 1..255 characters without spaces`);
+    }
+    const parsed = entrySchema.safeParse((data as Record<string, unknown>)[alias]);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const field = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+      const message =
+        issue?.code === "unrecognized_keys"
+          ? `${issue.message}; accepted keys are hostname, host, user, port, identity_file, jump, proxyjump, known_hosts`
+          : (issue?.message ?? "invalid entry");
+      fail(path, `entry ${JSON.stringify(alias)}: ${field}${message}`);
+    }
+    const e = parsed.data;
+    const hostname = e.hostname ?? e.host ?? alias;
+    if (!isWritableHostName(hostname.replace(/^\[(.*)\]$/, "$1"))) {
+      fail(path, `entry ${JSON.stringify(alias)}: no hostname given and the alias is not a usable host name`);
+    }
+    specs.push({
+      name: alias,
+      hostname,
+      user: e.user ?? null,
+      port: e.port ?? null,
+      identityFile: e.identity_file ?? e.identityfile ?? null,
+      jump: e.jump ?? e.proxyjump ?? null,
+      source: "inventory",
+      knownHosts: e.known_hosts ?? null,
+    });
+  }
+  return specs;
+}
+
+/** Load RELAY_SHELL_INVENTORY; "" means no inventory. Throws a RelayError naming the problem. */
+export function loadInventory(path: string): HostSpec[] {
+  if (path === "") return [];
+  return parseInventory(readInventoryText(path), path);
+}

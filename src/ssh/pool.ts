@@ -1,0 +1,278 @@
+import type { Client } from "ssh2";
+import { type Clock, RelayError } from "../core/index.js";
+import type { Dialer } from "./dial.js";
+import { viaJump } from "./errors.js";
+import type { HostKeyReport } from "./host-key.js";
+import { type SshTarget, targetKey } from "./target.js";
+
+export interface SshPoolConfig {
+  /** RELAY_SHELL_MAX_CONNS: cached connections; in-use ones may exceed it transiently. */
+  maxConns: number;
+  /** RELAY_SHELL_SSH_IDLE_TIMEOUT in seconds; 0 = never close idle connections. */
+  idleTimeoutSeconds: number;
+  /** RELAY_SHELL_SSH_KEEPALIVE in seconds; 0 = off. */
+  keepaliveSeconds: number;
+  /** RELAY_SHELL_SSH_CONNECT_TIMEOUT in seconds: the default for acquire(). */
+  connectTimeoutSeconds: number;
+}
+
+export interface SshPoolDeps {
+  dial: Dialer;
+  clock: Clock;
+  /** Start the unref'd idle sweep timer (default true; tests drive sweep() by hand). */
+  sweepTimer?: boolean;
+}
+
+/**
+ * A pinned use of a pooled connection. While any lease is held the
+ * connection is neither evicted (LRU) nor idle-closed; a connection that
+ * closes is dropped even when leased, and the lease's calls then fail.
+ */
+export interface SshLease {
+  readonly client: Client;
+  readonly key: string;
+  /** The target's host-key outcome: `learned` only for the call whose dial learned it. */
+  readonly hostKey: HostKeyReport;
+  /** The bastions' host-key outcomes, first hop first (empty without a jump). */
+  readonly jumpHostKeys: readonly HostKeyReport[];
+  /** true when an existing connection was reused. */
+  readonly reused: boolean;
+  /** Drop this connection from the pool and close it (a broken channel on a reused connection). */
+  discard(): void;
+  /** Unpin; idempotent. */
+  release(): void;
+}
+
+export interface AcquireOptions {
+  /** Dial timeout in seconds (each hop); default the pool's connect timeout. */
+  timeoutSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface SshPoolStats {
+  open: number;
+  pinned: number;
+  dialing: number;
+}
+
+export interface SshPool {
+  acquire(target: SshTarget, options?: AcquireOptions): Promise<SshLease>;
+  /** Purge closed connections and close idle unpinned ones (also runs before every acquire). */
+  sweep(): void;
+  stats(): SshPoolStats;
+  /** Shutdown: cancel dials, close every connection; a dial finishing later is discarded. */
+  closeAll(): void;
+}
+
+interface Entry {
+  key: string;
+  client: Client;
+  hostKey: HostKeyReport;
+  jumpHostKeys: HostKeyReport[];
+  pins: number;
+  lastUsed: number;
+  closed: boolean;
+  /** Releases the lease this connection holds on its bastion. */
+  releaseVia: () => void;
+}
+
+interface Pending {
+  promise: Promise<Entry>;
+  abort: AbortController;
+}
+
+export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool {
+  const { clock, dial } = deps;
+  // Map order is the LRU order: a use moves the entry to the end.
+  const entries = new Map<string, Entry>();
+  const pending = new Map<string, Pending>();
+  let shutDown = false;
+
+  function drop(entry: Entry): void {
+    if (entries.get(entry.key) === entry) entries.delete(entry.key);
+    if (!entry.closed) {
+      entry.closed = true;
+      entry.client.end();
+    }
+    entry.releaseVia();
+  }
+
+  function sweep(): void {
+    const now = clock.monotonic();
+    const idleMs = config.idleTimeoutSeconds * 1000;
+    for (const entry of [...entries.values()]) {
+      if (entry.closed) drop(entry);
+      else if (idleMs > 0 && entry.pins === 0 && now - entry.lastUsed > idleMs) drop(entry);
+    }
+  }
+
+  function makeRoom(): void {
+    for (const entry of entries.values()) {
+      if (entries.size < config.maxConns) return;
+      if (entry.pins === 0) drop(entry);
+    }
+  }
+
+  function lease(entry: Entry, reused: boolean): SshLease {
+    entry.pins++;
+    entry.lastUsed = clock.monotonic();
+    entries.delete(entry.key);
+    if (!entry.closed) entries.set(entry.key, entry);
+    let released = false;
+    // A reused connection did not learn anything now: a first-contact pin is old news.
+    const settle = (r: HostKeyReport): HostKeyReport =>
+      reused && r.status === "learned" ? { ...r, status: "verified" } : r;
+    return {
+      client: entry.client,
+      key: entry.key,
+      hostKey: settle(entry.hostKey),
+      jumpHostKeys: entry.jumpHostKeys.map(settle),
+      reused,
+      discard() {
+        drop(entry);
+      },
+      release() {
+        if (released) return;
+        released = true;
+        entry.pins--;
+        entry.lastUsed = clock.monotonic();
+        // The end of a use counts as a use: move it to the recent end of the LRU order.
+        if (entries.get(entry.key) === entry) {
+          entries.delete(entry.key);
+          entries.set(entry.key, entry);
+        }
+      },
+    };
+  }
+
+  async function dialEntry(target: SshTarget, key: string, timeoutSeconds: number, signal: AbortSignal) {
+    let viaLease: SshLease | null = null;
+    const last = target.jump.at(-1);
+    if (last) {
+      // The bastion is itself a pooled connection, held for as long as this one lives.
+      const hop: SshTarget = { ...last, jump: target.jump.slice(0, -1) };
+      try {
+        viaLease = await acquire(hop, { timeoutSeconds, signal });
+      } catch (err) {
+        throw err instanceof RelayError ? viaJump(err, last.label) : err;
+      }
+    }
+    let dialed: Awaited<ReturnType<Dialer>>;
+    try {
+      dialed = await dial(target, {
+        timeoutMs: timeoutSeconds * 1000,
+        keepaliveMs: config.keepaliveSeconds * 1000,
+        signal,
+        ...(viaLease ? { via: viaLease.client } : {}),
+      });
+    } catch (err) {
+      viaLease?.release();
+      if (last && err instanceof RelayError && err.code === "tunnel_refused") throw viaJump(err, last.label);
+      throw err;
+    }
+    const entry: Entry = {
+      key,
+      client: dialed.client,
+      hostKey: dialed.hostKey,
+      jumpHostKeys: viaLease ? [...viaLease.jumpHostKeys, viaLease.hostKey] : [],
+      pins: 0,
+      lastUsed: clock.monotonic(),
+      closed: false,
+      releaseVia: () => {
+        viaLease?.release();
+        viaLease = null;
+      },
+    };
+    const markClosed = () => {
+      entry.closed = true;
+      drop(entry);
+    };
+    dialed.client.on("close", markClosed);
+    dialed.client.on("end", markClosed);
+    // A late error (keepalive timeout, reset) must never crash the process; close handles the rest.
+    dialed.client.on("error", () => undefined);
+    return entry;
+  }
+
+  async function acquire(target: SshTarget, options: AcquireOptions = {}): Promise<SshLease> {
+    if (shutDown) throw new RelayError("ConnectionError", "the SSH pool is shut down");
+    sweep();
+    const key = targetKey(target);
+    const existing = entries.get(key);
+    if (existing && !existing.closed) return lease(existing, true);
+
+    let slot = pending.get(key);
+    if (!slot) {
+      const abort = new AbortController();
+      const timeoutSeconds = options.timeoutSeconds ?? config.connectTimeoutSeconds;
+      // One dial per key however many callers wait; cancelling a waiter does not cancel it.
+      const promise = dialEntry(target, key, timeoutSeconds, abort.signal).then(
+        (entry) => {
+          pending.delete(key);
+          if (shutDown) {
+            drop(entry);
+            throw new RelayError("ConnectionError", "the SSH pool was shut down while dialling");
+          }
+          makeRoom();
+          entries.set(key, entry);
+          return entry;
+        },
+        (err: unknown) => {
+          // A failed dial leaves nothing behind: the next caller dials again.
+          pending.delete(key);
+          throw err;
+        },
+      );
+      slot = { promise, abort };
+      pending.set(key, slot);
+    }
+    const entry = await waitFor(slot.promise, options.signal);
+    if (entry.closed)
+      throw new RelayError("ConnectionError", `connection to ${target.label} closed before use`);
+    return lease(entry, false);
+  }
+
+  let timer: NodeJS.Timeout | null = null;
+  if (deps.sweepTimer !== false && config.idleTimeoutSeconds > 0) {
+    const every = Math.min(60_000, Math.max(1000, (config.idleTimeoutSeconds * 1000) / 4));
+    timer = setInterval(sweep, every);
+    // The sweep never keeps the process alive on its own.
+    timer.unref();
+  }
+
+  return {
+    acquire,
+    sweep,
+    stats() {
+      let pinned = 0;
+      for (const entry of entries.values()) if (entry.pins > 0) pinned++;
+      return { open: entries.size, pinned, dialing: pending.size };
+    },
+    closeAll() {
+      shutDown = true;
+      if (timer) clearInterval(timer);
+      for (const slot of pending.values()) slot.abort.abort();
+      for (const entry of [...entries.values()]) drop(entry);
+    },
+  };
+}
+
+/** Wait for a shared promise, giving up (alone) when this caller's signal aborts. */
+function waitFor<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(new RelayError("CancelledError", "the call was cancelled"));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new RelayError("CancelledError", "the call was cancelled"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}

@@ -1,0 +1,53 @@
+import { type HostDirectory, toListing } from "../ssh/index.js";
+
+/**
+ * The three read-only resources of CONTRACT §3.1. The shape matches the
+ * server's ResourceDef structurally (tools/ must not import server/): reads
+ * are audited by the relay under the fixed label, with user input in args.
+ */
+export interface SshResource {
+  name: string;
+  description: string;
+  mimeType: string;
+  uri: string;
+  template: boolean;
+  auditLabel: string;
+  auditArgs(vars: Record<string, string>): Record<string, unknown>;
+  read(vars: Record<string, string>): string;
+}
+
+export function createSshResources(directory: HostDirectory): SshResource[] {
+  return [
+    {
+      name: "inventory",
+      description: "Every SSH host the relay knows (inventory and ssh_config merged), as a JSON array.",
+      mimeType: "application/json",
+      uri: "relay-shell://inventory",
+      template: false,
+      auditLabel: "resource:inventory",
+      auditArgs: () => ({}),
+      read: () => JSON.stringify(directory.list().map(toListing)),
+    },
+    {
+      name: "inventory_host",
+      description:
+        "One host's resolved spec; a name in neither file comes back as given (source: explicit), user@host split.",
+      mimeType: "application/json",
+      uri: "relay-shell://inventory/{host}",
+      template: true,
+      auditLabel: "resource:inventory_host",
+      auditArgs: (vars) => ({ host: vars.host ?? "" }),
+      read: (vars) => JSON.stringify(toListing(directory.lookup(vars.host ?? ""))),
+    },
+    {
+      name: "ssh_config",
+      description: "The ssh_config file the relay reads and its non-wildcard Host aliases.",
+      mimeType: "application/json",
+      uri: "relay-shell://ssh-config",
+      template: false,
+      auditLabel: "resource:ssh-config",
+      auditArgs: () => ({}),
+      read: () => JSON.stringify(directory.sshConfig()),
+    },
+  ];
+}

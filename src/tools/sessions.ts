@@ -1,0 +1,243 @@
+import type { Settings } from "../config/index.js";
+import { clamp, RelayError } from "../core/index.js";
+import { buildEnv, splitShellWords } from "../exec/index.js";
+import type { TierSpec } from "../policy/index.js";
+import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
+import { clampTerminalSize, openLocalPty, type SessionRegistry } from "../sessions/index.js";
+import { joinProbe } from "./shell.js";
+
+export interface SessionToolDeps {
+  settings: Settings;
+  sessions: SessionRegistry;
+  /** The server's own environment: the base every overlay starts from. */
+  baseEnv: Readonly<Record<string, string | undefined>>;
+}
+
+/** Keystrokes and spawned programs are classified like commands: benign input is Tier 1. */
+const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: false };
+const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+const REVERSIBLE: TierSpec = { kind: "fixed", tier: 1 };
+const DEFAULT_ARGV = ["/bin/bash"];
+/** Variables that would describe the server's terminal, not the session's, and lie after a resize. */
+const TERMINAL_VARS = ["COLUMNS", "LINES", "TMUX", "TMUX_PANE", "STY", "WINDOW", "WINDOWID", "TERMCAP"];
+
+const SESSION_ID = { type: "string", description: "the id shell_spawn (or ssh_spawn) returned" } as const;
+const encoder = new TextEncoder();
+
+function argvOf(command: string): string[] {
+  if (command.trim() === "") return DEFAULT_ARGV;
+  const argv = splitShellWords(command);
+  if (argv.length === 0) throw new RelayError("ValueError", "the command has no words (only a comment?)");
+  return argv;
+}
+
+export function createSessionTools(deps: SessionToolDeps): Tool[] {
+  const { settings, sessions, baseEnv } = deps;
+  const clampRecvBytes = (n: number) => clamp(n, 256, settings.maxOutputHard);
+
+  const shellSpawn = defineTool({
+    name: "shell_spawn",
+    title: "Start a local terminal session",
+    description:
+      "Start a persistent program on a local PTY (a real terminal) and return a session id: bash by default, " +
+      "or a REPL, a TUI, anything that prompts for input or keeps running. Drive it with session_send and " +
+      "session_recv; end it with session_kill. For a command that runs and exits, use shell_exec.",
+    params: {
+      command: {
+        type: "string",
+        description:
+          "program and arguments, split into words like a shell would (no shell runs it); empty = /bin/bash",
+        default: "",
+        noNul: true,
+      },
+      cols: { type: "integer", description: "terminal width, clamped to 1..1000", default: 120 },
+      rows: { type: "integer", description: "terminal height, clamped to 1..1000", default: 40 },
+      cwd: {
+        type: "string",
+        description: "working directory; empty = the server's",
+        default: "",
+        noNul: true,
+      },
+      env_json: {
+        type: "string",
+        description: 'JSON object of environment overrides; null removes a variable, e.g. {"A":"1","B":null}',
+        default: "",
+      },
+    },
+    tier: COMMAND_TIER,
+    annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
+    resultFields: {
+      session_id: { type: "string", description: "id for the session_* tools" },
+      recording: { type: "string", description: "path of the asciicast recording, or empty" },
+    },
+    budget: () => 4096,
+    policyText: (a) => joinProbe(a.command, a.env_json),
+    auditArgs: (a) => {
+      const size = clampTerminalSize(a.cols, a.rows);
+      return {
+        command: a.command.trim() === "" ? DEFAULT_ARGV.join(" ") : a.command,
+        size: `${size.cols}x${size.rows}`,
+        cwd: a.cwd,
+        env_json: a.env_json,
+        // The file is <dir>/<session id>.cast; the id is random, so only the directory is known before the call.
+        ...(settings.sessionRecordDir !== "" ? { recording_dir: settings.sessionRecordDir } : {}),
+      };
+    },
+    async run(a, ctx) {
+      const argv = argvOf(a.command);
+      const size = clampTerminalSize(a.cols, a.rows);
+      // Refuse before forking anything when every slot is taken.
+      sessions.assertCapacity();
+      const env = buildEnv(baseEnv, a.env_json);
+      for (const name of TERMINAL_VARS) delete env[name];
+      const transport = openLocalPty({ argv, cwd: a.cwd, env, cols: size.cols, rows: size.rows });
+      const title = argv.join(" ");
+      const added = await sessions.add({
+        kind: "local",
+        title,
+        owner: ctx.clientId,
+        cols: size.cols,
+        rows: size.rows,
+        transport,
+      });
+      return {
+        body: `session ${added.id} started (${title}); use session_recv/session_send with this id`,
+        fields: { session_id: added.id, recording: added.recording },
+      };
+    },
+  });
+
+  const sessionSend = defineTool({
+    name: "session_send",
+    title: "Type into a session",
+    description:
+      "Send keystrokes to a session started by shell_spawn or ssh_spawn, followed by a newline unless " +
+      "enter=false (control characters such as \\u0003 for Ctrl-C pass through). Reports the bytes written; " +
+      "read the effect with session_recv. The text is classified like a command.",
+    params: {
+      session_id: SESSION_ID,
+      data: { type: "string", description: "text to type" },
+      enter: { type: "boolean", description: "append a newline", default: true },
+    },
+    tier: COMMAND_TIER,
+    annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
+    resultFields: { bytes: { type: "integer", description: "UTF-8 bytes written, newline included" } },
+    budget: () => 2048,
+    policyText: (a) => a.data,
+    auditArgs: (a) => ({ session_id: a.session_id, data: a.data, enter: a.enter }),
+    async run(a, ctx) {
+      const bytes = encoder.encode(a.enter ? `${a.data}\n` : a.data);
+      const written = sessions.send(a.session_id, ctx.clientId, bytes);
+      return { body: `sent ${written} bytes to ${a.session_id}`, fields: { bytes: written } };
+    },
+  });
+
+  const sessionRecv = defineTool({
+    name: "session_recv",
+    title: "Read a session's output",
+    description:
+      "Return what a session's terminal printed since the last read, waiting up to `timeout` seconds for " +
+      "output when none is buffered. An empty result means nothing new yet; a session that ended says " +
+      "`[session <id> ended, exit=N]` once its output has been read.",
+    params: {
+      session_id: SESSION_ID,
+      timeout: { type: "number", description: "seconds to wait for output, 0..60", default: 2.0 },
+      max_bytes: {
+        type: "integer",
+        description: "most bytes returned, 256..RELAY_SHELL_MAX_OUTPUT_HARD; the rest stays buffered",
+        default: 65536,
+      },
+    },
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: false, idempotent: false }),
+    resultFields: {
+      ended: { type: "boolean", description: "the session has ended and all its output was read" },
+      session_exit_code: { type: ["integer", "null"], description: "exit status once the session has ended" },
+      bytes: { type: "integer", description: "terminal bytes this read consumed" },
+    },
+    budget: (a) => clampRecvBytes(a.max_bytes),
+    policyText: () => "",
+    auditArgs: (a) => ({ session_id: a.session_id, timeout: a.timeout }),
+    async run(a, ctx) {
+      const result = await sessions.recv(a.session_id, ctx.clientId, {
+        timeoutMs: clamp(a.timeout, 0, 60) * 1000,
+        maxBytes: clampRecvBytes(a.max_bytes),
+        signal: ctx.signal,
+      });
+      return {
+        body: result.text,
+        fields: { ended: result.ended, session_exit_code: result.exitCode, bytes: result.bytes },
+      };
+    },
+  });
+
+  const sessionResize = defineTool({
+    name: "session_resize",
+    title: "Resize a session's terminal",
+    description:
+      "Change the size of a session's terminal (the program gets SIGWINCH). Sides are clamped to 1..1000; " +
+      "the reply states the size applied.",
+    params: {
+      session_id: SESSION_ID,
+      cols: { type: "integer", description: "width in columns" },
+      rows: { type: "integer", description: "height in rows" },
+    },
+    tier: REVERSIBLE,
+    annotations: annotationsFor(REVERSIBLE, { openWorld: false, idempotent: true }),
+    budget: () => 512,
+    policyText: () => "",
+    auditArgs: (a) => ({ session_id: a.session_id, cols: a.cols, rows: a.rows }),
+    async run(a, ctx) {
+      const size = sessions.resize(a.session_id, ctx.clientId, a.cols, a.rows);
+      return { body: `resized ${a.session_id} to ${size.cols}x${size.rows}` };
+    },
+  });
+
+  const sessionKill = defineTool({
+    name: "session_kill",
+    title: "Signal or close a session",
+    description:
+      "Send a signal to a session (TERM by default; INT, HUP, KILL, ... with or without SIG) and, unless " +
+      "close=false, end it: everything it started is killed and the id is released. The reply names the " +
+      "signal actually sent; an unknown name sends TERM.",
+    params: {
+      session_id: SESSION_ID,
+      signal_name: { type: "string", description: "signal name, e.g. INT, TERM, KILL", default: "TERM" },
+      close: { type: "boolean", description: "also tear the session down and release its id", default: true },
+    },
+    tier: REVERSIBLE,
+    annotations: annotationsFor(REVERSIBLE, { openWorld: false }),
+    resultFields: { signal: { type: "string", description: "the signal actually sent, e.g. SIGTERM" } },
+    budget: () => 512,
+    policyText: () => "",
+    auditArgs: (a) => ({ session_id: a.session_id, signal_name: a.signal_name, close: a.close }),
+    async run(a, ctx) {
+      const result = await sessions.kill(a.session_id, ctx.clientId, a.signal_name, a.close);
+      const body = result.closed
+        ? `killed and closed ${a.session_id}`
+        : `sent ${result.signal} to ${a.session_id}`;
+      return { body, fields: { signal: result.signal } };
+    },
+  });
+
+  const sessionList = defineTool({
+    name: "session_list",
+    title: "List sessions",
+    description:
+      "List the caller's sessions (and sessions no client owns) as JSON: id, kind, command, size, age, idle " +
+      "time, buffered/produced/dropped output bytes, input bytes, whether it ended, exit code, owner and " +
+      "recording path. Listing first removes expired sessions.",
+    params: {},
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: false, idempotent: false }),
+    budget: () => 65536,
+    policyText: () => "",
+    auditArgs: () => ({}),
+    async run(_a, ctx) {
+      const rows = sessions.list(ctx.clientId);
+      return { body: rows.length === 0 ? "[]" : JSON.stringify(rows, null, 2) };
+    },
+  });
+
+  return [shellSpawn, sessionSend, sessionRecv, sessionResize, sessionKill, sessionList];
+}

@@ -1,0 +1,102 @@
+import type { Settings } from "../config/index.js";
+import type { ProcessRunner } from "../exec/index.js";
+import { type TierSpec, widenHostTokens } from "../policy/index.js";
+import type { ConnectionOverrides, HostKeyReport, SshService } from "../ssh/index.js";
+
+export interface SshToolDeps {
+  settings: Settings;
+  ssh: SshService;
+  /** ssh_keyscan runs the local OpenSSH `ssh-keyscan` through the one process runner. */
+  processes: ProcessRunner;
+  baseEnv: Readonly<Record<string, string | undefined>>;
+}
+
+/** Remote command text: the Windows/PowerShell rules apply too (CONTRACT §11.7). */
+export const REMOTE_COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: true };
+
+/** The per-call connection parameters shared by the single-host SSH tools (CONTRACT §2.4). */
+export const CONNECTION_PARAMS = {
+  user: {
+    type: "string",
+    description: "remote user; empty = inventory / ssh_config / the server's user",
+    default: "",
+  },
+  port: { type: "integer", description: "remote port; 0 = inventory / ssh_config / 22", default: 0 },
+  key_path: {
+    type: "string",
+    description: "private key file (~ expanded); empty = inventory / defaults",
+    default: "",
+  },
+  known_hosts: {
+    type: "string",
+    description:
+      "host-key mode: strict, accept-new or ignore; empty = the inventory entry's, else RELAY_SHELL_SSH_KNOWN_HOSTS. " +
+      "A weaker mode than the host's own is refused unless the operator allows it",
+    default: "",
+  },
+  jump: {
+    type: "string",
+    description:
+      "bastion(s) user@host[:port], comma-separated for a chain; ssh_config ProxyJump also applies",
+    default: "",
+  },
+} as const;
+
+export interface ConnectionArgs {
+  user: string;
+  port: number;
+  key_path: string;
+  known_hosts: string;
+  jump: string;
+}
+
+export function toOverrides(a: ConnectionArgs): ConnectionOverrides {
+  return { user: a.user, port: a.port, keyPath: a.key_path, knownHosts: a.known_hosts, jump: a.jump };
+}
+
+/** Audit fields of the connection parameters: the host-key mode as actually used, not as typed. */
+export function connectionAudit(ssh: SshService, host: string, a: ConnectionArgs): Record<string, unknown> {
+  return {
+    user: a.user,
+    port: a.port,
+    key_path: a.key_path,
+    jump: a.jump,
+    known_hosts: ssh.directory.effectiveMode(host, a.known_hosts),
+  };
+}
+
+function bareHost(token: string): string {
+  const at = token.lastIndexOf("@");
+  return (at === -1 ? token : token.slice(at + 1)).replace(/^\[(.*)\]$/, "$1").toLowerCase();
+}
+
+/**
+ * The probe of an SSH tool: the head text (command and host as typed, CONTRACT
+ * §5.4), then the names the call really reaches that the caller did not type
+ * (an alias's HostName, jump hops), then the canonical IP forms of all of them.
+ * A deny rule on an address therefore gates an alias that points at it too.
+ */
+export function sshProbe(ssh: SshService, head: string, typed: readonly string[], jump = ""): string {
+  const seen = new Set(typed.map(bareHost));
+  const extra: string[] = [];
+  for (const host of typed) {
+    for (const name of ssh.directory.reachedNames(host, jump)) {
+      const key = bareHost(name);
+      if (name === "" || seen.has(key)) continue;
+      seen.add(key);
+      extra.push(name);
+    }
+  }
+  const text = extra.length > 0 ? `${head} ${extra.join(" ")}` : head;
+  return widenHostTokens(text, [...typed, ...extra]);
+}
+
+export const HOST_KEY_FIELD = {
+  type: ["object", "null"],
+  description:
+    "host-key outcome of the target: {host, port, mode, status: verified | learned | unchecked, key_type, fingerprint}",
+};
+
+export function hostKeyFields(hostKey: HostKeyReport | null, jump: readonly HostKeyReport[]) {
+  return { host_key: hostKey, jump_host_keys: [...jump] };
+}

@@ -1,0 +1,240 @@
+import { clamp, describeError, RelayError, truncateUtf8, utf8Length } from "../core/index.js";
+import { splitHostList, type TierSpec } from "../policy/index.js";
+import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
+import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
+import { clampTimeout } from "./shell.js";
+import { REMOTE_COMMAND_TIER, type SshToolDeps, sshProbe } from "./ssh-common.js";
+
+const HOST_CAP = 100;
+const NO_HOSTS = "[no hosts configured; pass hosts= or add an inventory]";
+const CHECK_CONCURRENCY = 8;
+const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+
+function overCap(n: number): RelayError {
+  return new RelayError("", `${n} hosts exceeds the per-call cap of ${HOST_CAP}; split into smaller batches`);
+}
+
+/** JSON-escaped UTF-8 size of a string's content (without the quotes). */
+function jsonSize(text: string): number {
+  return utf8Length(JSON.stringify(text)) - 2;
+}
+
+/**
+ * Cut `text` so that its JSON-escaped form fits in `limit` bytes, marker
+ * included. Escaping can grow a byte sixfold (`\u0001`), so a raw byte budget
+ * alone would let the fan-out object outgrow its envelope.
+ */
+export function fitForJson(text: string, limit: number, producedBytes?: number): string {
+  const total = Math.max(producedBytes ?? 0, utf8Length(text));
+  if (total <= utf8Length(text) && jsonSize(text) <= limit) return text;
+  let keep = Math.min(text.length, limit);
+  for (;;) {
+    const head = truncateUtf8(text.slice(0, keep), limit).text;
+    const shown = utf8Length(head);
+    const candidate = `${head}\n\n[TRUNCATED - ${total} bytes total, ${shown} shown]`;
+    if (jsonSize(candidate) <= limit || keep === 0) return keep === 0 ? "" : candidate;
+    keep = Math.floor(keep / 2);
+  }
+}
+
+interface HostResult {
+  host: string;
+  exit_code: number | null;
+  output: string;
+}
+
+export function createSshFleetTools(deps: SshToolDeps): Tool[] {
+  const { settings, ssh } = deps;
+
+  /** Hosts a call targets: the typed list, or every inventory / ssh_config name. */
+  const targetsOf = (hosts: string): string[] =>
+    hosts.trim() === "" ? ssh.directory.names() : splitHostList(hosts);
+
+  const fanout = defineTool({
+    name: "ssh_fanout",
+    title: "Run a command on many SSH hosts",
+    description:
+      "Run one non-interactive command on many hosts in parallel (bounded concurrency, at most 100 hosts) and " +
+      "return one JSON object with a result per host in input order: exit code and output, or " +
+      "[UNREACHABLE: …] / [TIMEOUT after Ns]. Empty hosts = every inventory host. For one host use ssh_exec.",
+    params: {
+      command: { type: "string", description: "command line for each remote shell", noNul: true },
+      hosts: {
+        type: "string",
+        description: "comma/whitespace separated aliases or user@host; empty = the whole inventory",
+        default: "",
+      },
+      timeout: {
+        type: "integer",
+        description: "seconds per host for connect + run (default RELAY_SHELL_DEFAULT_TIMEOUT)",
+        optional: true,
+      },
+      concurrency: { type: "integer", description: "hosts in flight at once, 1..32", default: 8 },
+    },
+    tier: REMOTE_COMMAND_TIER,
+    annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
+    resultFields: {
+      host_count: { type: "integer", description: "hosts in the call" },
+      failed_hosts: { type: "integer", description: "hosts without an exit code (unreachable or timed out)" },
+      host_keys: {
+        type: "array",
+        description: "host-key outcome per dialled host: {name, host, port, mode, status, …}",
+      },
+    },
+    budget: () => clampOutput(settings.maxOutput, settings),
+    policyText: (a) => {
+      const hosts = targetsOf(a.hosts);
+      // An inventory-wide fan-out names its hosts in the probe, so a host deny rule still applies (§14.2 #4).
+      const listed = a.hosts.trim() === "" ? hosts.join(", ") : a.hosts;
+      return sshProbe(ssh, `${a.command}\n${listed}`, hosts);
+    },
+    auditArgs: (a) => ({
+      command: a.command,
+      hosts: a.hosts,
+      timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
+      concurrency: clamp(a.concurrency, 1, 32),
+    }),
+    async run(a, ctx) {
+      if (a.command.trim() === "") throw new RelayError("", "empty command");
+      const hosts = targetsOf(a.hosts);
+      if (hosts.length === 0) return { body: NO_HOSTS };
+      if (hosts.length > HOST_CAP) throw overCap(hosts.length);
+      const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
+      const concurrency = clamp(a.concurrency, 1, 32);
+      const n = hosts.length;
+
+      // The envelope arithmetic of CONTRACT §2.4: the object always fits the output budget.
+      const aggregate = clampOutput(settings.maxOutput, settings);
+      const echo = fitForJson(a.command, Math.min(2048, Math.floor(aggregate / 4)));
+      const reserve = 1024 + utf8Length(echo) + 200 * n;
+      let perHost = Math.max(128, Math.floor(Math.max(aggregate - reserve, 0) / n));
+      const keys: Array<HostKeyReport & { name: string }> = [];
+
+      const runs = await mapBounded(
+        hosts,
+        concurrency,
+        async (host): Promise<{ host: string; result?: SshRunResult; error?: unknown }> => {
+          try {
+            const result = await ssh.run({
+              host,
+              command: a.command,
+              timeoutSeconds: timeout,
+              connectTimeoutSeconds: timeout,
+              maxBufferBytes: perHost,
+              signal: ctx.signal,
+            });
+            return { host, result };
+          } catch (error) {
+            return { host, error };
+          }
+        },
+        (done, _index, count) => {
+          const r = done.result;
+          const state = !r
+            ? "unreachable"
+            : r.timedOut
+              ? "timeout"
+              : r.exitCode === null
+                ? "no exit status"
+                : `exit ${r.exitCode}`;
+          ctx.progress(count, n, `${done.host}: ${state}`);
+        },
+      );
+
+      const build = (limit: number): string => {
+        const results: HostResult[] = runs.map(({ host, result, error }) => {
+          const name = fitForJson(host, 200);
+          if (!result) {
+            const { type, message } = describeError(error);
+            return {
+              host: name,
+              exit_code: null,
+              output: fitForJson(`[UNREACHABLE: ${type}: ${message}]`, limit),
+            };
+          }
+          if (result.timedOut) return { host: name, exit_code: null, output: `[TIMEOUT after ${timeout}s]` };
+          const produced = result.droppedBytes > 0 ? result.totalBytes : undefined;
+          return {
+            host: name,
+            exit_code: result.exitCode,
+            output: fitForJson(result.output, limit, produced),
+          };
+        });
+        return JSON.stringify({ command: echo, concurrency, timeout, host_count: n, results });
+      };
+      let body = build(perHost);
+      // Long host names can still push past the envelope; shrink the per-host share until it fits.
+      while (utf8Length(body) > aggregate && perHost > 0) {
+        perHost = Math.floor(perHost / 2);
+        body = build(perHost);
+      }
+      for (const { host, result } of runs) {
+        if (result?.hostKey) keys.push({ name: host, ...result.hostKey });
+      }
+      const failed = runs.filter((r) => !r.result || r.result.timedOut).length;
+      return { body, fields: { host_count: n, failed_hosts: failed, host_keys: keys } };
+    },
+  });
+
+  const check = defineTool({
+    name: "ssh_check",
+    title: "Probe SSH hosts",
+    description:
+      "Check which hosts answer over SSH by running `echo ok` on each (8 at a time, at most 100 hosts): one " +
+      "line per host, `<name>: ok` or `<name>: UNREACHABLE (…)`. Empty hosts = every inventory host. Read-only.",
+    params: {
+      hosts: {
+        type: "string",
+        description: "comma/whitespace separated aliases; empty = the whole inventory",
+        default: "",
+      },
+      timeout: { type: "integer", description: "seconds per host, connect included, 1..60", default: 5 },
+    },
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: true }),
+    resultFields: {
+      host_count: { type: "integer", description: "hosts probed" },
+      ok_hosts: { type: "integer", description: "hosts that answered" },
+      host_keys: { type: "array", description: "host-key outcome per dialled host" },
+    },
+    budget: () => 8192,
+    policyText: (a) => {
+      const hosts = targetsOf(a.hosts);
+      return sshProbe(ssh, a.hosts.trim() === "" ? hosts.join(" ") : a.hosts, hosts);
+    },
+    auditArgs: (a) => ({ hosts: a.hosts === "" ? "inventory" : a.hosts }),
+    async run(a, ctx) {
+      const hosts = targetsOf(a.hosts);
+      if (hosts.length === 0) return { body: NO_HOSTS };
+      if (hosts.length > HOST_CAP) throw overCap(hosts.length);
+      const timeout = clamp(a.timeout, 1, 60);
+      const keys: Array<HostKeyReport & { name: string }> = [];
+      const lines = await mapBounded(
+        hosts,
+        CHECK_CONCURRENCY,
+        async (host) => {
+          try {
+            const r = await ssh.run({
+              host,
+              command: "echo ok",
+              timeoutSeconds: timeout,
+              connectTimeoutSeconds: timeout,
+              maxBufferBytes: 4096,
+              signal: ctx.signal,
+            });
+            if (r.hostKey) keys.push({ name: host, ...r.hostKey });
+            if (r.timedOut) return `${host}: UNREACHABLE (TimeoutError)`;
+            return r.exitCode === 0 && r.output.includes("ok") ? `${host}: ok` : `${host}: UNREACHABLE`;
+          } catch (err) {
+            return `${host}: UNREACHABLE (${describeError(err).type})`;
+          }
+        },
+        (_line, _index, done) => ctx.progress(done, hosts.length),
+      );
+      const ok = lines.filter((l) => l.endsWith(": ok")).length;
+      return { body: lines.join("\n"), fields: { host_count: hosts.length, ok_hosts: ok, host_keys: keys } };
+    },
+  });
+
+  return [fanout, check];
+}

@@ -1,0 +1,141 @@
+import { clamp, RelayError } from "../core/index.js";
+import { buildEnv } from "../exec/index.js";
+import { splitHostList, type TierSpec, widenHostTokens } from "../policy/index.js";
+import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
+import { toListing } from "../ssh/index.js";
+import { REMOTE_COMMAND_TIER, type SshToolDeps } from "./ssh-common.js";
+
+const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+const KEYSCAN_CAP = 32;
+const KEYSCAN_HOST = /^[A-Za-z0-9._\-[\]:]+$/;
+const KEY_TYPES = ["dsa", "ecdsa", "ed25519", "rsa"] as const;
+
+/** The checks of CONTRACT §2.4, in its order, before anything runs. Returns the host list and types. */
+export function validateKeyscan(
+  hostsText: string,
+  port: number,
+  keyTypes: string,
+): { hosts: string[]; types: string[] } | { body: string } {
+  const hosts = splitHostList(hostsText);
+  if (hosts.length === 0) return { body: "[no hosts; pass hosts=<host>[,<host>...]]" };
+  if (hosts.length > KEYSCAN_CAP) {
+    throw new RelayError(
+      "",
+      `${hosts.length} hosts exceeds the per-call cap of ${KEYSCAN_CAP}; split into smaller batches`,
+    );
+  }
+  for (const host of hosts) {
+    if (!KEYSCAN_HOST.test(host)) {
+      throw new RelayError(
+        "",
+        `rejected host '${host.slice(0, 200)}': must match ^[A-Za-z0-9._\\-\\[\\]:]+$`,
+      );
+    }
+  }
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new RelayError("", `port ${port} out of range 1..65535`);
+  }
+  const types: string[] = [];
+  for (const raw of keyTypes.split(",")) {
+    const type = raw.trim().toLowerCase();
+    if (type === "") continue;
+    if (!(KEY_TYPES as readonly string[]).includes(type)) {
+      throw new RelayError(
+        "",
+        `rejected key type '${raw.trim().slice(0, 100)}': choose from ['dsa', 'ecdsa', 'ed25519', 'rsa']`,
+      );
+    }
+    if (!types.includes(type)) types.push(type);
+  }
+  if (types.length === 0) throw new RelayError("", "empty key_types");
+  return { hosts, types };
+}
+
+export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
+  const { settings, ssh, processes, baseEnv } = deps;
+
+  const keyscan = defineTool({
+    name: "ssh_keyscan",
+    title: "Fetch SSH host keys",
+    description:
+      "Fetch the public host keys of up to 32 hosts with the local OpenSSH ssh-keyscan and return `[exit N]` and " +
+      "the known_hosts lines it printed. Hosts are validated before anything runs. It opens outbound " +
+      "connections, so it is not read-only.",
+    params: {
+      hosts: { type: "string", description: "comma/whitespace separated host names or addresses, 1..32" },
+      port: { type: "integer", description: "port to scan, 1..65535", default: 22 },
+      key_types: {
+        type: "string",
+        description: "comma list of rsa, ecdsa, ed25519, dsa",
+        default: "rsa,ecdsa,ed25519",
+      },
+      timeout: { type: "integer", description: "seconds per host, 1..60", default: 10 },
+    },
+    tier: REMOTE_COMMAND_TIER,
+    annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
+    resultFields: {
+      duration_ms: { type: "number", description: "wall time of ssh-keyscan" },
+      output_bytes: { type: "integer", description: "bytes ssh-keyscan wrote in all" },
+    },
+    budget: () => clampOutput(settings.maxOutput, settings),
+    policyText: (a) => widenHostTokens(a.hosts, splitHostList(a.hosts)),
+    auditArgs: (a) => ({ hosts: a.hosts, port: a.port, key_types: a.key_types }),
+    async run(a, ctx) {
+      const checked = validateKeyscan(a.hosts, a.port, a.key_types);
+      if ("body" in checked) return { body: checked.body };
+      const timeout = clamp(a.timeout, 1, 60);
+      // An argv, not a shell line: the hosts were validated anyway, and `--` ends the options.
+      const argv = [
+        "ssh-keyscan",
+        "-T",
+        String(timeout),
+        "-t",
+        checked.types.join(","),
+        "-p",
+        String(a.port),
+        "--",
+        ...checked.hosts,
+      ];
+      const result = await processes.run(
+        {
+          argv,
+          env: buildEnv(baseEnv, ""),
+          // ssh-keyscan works on all hosts at once; -T bounds each, this bounds the whole run.
+          timeoutMs: (2 * timeout + 5) * 1000,
+          maxBufferBytes: settings.maxOutputHard,
+          mergeStderr: true,
+        },
+        ctx.signal,
+      );
+      const fields = { duration_ms: Math.round(result.durationMs), output_bytes: result.totalBytes };
+      if (result.timedOut) return { body: "", timedOutAfter: 2 * timeout + 5, fields };
+      return {
+        body: result.output,
+        exitCode: result.exitCode,
+        ...(result.droppedBytes > 0 ? { producedBytes: result.totalBytes } : {}),
+        fields,
+      };
+    },
+  });
+
+  const hosts = defineTool({
+    name: "ssh_hosts",
+    title: "List SSH hosts",
+    description:
+      "List the hosts the relay knows, from RELAY_SHELL_INVENTORY and ssh_config merged, as a JSON array sorted " +
+      "by name: name, hostname, user, port, identity_file, jump, source. Read-only.",
+    params: {},
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: false }),
+    resultFields: { host_count: { type: "integer", description: "entries listed" } },
+    budget: () => 32768,
+    policyText: () => "",
+    auditArgs: () => ({}),
+    async run() {
+      const list = ssh.directory.list().map(toListing);
+      return { body: JSON.stringify(list, null, 2), fields: { host_count: list.length } };
+    },
+  });
+
+  return [keyscan, hosts];
+}

@@ -1,0 +1,84 @@
+import { RelayError } from "../core/index.js";
+import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
+import { clampTimeout } from "./shell.js";
+import {
+  CONNECTION_PARAMS,
+  connectionAudit,
+  HOST_KEY_FIELD,
+  hostKeyFields,
+  REMOTE_COMMAND_TIER,
+  type SshToolDeps,
+  sshProbe,
+  toOverrides,
+} from "./ssh-common.js";
+import { createSshFleetTools } from "./ssh-fleet.js";
+import { createSshInventoryTools } from "./ssh-inventory.js";
+
+export function createSshTools(deps: SshToolDeps): Tool[] {
+  const { settings, ssh } = deps;
+
+  const sshExec = defineTool({
+    name: "ssh_exec",
+    title: "Run a command on an SSH host",
+    description:
+      "Run one non-interactive command on a remote host over SSH (a pooled connection) and return `[exit N]` " +
+      "and its output, stdout and stderr merged in arrival order, when it runs and exits. The command goes to " +
+      "the remote login shell verbatim. For many hosts at once use ssh_fanout; for a tty, a prompt or anything " +
+      "that keeps running use ssh_spawn.",
+    params: {
+      host: { type: "string", description: "inventory / ssh_config alias, or user@host", noNul: true },
+      command: { type: "string", description: "command line for the remote shell", noNul: true },
+      timeout: {
+        type: "integer",
+        description:
+          "seconds for connect + run (default RELAY_SHELL_DEFAULT_TIMEOUT, max RELAY_SHELL_MAX_TIMEOUT)",
+        optional: true,
+      },
+      ...CONNECTION_PARAMS,
+    },
+    tier: REMOTE_COMMAND_TIER,
+    annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
+    resultFields: {
+      duration_ms: { type: "number", description: "wall time including connecting" },
+      output_bytes: { type: "integer", description: "bytes the remote command wrote in all" },
+      connection_reused: { type: "boolean", description: "a pooled connection was reused" },
+      host_key: HOST_KEY_FIELD,
+      jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+    },
+    budget: () => 65536,
+    policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
+    auditArgs: (a) => ({
+      host: a.host,
+      command: a.command,
+      timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
+      ...connectionAudit(ssh, a.host, a),
+    }),
+    async run(a, ctx) {
+      if (a.command.trim() === "") throw new RelayError("", "empty command");
+      const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
+      const result = await ssh.run({
+        host: a.host,
+        overrides: toOverrides(a),
+        command: a.command,
+        timeoutSeconds: timeout,
+        maxBufferBytes: settings.maxOutputHard,
+        signal: ctx.signal,
+      });
+      const fields = {
+        duration_ms: Math.round(result.durationMs),
+        output_bytes: result.totalBytes,
+        connection_reused: result.reused,
+        ...hostKeyFields(result.hostKey, result.jumpHostKeys),
+      };
+      if (result.timedOut) return { body: "", timedOutAfter: timeout, fields };
+      return {
+        body: result.output,
+        exitCode: result.exitCode,
+        ...(result.droppedBytes > 0 ? { producedBytes: result.totalBytes } : {}),
+        fields,
+      };
+    },
+  });
+
+  return [sshExec, ...createSshFleetTools(deps), ...createSshInventoryTools(deps)];
+}
