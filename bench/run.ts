@@ -1,8 +1,10 @@
 import { coreBench } from "./core.bench.js";
+import { sessionsBench } from "./sessions.bench.js";
+import { sshBench } from "./ssh.bench.js";
 import type { Bench, BenchFigure } from "./types.js";
 
 /** Runs every benchmark and prints each figure with its target and whether it is met. */
-const benches: Bench[] = [coreBench];
+const benches: Bench[] = [coreBench, sessionsBench, sshBench];
 
 function format(figure: BenchFigure): string {
   const value = Number.isFinite(figure.value)

@@ -2,24 +2,29 @@ import { accessSync, constants, readFileSync } from "node:fs";
 import { homedir, userInfo } from "node:os";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
+import { createConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, systemClock } from "../core/index.js";
-import { createProcessRunner, type ProcessRunner } from "../exec/index.js";
-import { type CallCounter, createCallCounter } from "../metrics/index.js";
+import { createLauncherRunner, type ProcessRunner } from "../exec/index.js";
+import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { createClassifier } from "../policy/index.js";
-import { createRelay, type Relay } from "../runner/index.js";
-import { createMcpServer } from "../server/index.js";
+import { createConfirmGate, createFollowUpVetter, createRelay, type Relay } from "../runner/index.js";
+import { createMcpServer, type McpServerDeps } from "../server/index.js";
 import { createSessionRegistry } from "../sessions/index.js";
-import { createSshLayer } from "../ssh/index.js";
+import { createForwardRegistry, createSshLayer } from "../ssh/index.js";
 import {
   buildInstructions,
   buildOperatingGuide,
+  createConfirmTool,
   createDiagnosticsTools,
   createSessionTools,
   createShellTools,
+  createSshForwardTools,
   createSshResources,
+  createSshSpawnTools,
   createSshTools,
+  createSshTransferTools,
   type RuntimeInfo,
 } from "../tools/index.js";
 
@@ -29,6 +34,10 @@ export interface BuiltServer {
   audit: AuditLog;
   processes: ProcessRunner;
   metrics: CallCounter;
+  /** What the MCP server is built from; the HTTP edge builds one server per session from it. */
+  mcp: McpServerDeps;
+  /** Live values for the /metrics gauges, read at scrape time. */
+  gauges: GaugeProviders;
   /** Tear down everything the server owns: children, the audit file. */
   close(): void;
 }
@@ -86,7 +95,8 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     },
     { clock },
   );
-  const processes = createProcessRunner({ clock });
+  // Children are started from a small helper process: forking this one costs several times more.
+  const processes = createLauncherRunner({ clock });
   const metrics = createCallCounter();
   const runtime = readRuntimeInfo();
   // Throws on a malformed inventory, so start-up fails (exit 2) instead of dialling alias names later.
@@ -110,37 +120,69 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     },
     { clock, ids: cryptoIds, logger },
   );
+  // Forwards listen on 127.0.0.1 unless the operator allows every interface (Appendix B 6).
+  const forwards = createForwardRegistry(
+    { maxForwards: settings.maxForwards, bindAny: settings.forwardBindAny },
+    { directory: ssh.directory, pool: ssh.pool, ids: cryptoIds, logger },
+  );
+  // The Tier-3 confirmation broker exists only when the operator turned it on (ADR 0009).
+  const broker = settings.confirmTier3
+    ? createConfirmBroker(
+        { ttlSeconds: settings.confirmTtl, rollback: settings.confirmRollback },
+        { clock, ids: cryptoIds },
+      )
+    : null;
   const tools = [
     ...createShellTools({ settings, processes, baseEnv: options.env }),
     ...createSessionTools({ settings, sessions, baseEnv: options.env }),
     ...createSshTools({ settings, ssh, processes, baseEnv: options.env }),
+    ...createSshSpawnTools({ settings, ssh, sessions }),
+    ...createSshTransferTools({ settings, ssh, clock }),
+    ...createSshForwardTools({ ssh, forwards }),
     ...createDiagnosticsTools({
       settings,
       audit,
       version,
       runtime,
-      live: { inventoryHosts: () => ssh.directory.list().length },
+      live: {
+        inventoryHosts: () => ssh.directory.list().length,
+        confirmPending: () => broker?.pending() ?? 0,
+      },
     }),
   ];
-  const relay = createRelay({ settings, classifier, audit, metrics, tools, logger });
+  // Arming checks a verify/rollback command against the same admission as a call of the planned tool.
+  const vetFollowUp = createFollowUpVetter({ settings, classifier, audit, tools: [...tools] });
+  tools.push(createConfirmTool({ broker, vetFollowUp }));
+  const gates = broker ? [createConfirmGate(broker)] : [];
+  const relay = createRelay({ settings, classifier, audit, metrics, tools, gates, logger });
   const registered = new Set(tools.map((t) => t.name));
-  const server = createMcpServer({
+  const mcp: McpServerDeps = {
     relay,
     version,
     instructions: buildInstructions(registered),
     operatingGuide: buildOperatingGuide(registered),
     resources: createSshResources(ssh.directory),
-  });
+  };
+  const server = createMcpServer(mcp);
   return {
     server,
     relay,
     audit,
     processes,
     metrics,
+    mcp,
+    gauges: {
+      activeSessions: () => sessions.size,
+      activeForwards: () => forwards.count(),
+      auditDegraded: () => audit.status().degraded,
+    },
     close() {
       // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
       sessions.closeAll();
       processes.killAll();
+      processes.close();
+      // Listeners go before the connections they ride on.
+      forwards.closeAll();
       ssh.close();
       audit.close();
     },

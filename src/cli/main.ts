@@ -11,8 +11,14 @@ import {
   snapshotEnvironment,
 } from "../config/index.js";
 import type { Logger } from "../core/index.js";
-import { answerOversized, serveStdio } from "../server/index.js";
-import { buildServer, packageVersion, readRuntimeInfo } from "./build.js";
+import {
+  answerOversized,
+  createHttpEdge,
+  type HttpEdge,
+  type HttpEdgeOptions,
+  serveStdio,
+} from "../server/index.js";
+import { type BuiltServer, buildServer, packageVersion, readRuntimeInfo } from "./build.js";
 import { runVerifyAudit } from "./verify-audit.js";
 
 const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
@@ -105,18 +111,6 @@ function fail(message: string, code = 2): never {
   process.exit(code);
 }
 
-/** Settings the running build does not implement yet: refuse rather than run without them. */
-function unsupported(settings: Settings): string[] {
-  const problems: string[] = [];
-  if (settings.transport === "http")
-    problems.push("RELAY_SHELL_TRANSPORT=http is not available in this build");
-  if (settings.authEnabled) problems.push("RELAY_SHELL_AUTH_ENABLED=true is not available in this build");
-  if (settings.confirmTier3) {
-    problems.push("RELAY_SHELL_CONFIRM_TIER3=true: the confirmation broker is not available in this build");
-  }
-  return problems;
-}
-
 function loadOrExit(env: Readonly<Record<string, string | undefined>>): SettingsReport {
   try {
     return loadSettingsReport(env, { cwd: process.cwd() });
@@ -152,7 +146,7 @@ async function main(): Promise<void> {
 
   const report = loadOrExit(env);
   const settings = report.settings;
-  const refusals = [...unsupported(settings)];
+  const refusals: string[] = [];
   const bind = checkBindSafety(settings);
   if (bind) refusals.push(bind);
   if (refusals.length > 0) fail(`invalid configuration: ${refusals.join("; ")}`);
@@ -166,6 +160,15 @@ async function main(): Promise<void> {
       fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
     }
     const status = built.audit.status();
+    if (settings.transport === "http") {
+      // Builds the edge without binding: opens the OAuth state dir and checks it like a start would.
+      try {
+        await createHttpEdge(httpEdgeOptions(built, settings, silentPino())).close();
+      } catch (err) {
+        built.close();
+        fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
     built.close();
     for (const [name, value] of Object.entries(describeSettings(settings))) {
       process.stderr.write(`relay_shell: setting ${name}=${value === null ? "" : String(value)}\n`);
@@ -196,6 +199,11 @@ async function main(): Promise<void> {
   const status = built.audit.status();
   if (status.degraded) logger.warn({ reason: status.degradedReason }, "audit sink degraded");
 
+  if (settings.transport === "http") {
+    await serveHttp(built, settings, logger, status.path);
+    return;
+  }
+
   let stopping = false;
   const stop = (code: number) => {
     if (stopping) return;
@@ -214,6 +222,63 @@ async function main(): Promise<void> {
       onError: (err) => logger.warn({ err: String(err) }, "unreadable message"),
     });
     stop(0);
+  } catch (err) {
+    logger.error({ err: String(err) }, "transport failed");
+    stop(1);
+  }
+}
+
+function httpEdgeOptions(built: BuiltServer, settings: Settings, logger: Logger): HttpEdgeOptions {
+  return {
+    settings,
+    mcp: built.mcp,
+    calls: built.metrics,
+    gauges: built.gauges,
+    maxBodyBytes: maxMessageBytes(settings.maxInput),
+    logger,
+  };
+}
+
+/** Serve streamable HTTP until SIGINT/SIGTERM; a listener that cannot bind exits 1. */
+async function serveHttp(
+  built: BuiltServer,
+  settings: Settings,
+  logger: Logger,
+  auditPath: string,
+): Promise<void> {
+  let edge: HttpEdge;
+  try {
+    edge = createHttpEdge(httpEdgeOptions(built, settings, logger));
+  } catch (err) {
+    built.close();
+    fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let stopping = false;
+  const stop = (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    const exit = () => {
+      built.close();
+      process.exit(code);
+    };
+    edge.close().then(exit, exit);
+  };
+  process.on("SIGINT", () => stop(0));
+  process.on("SIGTERM", () => stop(0));
+  try {
+    const bound = await edge.listen();
+    logger.info(
+      {
+        transport: "http",
+        host: bound.host,
+        port: bound.port,
+        path: settings.httpPath,
+        oauth: settings.authEnabled,
+        policy: settings.policyMode,
+        audit: auditPath,
+      },
+      "serving",
+    );
   } catch (err) {
     logger.error({ err: String(err) }, "transport failed");
     stop(1);

@@ -1,21 +1,10 @@
-import { spawn } from "node:child_process";
-import {
-  chmodSync,
-  existsSync,
-  mkdtempSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { createRequire } from "node:module";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RelayError } from "../core/index.js";
 import { buildEnv } from "./env.js";
-import { createLauncherRunner, launcherEntry } from "./launcher-runner.js";
+import { createLauncherRunner } from "./launcher-runner.js";
 import type { ProcessRequest } from "./types.js";
 
 const env = buildEnv(process.env, "");

@@ -12,9 +12,16 @@ export interface CallMetrics {
   recordCall(labels: CallLabels): void;
 }
 
+export interface CallSeries {
+  labels: CallLabels;
+  count: number;
+}
+
 export interface CallCounter extends CallMetrics {
-  /** Counts keyed by `tool|tier|mode|outcome`, for /metrics and tests. */
+  /** Counts keyed by `tool|tier|mode|outcome`, for tests. */
   snapshot(): ReadonlyMap<string, number>;
+  /** Every label set seen so far with its count, for the /metrics exposition. */
+  series(): CallSeries[];
 }
 
 export function callKey(labels: CallLabels): string {
@@ -24,11 +31,16 @@ export function callKey(labels: CallLabels): string {
 /** In-process counter of tool calls; the HTTP edge renders it as Prometheus text. */
 export function createCallCounter(): CallCounter {
   const counts = new Map<string, number>();
+  const entries = new Map<string, CallSeries>();
   return {
     recordCall(labels) {
       const key = callKey(labels);
       counts.set(key, (counts.get(key) ?? 0) + 1);
+      const entry = entries.get(key);
+      if (entry) entry.count++;
+      else entries.set(key, { labels: { ...labels }, count: 1 });
     },
     snapshot: () => counts,
+    series: () => [...entries.values()].map((e) => ({ labels: { ...e.labels }, count: e.count })),
   };
 }

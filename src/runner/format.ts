@@ -87,3 +87,20 @@ export function boundBody(body: string, limit: number, producedBytes?: number): 
     totalBytes: producedBytes,
   };
 }
+
+/** The broker's challenge (CONTRACT §7.2): the token, and how long it stays valid. */
+export function confirmRequiredText(token: string, ttlSeconds: number): string {
+  return (
+    "[CONFIRM REQUIRED tier 3 (IRREVERSIBLE): this irreversible operation needs a second step. " +
+    `Call operation_confirm(token="${token}") then re-issue this exact call within ${ttlSeconds}s.]`
+  );
+}
+
+/**
+ * The text of a verify or rollback step inside the confirmed call's result:
+ * its own result with the step named in the bracket, `[exit 1]` becoming
+ * `[verify exit 1]` and `[DENIED …]` becoming `[rollback DENIED …]`.
+ */
+export function stepText(step: "verify" | "rollback", text: string): string {
+  return text.startsWith("[") ? `[${step} ${text.slice(1)}` : `[${step}]\n${text}`;
+}

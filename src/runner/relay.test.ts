@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +9,7 @@ import { systemClock } from "../core/index.js";
 import { createCallCounter } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createRelay } from "./relay.js";
-import { defineTool, type Gate, type Tool } from "./tool.js";
+import { defineTool, type Gate, type Tool, type ToolOutcome } from "./tool.js";
 
 const ctx = { requestId: "7", clientId: "", signal: new AbortController().signal };
 
@@ -38,10 +39,7 @@ describe("Relay.run", () => {
     return { relay, metrics, records };
   }
 
-  function echoTool(
-    runs: string[],
-    behaviour: (text: string) => Promise<{ body: string; exitCode?: number }>,
-  ) {
+  function echoTool(runs: string[], behaviour: (text: string) => Promise<ToolOutcome>) {
     return defineTool({
       name: "echo_tool",
       title: "echo",
@@ -134,5 +132,119 @@ describe("Relay.run", () => {
     const r = await relay.run("echo_tool", { text: "second" }, ctx);
     expect(r.text).toMatch(/^\[DENIED tier 1 \(REVERSIBLE\): the audit log cannot be written/);
     expect(runs).toEqual(["first"]);
+  });
+  it("consults gates only for calls the deny list and the mode admitted", async () => {
+    const seen: string[] = [];
+    const spy: Gate = {
+      name: "spy",
+      check: (call) => {
+        seen.push(`${call.tier}:${call.policyText}`);
+        return { kind: "proceed" };
+      },
+    };
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ RELAY_SHELL_POLICY_MODE: "readonly" }, "readonly mode refuses Tier 3"],
+      [{ RELAY_SHELL_POLICY_MODE: "guarded" }, "guarded mode refuses Tier 3"],
+      [
+        { RELAY_SHELL_POLICY_MODE: "guarded", RELAY_SHELL_POLICY_ALLOW: "rm -rf /other" },
+        "guarded mode refuses",
+      ],
+      [{ RELAY_SHELL_POLICY_DENY: "rm\\s+-rf" }, "matched RELAY_SHELL_POLICY_DENY"],
+    ];
+    for (const [env, reason] of cases) {
+      const runs: string[] = [];
+      const { relay, records } = setup(env, [echoTool(runs, async (t) => ({ body: t, exitCode: 0 }))], [spy]);
+      const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+      expect(r.text).toContain(reason);
+      expect(r.structured.notices).toEqual([]);
+      expect(runs).toEqual([]);
+      expect(records().at(-1)).not.toHaveProperty("action");
+    }
+    expect(seen).toEqual([]);
+    const { relay } = setup({}, [echoTool([], async (t) => ({ body: t, exitCode: 0 }))], [spy]);
+    await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+    expect(seen).toEqual(["3:rm -rf /x"]);
+  });
+
+  it("appends notices after the record: the recorded hash and length are of the text without them", async () => {
+    const { relay, records } = setup({}, [echoTool([], async (t) => ({ body: `ran ${t}`, exitCode: 0 }))]);
+    const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+    expect(r.structured.notices).toHaveLength(1);
+    const suffix = `\n${r.structured.notices.join("\n")}`;
+    expect(r.text.endsWith(suffix)).toBe(true);
+    const audited = r.text.slice(0, -suffix.length);
+    expect(audited).toBe("[exit 0]\nran rm -rf /x");
+    const rec = records().at(-1);
+    expect(rec?.output_sha256).toBe(createHash("sha256").update(audited).digest("hex"));
+    expect(rec?.output_len).toBe(Buffer.byteLength(audited));
+    // Tier 1: nothing to say.
+    const quiet = await relay.run("echo_tool", { text: "ls" }, ctx);
+    expect(quiet.text).toBe("[exit 0]\nran ls");
+    expect(quiet.structured.notices).toEqual([]);
+  });
+
+  it("attaches a notice to an admitted call whose work failed, but not to a challenge", async () => {
+    const gate: Gate = {
+      name: "challenge-rm",
+      check: (call) =>
+        call.policyText.includes("/challenge")
+          ? { kind: "challenge", text: "[CHALLENGED]", action: "confirm_plan" }
+          : { kind: "proceed" },
+    };
+    const { relay } = setup(
+      {},
+      [
+        echoTool([], async () => {
+          throw new Error("nope");
+        }),
+      ],
+      [gate],
+    );
+    const failed = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+    expect(failed.text).toMatch(/^\[ERROR: Error: nope\]\n\[NOTICE tier 3/);
+    const challenged = await relay.run("echo_tool", { text: "rm -rf /challenge" }, ctx);
+    expect(challenged.text).toBe("[CHALLENGED]");
+    expect(challenged.structured.notices).toEqual([]);
+  });
+
+  it("a tool's malformed host-key fields cannot make a call fail (SC-4)", async () => {
+    const hostile = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error("boom");
+        },
+      },
+    );
+    const { relay, records } = setup({}, [
+      echoTool([], async (t) => ({ body: t, exitCode: 0, fields: { host_key: hostile } })),
+    ]);
+    const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+    expect(r.text.startsWith("[exit 0]\nrm -rf /x")).toBe(true);
+    expect(r.structured.exit_code).toBe(0);
+    expect(records().at(-1)).toMatchObject({ exit_code: 0, tier: 3 });
+  });
+
+  it("keeps a JSON-object result parseable by putting notices inside it", async () => {
+    const body = JSON.stringify({ results: [{ host: "a", output: "x" }] });
+    const { relay, records } = setup({}, [echoTool([], async () => ({ body, json: true }))]);
+    const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+    const parsed = JSON.parse(r.text) as { notices: string[]; results: unknown[] };
+    expect(parsed.notices).toEqual(r.structured.notices);
+    expect(parsed.results).toHaveLength(1);
+    expect(records().at(-1)?.output_sha256).toBe(createHash("sha256").update(body).digest("hex"));
+  });
+
+  it("RELAY_SHELL_UNSAFE_NOTICES=false removes every notice", async () => {
+    const { relay } = setup({ RELAY_SHELL_UNSAFE_NOTICES: "false" }, [
+      echoTool([], async (t) => ({
+        body: t,
+        exitCode: 0,
+        fields: { host_key: { host: "h", port: 22, status: "unchecked" } },
+      })),
+    ]);
+    const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
+    expect(r.text).toBe("[exit 0]\nrm -rf /x");
+    expect(r.structured.notices).toEqual([]);
   });
 });

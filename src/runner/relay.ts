@@ -1,10 +1,17 @@
 import { type AuditAction, type AuditLog, redactArgs } from "../audit/index.js";
+import type { FollowUpPlan } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
-import { type Logger, silentLogger, type Tier, tierName, truncateUtf8, utf8Length } from "../core/index.js";
-import type { CallMetrics, CallOutcome } from "../metrics/index.js";
-import { assessTier, type Basis, type Classification, type Classifier, decide } from "../policy/index.js";
-import { boundBody, clampOutput, deniedText, errorText, exitPrefixed, timeoutText } from "./format.js";
-import type { Gate, Tool, ToolContext, ToolOutcome } from "./tool.js";
+import { type Logger, silentLogger, tierName, truncateUtf8 } from "../core/index.js";
+import type { CallMetrics } from "../metrics/index.js";
+import type { Classification, Classifier } from "../policy/index.js";
+import { type Admitted, classifyLoose, createAdmission } from "./admission.js";
+import { runFollowUps } from "./follow-up.js";
+import { clampOutput, deniedText, errorText } from "./format.js";
+import { attachNotices, computeNotices } from "./notices.js";
+import { createRecorder, type Finish } from "./record.js";
+import type { StructuredResult } from "./structured.js";
+import type { Gate, Tool, ToolContext } from "./tool.js";
+import { performWork, type WorkResult } from "./work.js";
 
 export interface RelayDeps {
   settings: Settings;
@@ -23,22 +30,6 @@ export interface CallContext {
   signal: AbortSignal;
   /** Progress sink for long calls; absent when the client sent no progress token. */
   progress?: (done: number, total: number, message?: string) => void;
-}
-
-/** The fields every structuredContent carries (Appendix B 15). */
-export interface StructuredResult extends Record<string, unknown> {
-  tool: string;
-  tier: Tier;
-  tier_name: string;
-  basis: Basis;
-  basis_part: string;
-  denied: boolean;
-  reason: string;
-  exit_code: number | null;
-  timed_out: boolean;
-  truncated: boolean;
-  action: string | null;
-  notices: string[];
 }
 
 export interface RunResult {
@@ -62,104 +53,30 @@ export interface Relay {
   refuseOversized(toolName: string | null, messageBytes: number, ctx: CallContext): RunResult;
 }
 
-/** Room for the tool name and a space in the deny probe (Appendix B 9). */
-const PROBE_SLACK = 256;
 const MAX_PROBLEMS_TEXT = 1000;
-
-interface Finish {
-  tool: string;
-  tier: Tier;
-  classification: Classification;
-  denied: boolean;
-  reason: string;
-  args: Record<string, unknown>;
-  text: string;
-  exitCode: number | null;
-  outcome: CallOutcome;
-  action?: AuditAction;
-  timedOut?: boolean;
-  truncated?: boolean;
-  fields?: Record<string, unknown>;
-}
 
 /**
  * The one place that decides: validate, bound the input, classify, admit or
- * refuse, consult the gates, run, bound the output, audit, count. A tool only
- * supplies data and its work.
+ * refuse, consult the gates, run, bound the output, audit, count, then the
+ * bound verify/rollback steps and the notices. A tool only supplies data and
+ * its work.
  */
 export function createRelay(deps: RelayDeps): Relay {
   const { settings, classifier, audit, metrics } = deps;
   const gates = deps.gates ?? [];
   const logger = deps.logger ?? silentLogger;
   const byName = new Map(deps.tools.map((t) => [t.name, t]));
-  const policyConfig = {
-    mode: settings.policyMode,
-    deny: settings.policyDeny,
-    allow: settings.policyAllow,
-    maxProbe: settings.maxInput + PROBE_SLACK,
-  };
-
-  function finish(ctx: CallContext, f: Finish): RunResult {
-    const written = audit.append({
-      tool: f.tool,
-      tier: f.tier,
-      denied: f.denied,
-      args: f.args,
-      output: f.text,
-      exitCode: f.exitCode,
-      ...(ctx.requestId ? { requestId: ctx.requestId } : {}),
-      ...(ctx.clientId ? { clientId: ctx.clientId } : {}),
-      ...(f.action ? { action: f.action } : {}),
-    });
-    if (!written) logger.warn({ tool: f.tool }, "audit record could not be written");
-    metrics.recordCall({ tool: f.tool, tier: f.tier, mode: settings.policyMode, outcome: f.outcome });
-    const structured: StructuredResult = {
-      tool: f.tool,
-      tier: f.tier,
-      tier_name: tierName(f.tier),
-      basis: f.classification.basis,
-      basis_part: f.classification.part,
-      denied: f.denied,
-      reason: f.reason,
-      exit_code: f.exitCode,
-      timed_out: f.timedOut ?? false,
-      truncated: f.truncated ?? false,
-      action: f.action ?? null,
-      notices: [],
-      ...f.fields,
-    };
-    return { text: f.text, structured };
-  }
-
-  function classifyLoose(tool: Tool | undefined, raw: unknown): Classification {
-    // Arguments that failed validation are still classified, from every string
-    // they contain, so the record shows what the caller tried to run.
-    const parts: string[] = [];
-    let budget = settings.maxInput;
-    const visit = (value: unknown, depth: number): void => {
-      if (budget <= 0 || depth > 8) return;
-      if (typeof value === "string") {
-        const piece = value.slice(0, budget);
-        budget -= piece.length;
-        parts.push(piece);
-      } else if (Array.isArray(value) && value.every((item) => typeof item === "string")) {
-        // An argv sent as a list is still one command line.
-        visit(value.join(" "), depth + 1);
-      } else if (Array.isArray(value)) {
-        for (const item of value) visit(item, depth + 1);
-      } else if (value !== null && typeof value === "object") {
-        for (const item of Object.values(value)) visit(item, depth + 1);
-      }
-    };
-    visit(raw, 0);
-    const spec = tool?.tier ?? { kind: "heuristic", floor: 1, windows: false };
-    return assessTier(spec, parts.join("\n"), classifier);
-  }
+  const admit = createAdmission({ settings, classifier, audit });
+  const record = createRecorder({ settings, audit, metrics, logger });
+  const finish = (ctx: CallContext, f: Finish): RunResult => ({
+    text: f.text,
+    structured: record(ctx, f),
+  });
 
   async function runCall(toolName: string, raw: unknown, ctx: CallContext): Promise<RunResult> {
     const tool = byName.get(toolName);
     if (!tool) {
-      const classification = classifyLoose(undefined, raw);
+      const classification = classifyLoose(undefined, raw, classifier, settings.maxInput);
       return finish(ctx, {
         tool: "unknown_tool",
         tier: classification.tier,
@@ -176,77 +93,124 @@ export function createRelay(deps: RelayDeps): Relay {
     // 1. Validate. Invalid calls are refused and audited (Appendix B 11).
     const parsed = tool.parse(raw);
     if (!parsed.ok) {
-      const classification = classifyLoose(tool, raw);
+      const classification = classifyLoose(tool, raw, classifier, settings.maxInput);
       const detail = truncateUtf8(parsed.problems.join("; "), MAX_PROBLEMS_TEXT).text;
-      const reason = `invalid arguments: ${detail}`;
-      const rawArgs =
-        raw !== null && typeof raw === "object" && !Array.isArray(raw) ? raw : { arguments: raw };
+      const rawArgs = (
+        raw !== null && typeof raw === "object" && !Array.isArray(raw) ? raw : { arguments: raw }
+      ) as Record<string, unknown>;
       return finish(ctx, {
         tool: tool.name,
         tier: classification.tier,
         classification,
         denied: true,
         reason: "invalid arguments",
-        args: redactArgs(rawArgs as Record<string, unknown>),
-        text: deniedText(classification.tier, reason),
+        args: redactArgs(tool.auditInvalid ? safeAuditInvalid(tool, rawArgs) : rawArgs),
+        text: deniedText(classification.tier, `invalid arguments: ${detail}`),
         exitCode: null,
         outcome: "denied",
       });
     }
     const args = parsed.args;
-    const policyText = tool.policyText(args);
-    const rawAuditArgs = tool.auditArgs(args);
-    const auditArgs = redactArgs(rawAuditArgs);
 
-    // 2. Bound the input before any scan: unscanned input counts as the highest tier (Appendix B 1).
-    const inputBytes = utf8Length(policyText);
-    if (inputBytes > settings.maxInput) {
-      const reason = `input of ${inputBytes} bytes exceeds RELAY_SHELL_MAX_INPUT (${settings.maxInput})`;
+    // 2-4. Input bound, classification, deny list, mode, fail-closed audit.
+    const admission = admit(tool, args);
+    if (!admission.admitted) {
       return finish(ctx, {
         tool: tool.name,
-        tier: 3,
-        classification: { tier: 3, basis: "default", part: "" },
+        tier: admission.tier,
+        classification: admission.classification,
         denied: true,
-        reason: "input too large",
-        args: auditArgs,
-        text: deniedText(3, reason),
+        reason: admission.reason,
+        args: admission.auditArgs,
+        text: admission.text,
         exitCode: null,
         outcome: "denied",
       });
     }
-
-    // 3. Classify and admit: the deny list first, then the mode.
-    const classification = assessTier(tool.tier, policyText, classifier);
-    const decision = decide(policyConfig, tool.name, policyText, classification);
-    const base = { tool: tool.name, tier: decision.tier, classification, args: auditArgs };
-    if (!decision.allowed) {
-      return finish(ctx, {
-        ...base,
-        denied: true,
-        reason: decision.reason,
-        text: deniedText(decision.tier, decision.reason),
-        exitCode: null,
-        outcome: "denied",
-      });
-    }
-
-    // 4. Nothing runs that cannot be recorded (Appendix B 11).
-    if (settings.auditFailClosed && decision.tier > 0 && !audit.status().lastWriteOk) {
-      const reason =
-        "the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses calls above Tier 0 until it can";
-      return finish(ctx, {
-        ...base,
-        denied: true,
-        reason,
-        text: deniedText(decision.tier, reason),
-        exitCode: null,
-        outcome: "denied",
-      });
-    }
+    const base = {
+      tool: tool.name,
+      tier: admission.tier,
+      classification: admission.classification,
+      args: admission.auditArgs,
+      denied: false,
+      reason: admission.reason,
+    };
 
     // 5. Gates add friction to what policy admitted; they never widen it.
+    const toolCtx = toolContextOf(ctx);
+    let action: AuditAction | undefined = tool.auditAction;
+    let followUps: FollowUpPlan | undefined;
+    for (const gate of gates) {
+      const verdict = gate.check(
+        {
+          tool: tool.name,
+          policyText: admission.policyText,
+          auditArgs: admission.rawAuditArgs,
+          tier: admission.tier,
+          args,
+        },
+        toolCtx,
+      );
+      if (verdict.kind === "challenge") {
+        // Nothing ran, so no notice: a challenge is not a result.
+        return finish(ctx, {
+          ...base,
+          text: verdict.text,
+          exitCode: null,
+          outcome: "confirm_required",
+          action: verdict.action,
+        });
+      }
+      if (verdict.action) action = verdict.action;
+      if (verdict.followUps) followUps = verdict.followUps;
+    }
+
+    // 6-9. Work, bound, audit.
+    const work = await performWork(tool, args, toolCtx, settings);
+    const result = finish(ctx, recordOf(base, work, action));
+
+    // 10. Verify / rollback bound at arm time, each its own admitted, audited call.
+    if (followUps) {
+      const report = await runFollowUps(
+        { settings, classifier, admit, record, logger },
+        { tool, args, plan: followUps, ctx },
+      );
+      if (report.text !== "") {
+        result.text += result.text.endsWith("\n") ? report.text : `\n${report.text}`;
+      }
+      if (report.verify) result.structured.verify = report.verify;
+      if (report.rollback) result.structured.rollback = report.rollback;
+    }
+
+    // 11. Notices, after every record was written: they never change a recorded hash.
+    return withNotices(result, admission, work, action);
+  }
+
+  function withNotices(
+    result: RunResult,
+    admission: Admitted,
+    work: WorkResult,
+    action: AuditAction | undefined,
+  ): RunResult {
+    const notices = computeNotices({
+      enabled: settings.unsafeNotices,
+      tier: admission.tier,
+      basis: admission.classification.basis,
+      mode: settings.policyMode,
+      brokerOn: settings.confirmTier3,
+      confirmed: action === "confirm_execute",
+      fields: work.threw ? undefined : work.fields,
+    });
+    if (notices.length === 0) return result;
+    const json = !work.threw && work.json && result.structured.verify === undefined;
+    result.text = attachNotices(result.text, notices, json);
+    result.structured.notices = notices;
+    return result;
+  }
+
+  function toolContextOf(ctx: CallContext): ToolContext {
     const report = ctx.progress;
-    const toolCtx: ToolContext = {
+    return {
       signal: ctx.signal,
       requestId: ctx.requestId,
       clientId: ctx.clientId,
@@ -258,70 +222,15 @@ export function createRelay(deps: RelayDeps): Relay {
         }
       },
     };
-    let action: AuditAction | undefined;
-    for (const gate of gates) {
-      const verdict = gate.check(
-        { tool: tool.name, policyText, auditArgs: rawAuditArgs, tier: decision.tier },
-        toolCtx,
-      );
-      if (verdict.kind === "challenge") {
-        return finish(ctx, {
-          ...base,
-          denied: false,
-          reason: decision.reason,
-          text: verdict.text,
-          exitCode: null,
-          outcome: "confirm_required",
-          action: verdict.action,
-        });
-      }
-      if (verdict.action) action = verdict.action;
-    }
+  }
 
-    // 6. Work. Whatever it throws becomes the error grammar, never an exception.
-    let outcome: ToolOutcome;
+  function safeAuditInvalid(tool: Tool, raw: Record<string, unknown>): Record<string, unknown> {
     try {
-      outcome = await tool.run(args, toolCtx);
-    } catch (err) {
-      return finish(ctx, {
-        ...base,
-        denied: false,
-        reason: decision.reason,
-        text: errorText(err),
-        exitCode: null,
-        outcome: "error",
-        ...(action ? { action } : {}),
-      });
+      return tool.auditInvalid?.(raw) ?? {};
+    } catch {
+      // The mapping exists to hide a credential: when it fails, record nothing rather than the raw input.
+      return {};
     }
-
-    // 7. Bound, then prefix the exit status.
-    let text: string;
-    let truncated = false;
-    let exitCode: number | null = null;
-    if (outcome.timedOutAfter !== undefined) {
-      text = timeoutText(outcome.timedOutAfter, outcome.timeoutSuffix);
-    } else {
-      const limit = clampOutput(tool.budget(args), settings);
-      const bounded = boundBody(outcome.body, limit, outcome.producedBytes);
-      truncated = bounded.truncated;
-      text = bounded.text;
-      if (outcome.exitCode !== undefined && outcome.exitCode !== null) {
-        exitCode = outcome.exitCode;
-        text = exitPrefixed(text, exitCode);
-      }
-    }
-    return finish(ctx, {
-      ...base,
-      denied: false,
-      reason: decision.reason,
-      text,
-      exitCode,
-      outcome: "ok",
-      timedOut: outcome.timedOutAfter !== undefined,
-      truncated,
-      ...(action ? { action } : {}),
-      ...(outcome.fields ? { fields: outcome.fields } : {}),
-    });
   }
 
   return {
@@ -403,6 +312,32 @@ export function createRelay(deps: RelayDeps): Relay {
       metrics.recordCall({ tool: label, tier: 0, mode: settings.policyMode, outcome: "ok" });
       return text;
     },
+  };
+}
+
+function recordOf(
+  base: {
+    tool: string;
+    tier: Admitted["tier"];
+    classification: Classification;
+    args: Record<string, unknown>;
+    denied: boolean;
+    reason: string;
+  },
+  work: WorkResult,
+  action: AuditAction | undefined,
+): Finish {
+  const withAction = action ? { action } : {};
+  if (work.threw) return { ...base, text: work.text, exitCode: null, outcome: "error", ...withAction };
+  return {
+    ...base,
+    text: work.text,
+    exitCode: work.exitCode,
+    outcome: "ok",
+    timedOut: work.timedOut,
+    truncated: work.truncated,
+    ...withAction,
+    ...(work.fields ? { fields: work.fields } : {}),
   };
 }
 

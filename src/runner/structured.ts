@@ -1,4 +1,37 @@
+import type { Tier } from "../core/index.js";
+import type { Basis } from "../policy/index.js";
 import type { Tool } from "./tool.js";
+
+/** What the structuredContent says about one verify or rollback step (ADR 0010). */
+export interface StepSummary {
+  action: "confirm_verify" | "confirm_rollback";
+  /** The command was admitted and its work invoked. */
+  ran: boolean;
+  tier: Tier;
+  denied: boolean;
+  exit_code: number | null;
+  timed_out: boolean;
+  /** For verify: the failure predicate held. For rollback: it did not complete with exit 0. */
+  failed: boolean;
+}
+
+/** The fields every structuredContent carries (Appendix B 15). */
+export interface StructuredResult extends Record<string, unknown> {
+  tool: string;
+  tier: Tier;
+  tier_name: string;
+  basis: Basis;
+  basis_part: string;
+  denied: boolean;
+  reason: string;
+  exit_code: number | null;
+  timed_out: boolean;
+  truncated: boolean;
+  action: string | null;
+  notices: string[];
+  verify?: StepSummary;
+  rollback?: StepSummary;
+}
 
 const COMMON_FIELDS: Record<string, Record<string, unknown>> = {
   tool: { type: "string", description: "tool name" },
@@ -15,6 +48,18 @@ const COMMON_FIELDS: Record<string, Record<string, unknown>> = {
   notices: { type: "array", items: { type: "string" }, description: "risk notices appended to the text" },
 };
 
+const STEP_FIELD = {
+  type: "object",
+  description:
+    "a verify or rollback command bound at arm time: {action, ran, tier, denied, exit_code, timed_out, failed}",
+};
+
+/** Present only on a confirmed call that carried verify/rollback commands. */
+const OPTIONAL_FIELDS: Record<string, Record<string, unknown>> = {
+  verify: STEP_FIELD,
+  rollback: STEP_FIELD,
+};
+
 /** The outputSchema announced for a tool: the common fields plus its own. */
 export function outputSchemaFor(tool: Tool): {
   type: "object";
@@ -23,7 +68,7 @@ export function outputSchemaFor(tool: Tool): {
 } {
   return {
     type: "object",
-    properties: { ...COMMON_FIELDS, ...tool.resultFields },
+    properties: { ...COMMON_FIELDS, ...(tool.followUp ? OPTIONAL_FIELDS : {}), ...tool.resultFields },
     required: Object.keys(COMMON_FIELDS),
   };
 }

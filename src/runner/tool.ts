@@ -1,4 +1,5 @@
 import type { AuditAction } from "../audit/index.js";
+import type { FollowUpPlan } from "../broker/index.js";
 import type { Tier } from "../core/index.js";
 import type { TierSpec } from "../policy/index.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
@@ -28,6 +29,11 @@ export interface ToolOutcome {
   producedBytes?: number;
   /** Tool-specific structuredContent fields (declared in `resultFields`). */
   fields?: Record<string, unknown>;
+  /**
+   * The body is one JSON object (ssh_fanout): trailing notices go into its
+   * `notices` array instead of after it, so the text still parses.
+   */
+  json?: boolean;
 }
 
 export interface ToolAnnotations {
@@ -53,6 +59,20 @@ export interface ToolDef<P extends ParamTable> {
   auditArgs(args: ArgsOf<P>): Record<string, unknown>;
   /** JSON Schema of each tool-specific structuredContent field. */
   resultFields?: Record<string, Record<string, unknown>>;
+  /**
+   * How a verify or rollback command bound to a confirmed call becomes this
+   * tool's arguments: the same target (host, identity, cwd, ...) with the
+   * command in place of the original one. A tool without it cannot be armed
+   * with follow-up commands.
+   */
+  followUp?(args: ArgsOf<P>, command: string): ArgsOf<P>;
+  /** Audit action of every call of this tool (operation_confirm under rollback pairing: `confirm_arm`). */
+  auditAction?: AuditAction;
+  /**
+   * Audit args of a call whose arguments failed validation (default: the raw
+   * arguments, redacted). A tool whose input holds a credential maps it away here.
+   */
+  auditInvalid?(raw: Record<string, unknown>): Record<string, unknown>;
   run(args: ArgsOf<P>, ctx: ToolContext): Promise<ToolOutcome>;
 }
 
@@ -69,6 +89,9 @@ export interface Tool {
   budget(args: unknown): number;
   policyText(args: unknown): string;
   auditArgs(args: unknown): Record<string, unknown>;
+  readonly followUp?: (args: unknown, command: string) => unknown;
+  readonly auditAction?: AuditAction;
+  readonly auditInvalid?: (raw: Record<string, unknown>) => Record<string, unknown>;
   run(args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
 }
 
@@ -76,6 +99,7 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
   const parser = createArgParser(def.params);
   // Only values produced by `parse` reach the other functions, so the cast is sound.
   const typed = (args: unknown) => args as ArgsOf<P>;
+  const followUp = def.followUp;
   return {
     name: def.name,
     title: def.title,
@@ -88,6 +112,9 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
     budget: (args) => def.budget(typed(args)),
     policyText: (args) => def.policyText(typed(args)),
     auditArgs: (args) => def.auditArgs(typed(args)),
+    ...(followUp ? { followUp: (args: unknown, command: string) => followUp(typed(args), command) } : {}),
+    ...(def.auditAction ? { auditAction: def.auditAction } : {}),
+    ...(def.auditInvalid ? { auditInvalid: def.auditInvalid } : {}),
     run: (args, ctx) => def.run(typed(args), ctx),
   };
 }
@@ -113,10 +140,17 @@ export interface CallIdentity {
   /** Raw (unredacted) audit args: the target of the call. */
   auditArgs: Record<string, unknown>;
   tier: Tier;
+  /** The validated arguments (kept by a gate that must later re-derive the call, never logged). */
+  args: unknown;
 }
 
 export type GateVerdict =
-  | { kind: "proceed"; action?: AuditAction }
+  | {
+      kind: "proceed";
+      action?: AuditAction;
+      /** Verify/rollback commands bound to the confirmation this call consumed (ADR 0010). */
+      followUps?: FollowUpPlan;
+    }
   | { kind: "challenge"; text: string; action: AuditAction };
 
 /**

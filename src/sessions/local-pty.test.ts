@@ -76,6 +76,25 @@ describe("openLocalPty", () => {
     ).toThrow(/cwd does not exist/);
   });
 
+  it("leaks no descriptor: not for a refused spawn, not for a finished session", async () => {
+    const fds = () => readdirSync("/proc/self/fd").length;
+    const before = fds();
+    for (let i = 0; i < 10; i++) {
+      expect(() =>
+        openLocalPty({ argv: ["no-such-program-xyz"], cwd: dir, env: ENV, cols: 80, rows: 24 }),
+      ).toThrow();
+      expect(() =>
+        openLocalPty({ argv: ["sh"], cwd: join(dir, "nope"), env: ENV, cols: 80, rows: 24 }),
+      ).toThrow();
+    }
+    expect(fds()).toBe(before);
+    for (let i = 0; i < 5; i++) {
+      const state = collect(openLocalPty({ argv: ["true"], cwd: dir, env: ENV, cols: 80, rows: 24 }));
+      await until(() => state.exit !== undefined);
+    }
+    await until(() => fds() === before, 3000);
+  });
+
   it("holds output until started, then reports the exit status", async () => {
     const pty = openLocalPty({
       argv: ["sh", "-c", "echo early; exit 3"],

@@ -10,6 +10,23 @@ export {
 export { translateDialError } from "./errors.js";
 export { execRemote, type RemoteExecRequest, type RemoteOutcome } from "./exec.js";
 export { mapBounded } from "./fanout.js";
+export { MAX_CONNECTIONS_PER_FORWARD } from "./forward.js";
+export {
+  createForwardRegistry,
+  type ForwardInfo,
+  type ForwardRegistry,
+  type ForwardRegistryConfig,
+  type ForwardRegistryDeps,
+  type OpenedForward,
+  type OpenForwardRequest,
+} from "./forward-registry.js";
+export {
+  destinationText,
+  type ForwardDestination,
+  type ForwardKind,
+  type ForwardSpec,
+  parseForwardSpec,
+} from "./forward-spec.js";
 export { HOST_KEY_ERROR, type HostKeyReport, type HostKeyStatus, MODE_STRENGTH } from "./host-key.js";
 export {
   type HostListing,
@@ -41,6 +58,22 @@ export {
   type SshPoolDeps,
   type SshPoolStats,
 } from "./pool.js";
+export {
+  type OpenedSshPty,
+  openSshPty,
+  type PtyEvents,
+  type SshPtyRequest,
+  type SshPtyTransport,
+  TERMINAL_TYPE,
+} from "./pty.js";
 export { createSshService, type SshRunRequest, type SshRunResult, type SshService } from "./service.js";
+export { type CopyStats, MAX_SKIPPED } from "./sftp.js";
+export {
+  type TransferDeps,
+  type TransferDirection,
+  type TransferRequest,
+  type TransferResult,
+  transferFiles,
+} from "./sftp-transfer.js";
 export { loadSshConfig, parseSshConfig, type SshConfigFile, type SshConfigOptions } from "./ssh-config.js";
 export { endpointText, type SshTarget, targetKey } from "./target.js";

@@ -78,6 +78,7 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
           tier3: settings.confirmTier3,
           ttl: settings.confirmTtl,
           pending: deps.live?.confirmPending?.() ?? 0,
+          rollback: settings.confirmRollback,
         },
         seccomp: {
           notify: settings.seccompNotify,

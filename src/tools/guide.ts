@@ -15,7 +15,9 @@ const INSTRUCTIONS: readonly Paragraph[] = [
       "relay-shell runs commands on hosts the operator owns. Every call is classified into a risk tier " +
       "(0 read-only .. 3 irreversible), admitted or refused by the operator's policy, and written to an audit log. " +
       "A refused call returns [DENIED tier N (NAME): reason] and nothing ran. Keep one workflow per task and " +
-      "read each result before the next call.",
+      "read each result before the next call. A result may end with [NOTICE ...] lines: the call ran and was " +
+      "judged stateful or irreversible, or reached an SSH host whose key was not verified. The classification " +
+      "is a heuristic, not a boundary: a result without a notice is not thereby safe.",
   },
   {
     tools: ["shell_exec", "shell_script"],
@@ -31,11 +33,15 @@ const INSTRUCTIONS: readonly Paragraph[] = [
       "and session_list manage it: spawn once, then send and receive.",
   },
   {
-    tools: ["ssh_exec", "ssh_spawn", "ssh_fanout", "ssh_check", "ssh_keyscan", "ssh_hosts"],
+    tools: ["ssh_exec", "ssh_fanout", "ssh_check", "ssh_keyscan", "ssh_hosts"],
     text:
       "Remote hosts: ssh_hosts lists the inventory, ssh_check probes reachability, ssh_keyscan fetches host keys, " +
-      "ssh_exec runs one command on one host, ssh_fanout runs one command on many hosts and returns JSON, " +
-      "ssh_spawn opens a remote PTY driven by the session tools.",
+      "ssh_exec runs one command on one host that runs and exits, ssh_fanout runs one command on many hosts " +
+      "and returns JSON.",
+  },
+  {
+    tools: ["ssh_spawn", "session_send", "session_recv"],
+    text: "ssh_spawn opens a remote PTY, driven by session_send and session_recv like a local one.",
   },
   {
     tools: ["ssh_upload", "ssh_download", "ssh_forward", "ssh_forward_list", "ssh_forward_close"],
@@ -48,7 +54,9 @@ const INSTRUCTIONS: readonly Paragraph[] = [
     text:
       "When the operator enabled the Tier-3 confirmation broker, an irreversible command returns " +
       "[CONFIRM REQUIRED ...] with a token instead of running: call operation_confirm with that token, then " +
-      "re-issue the exact same call to run it once.",
+      "re-issue the exact same call to run it once. If the operator also enabled rollback pairing, " +
+      "operation_confirm can bind a verify_command (and verify_expect) and a rollback_command with " +
+      "auto_rollback: they run once each after the operation, on the same target, and are reported after its output.",
   },
   {
     tools: ["server_info", "audit_tail"],
@@ -76,6 +84,9 @@ const GUIDE: readonly Paragraph[] = [
       "# relay-shell operating guide\n\n" +
       "## Results\n" +
       "- `[exit N]` then the output: the command completed with status N (negative N: killed by signal -N).\n" +
+      "- `[NOTICE tier N (NAME), ...]` after a result: the call ran and was classified Tier 2 or 3; " +
+      "`[NOTICE ssh ...]`: an SSH host was reached with host-key checking off, or its key was learned just now. " +
+      "ssh_fanout puts them in a `notices` array inside its JSON instead. `structuredContent.notices` has the same lines.\n" +
       "- `[DENIED tier N (NAME): reason]`: policy refused the call; nothing ran.\n" +
       "- `[TIMEOUT after Ns]`: the process group was killed at the timeout; partial output is discarded.\n" +
       "- `[ERROR: Type: message]`: the call failed before or while running.\n" +
@@ -111,7 +122,14 @@ const GUIDE: readonly Paragraph[] = [
     text:
       "## Confirming irreversible work\n" +
       "With the broker on, a Tier-3 call answers `[CONFIRM REQUIRED ...]` and a token. Check the command, call " +
-      "operation_confirm(token), then send the identical call again within the stated time; it runs once.",
+      "operation_confirm(token), then send the identical call again within the stated time; it runs once.\n\n" +
+      "With rollback pairing on (RELAY_SHELL_CONFIRM_ROLLBACK), the arm step can bind follow-ups: " +
+      '`operation_confirm(token, verify_command="test -e /srv/app/current", rollback_command="ln -sfn old ' +
+      '/srv/app/current", auto_rollback=true)`. After the operation runs, the verify runs once on the same target; ' +
+      "it fails on a non-zero exit, a timeout, or a `verify_expect` text missing from its output. Only then, and " +
+      "only with auto_rollback, the rollback runs once; a failed rollback is reported as `[ROLLBACK FAILED ...]` " +
+      "and never retried. Each step is checked by policy like any call and recorded on its own. The commands are " +
+      "fixed at the first arm.",
   },
   {
     tools: ["server_info", "audit_tail"],

@@ -1,3 +1,4 @@
+export { type ConfirmToolDeps, createConfirmTool } from "./confirm.js";
 export { createDiagnosticsTools, type DiagnosticsDeps, type RuntimeInfo } from "./diagnostics.js";
 export { buildInstructions, buildOperatingGuide } from "./guide.js";
 export { createSshResources, type SshResource } from "./resources.js";
@@ -5,3 +6,6 @@ export { createSessionTools, type SessionToolDeps } from "./sessions.js";
 export { clampTimeout, createShellTools, joinProbe, type ShellToolDeps } from "./shell.js";
 export { createSshTools } from "./ssh.js";
 export type { SshToolDeps } from "./ssh-common.js";
+export { createSshForwardTools, type SshForwardToolDeps } from "./ssh-forward.js";
+export { createSshSpawnTools, type SshSpawnToolDeps } from "./ssh-spawn.js";
+export { createSshTransferTools, type SshTransferToolDeps } from "./ssh-transfer.js";

@@ -101,6 +101,8 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
       stdin: a.stdin,
       env_json: a.env_json,
     }),
+    // A verify/rollback step runs in the same directory and environment, without the original stdin.
+    followUp: (a, command) => ({ ...a, command, stdin: "" }),
     async run(a, ctx) {
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
       let target: { command: string } | { argv: string[] } = { command: a.command };
@@ -164,6 +166,8 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
       cwd: a.cwd,
       env_json: a.env_json,
     }),
+    // A verify/rollback step is a script for the same interpreter, directory and environment.
+    followUp: (a, command) => ({ ...a, script: command }),
     async run(a, ctx) {
       const interpreter = INTERPRETERS[a.interpreter.trim().toLowerCase()];
       if (!interpreter) throw new RelayError("", `unsupported interpreter: ${a.interpreter}`);

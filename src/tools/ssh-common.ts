@@ -20,12 +20,14 @@ export const CONNECTION_PARAMS = {
     type: "string",
     description: "remote user; empty = inventory / ssh_config / the server's user",
     default: "",
+    noNul: true,
   },
   port: { type: "integer", description: "remote port; 0 = inventory / ssh_config / 22", default: 0 },
   key_path: {
     type: "string",
     description: "private key file (~ expanded); empty = inventory / defaults",
     default: "",
+    noNul: true,
   },
   known_hosts: {
     type: "string",
@@ -33,12 +35,14 @@ export const CONNECTION_PARAMS = {
       "host-key mode: strict, accept-new or ignore; empty = the inventory entry's, else RELAY_SHELL_SSH_KNOWN_HOSTS. " +
       "A weaker mode than the host's own is refused unless the operator allows it",
     default: "",
+    noNul: true,
   },
   jump: {
     type: "string",
     description:
       "bastion(s) user@host[:port], comma-separated for a chain; ssh_config ProxyJump also applies",
     default: "",
+    noNul: true,
   },
 } as const;
 

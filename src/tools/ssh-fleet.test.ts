@@ -14,10 +14,21 @@ describe("fan-out output fitting", () => {
           const fitted = fitForJson(text, limit);
           expect(escapedSize(fitted)).toBeLessThanOrEqual(limit);
           if (escapedSize(text) <= limit) expect(fitted).toBe(text);
-          else expect(fitted).toMatch(/\n\n\[TRUNCATED - \d+ bytes total, \d+ shown\]$/);
+          else if (fitted !== "") {
+            expect(fitted).toMatch(/\n\n\[TRUNCATED - \d+ bytes total, \d+ shown\]$/);
+            // Exactly one marker, and the shown prefix is really the start of the text.
+            expect(fitted.split("[TRUNCATED").length).toBe(2);
+            const head = fitted.slice(0, fitted.lastIndexOf("\n\n[TRUNCATED"));
+            expect(text.startsWith(head)).toBe(true);
+          }
         },
       ),
     );
+  });
+
+  it("uses most of the share when it has to cut", () => {
+    const fitted = fitForJson("x".repeat(10_000), 1000);
+    expect(escapedSize(fitted)).toBeGreaterThan(900);
   });
 
   it("counts escapes: control bytes cost six bytes each", () => {

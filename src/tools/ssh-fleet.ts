@@ -1,4 +1,4 @@
-import { clamp, describeError, RelayError, truncateUtf8, utf8Length } from "../core/index.js";
+import { clamp, decodeUtf8, describeError, RelayError, utf8Length } from "../core/index.js";
 import { splitHostList, type TierSpec } from "../policy/index.js";
 import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
 import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
@@ -9,6 +9,8 @@ const HOST_CAP = 100;
 const NO_HOSTS = "[no hosts configured; pass hosts= or add an inventory]";
 const CHECK_CONCURRENCY = 8;
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+/** Bytes kept free for trailing notices (a tier line and a host-key line listing up to 8 hosts). */
+const NOTICE_ROOM = 1536;
 
 function overCap(n: number): RelayError {
   return new RelayError("", `${n} hosts exceeds the per-call cap of ${HOST_CAP}; split into smaller batches`);
@@ -25,15 +27,19 @@ function jsonSize(text: string): number {
  * alone would let the fan-out object outgrow its envelope.
  */
 export function fitForJson(text: string, limit: number, producedBytes?: number): string {
-  const total = Math.max(producedBytes ?? 0, utf8Length(text));
-  if (total <= utf8Length(text) && jsonSize(text) <= limit) return text;
-  let keep = Math.min(text.length, limit);
+  const bytes = Buffer.from(text, "utf8");
+  const total = Math.max(producedBytes ?? 0, bytes.length);
+  if (total <= bytes.length && jsonSize(text) <= limit) return text;
+  let keep = Math.min(bytes.length, limit);
   for (;;) {
-    const head = truncateUtf8(text.slice(0, keep), limit).text;
-    const shown = utf8Length(head);
-    const candidate = `${head}\n\n[TRUNCATED - ${total} bytes total, ${shown} shown]`;
-    if (jsonSize(candidate) <= limit || keep === 0) return keep === 0 ? "" : candidate;
-    keep = Math.floor(keep / 2);
+    // A cut inside a character decodes to U+FFFD; drop it rather than show a broken glyph.
+    const head = decodeUtf8(bytes.subarray(0, keep)).replace(/\uFFFD$/, "");
+    const candidate = `${head}\n\n[TRUNCATED - ${total} bytes total, ${utf8Length(head)} shown]`;
+    const size = jsonSize(candidate);
+    if (size <= limit) return candidate;
+    if (keep === 0) return "";
+    // Shrink in proportion to the overshoot (escapes make the ratio uneven), always by at least a byte.
+    keep = Math.max(0, Math.min(keep - 1, Math.floor((keep * limit) / size) - 1));
   }
 }
 
@@ -106,7 +112,9 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       // The envelope arithmetic of CONTRACT §2.4: the object always fits the output budget.
       const aggregate = clampOutput(settings.maxOutput, settings);
       const echo = fitForJson(a.command, Math.min(2048, Math.floor(aggregate / 4)));
-      const reserve = 1024 + utf8Length(echo) + 200 * n;
+      // Room for the `notices` array the runner may splice in after the record is written (CONTRACT §8.3).
+      const noticeRoom = Math.min(NOTICE_ROOM, Math.floor(aggregate / 4));
+      const reserve = 1024 + noticeRoom + utf8Length(echo) + 200 * n;
       let perHost = Math.max(128, Math.floor(Math.max(aggregate - reserve, 0) / n));
       const keys: Array<HostKeyReport & { name: string }> = [];
 
@@ -164,7 +172,7 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       };
       let body = build(perHost);
       // Long host names can still push past the envelope; shrink the per-host share until it fits.
-      while (utf8Length(body) > aggregate && perHost > 0) {
+      while (utf8Length(body) > aggregate - noticeRoom && perHost > 0) {
         perHost = Math.floor(perHost / 2);
         body = build(perHost);
       }
@@ -172,7 +180,7 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
         if (result?.hostKey) keys.push({ name: host, ...result.hostKey });
       }
       const failed = runs.filter((r) => !r.result || r.result.timedOut).length;
-      return { body, fields: { host_count: n, failed_hosts: failed, host_keys: keys } };
+      return { body, json: true, fields: { host_count: n, failed_hosts: failed, host_keys: keys } };
     },
   });
 

@@ -53,6 +53,8 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
       timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
       ...connectionAudit(ssh, a.host, a),
     }),
+    // A verify/rollback step runs on the same host as the same user, port, key, jump and host-key mode.
+    followUp: (a, command) => ({ ...a, command }),
     async run(a, ctx) {
       if (a.command.trim() === "") throw new RelayError("", "empty command");
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);

@@ -26,6 +26,7 @@ describe("shell tools over stdio", () => {
     const names = tools.map((t) => t.name).sort();
     expect(names).toEqual([
       "audit_tail",
+      "operation_confirm",
       "server_info",
       "session_kill",
       "session_list",
@@ -36,10 +37,16 @@ describe("shell tools over stdio", () => {
       "shell_script",
       "shell_spawn",
       "ssh_check",
+      "ssh_download",
       "ssh_exec",
       "ssh_fanout",
+      "ssh_forward",
+      "ssh_forward_close",
+      "ssh_forward_list",
       "ssh_hosts",
       "ssh_keyscan",
+      "ssh_spawn",
+      "ssh_upload",
     ]);
     for (const tool of tools) {
       expect(tool.description?.length ?? 0).toBeGreaterThan(10);
@@ -142,7 +149,9 @@ describe("shell tools over stdio", () => {
     const canary = join(s.dir, "canary-open");
     writeFileSync(canary, "x");
     const r = await s.call("shell_exec", { command: `rm -rf ${canary}` });
-    expect(r.text).toBe("[exit 0]\n");
+    // The result is followed by the Tier-3 notice (ADR 0011); the record describes the text before it.
+    expect(r.text).toBe(`[exit 0]\n\n${(r.structured.notices as string[]).join("\n")}`);
+    expect(r.structured.notices).toHaveLength(1);
     expect(r.structured.tier).toBe(3);
     expect(existsSync(canary)).toBe(false);
     expect(s.records().at(-1)).toMatchObject({ tier: 3, denied: false });

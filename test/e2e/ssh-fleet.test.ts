@@ -132,6 +132,20 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
     });
   });
 
+  it("never runs more hosts at once than the concurrency asks for", async () => {
+    const r = await s.call("ssh_fanout", {
+      command: "s=$(date +%s%3N); sleep 0.3; echo $s $(date +%s%3N)",
+      hosts: HOSTS.join(","),
+      concurrency: 3,
+    });
+    const spans = (JSON.parse(r.text) as Fanout).results.map((x) => x.output.trim().split(" ").map(Number));
+    expect(spans).toHaveLength(10);
+    const overlap = (t: number) => spans.filter(([start = 0, end = 0]) => start <= t && t < end).length;
+    const peak = Math.max(...spans.map(([start = 0]) => overlap(start)));
+    expect(peak).toBeLessThanOrEqual(3);
+    expect(peak).toBeGreaterThanOrEqual(2);
+  });
+
   it("marks a timed-out host in the JSON", async () => {
     const r = await s.call("ssh_fanout", { command: "sleep 5", hosts: "w01 w02", timeout: 1 });
     const parsed = JSON.parse(r.text) as Fanout;

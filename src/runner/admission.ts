@@ -1,0 +1,168 @@
+import { type AuditLog, redactArgs } from "../audit/index.js";
+import type { Settings } from "../config/index.js";
+import { describeError, type Tier, tierName, utf8Length } from "../core/index.js";
+import { assessTier, type Classification, type Classifier, decide } from "../policy/index.js";
+import { deniedText } from "./format.js";
+import type { Tool } from "./tool.js";
+
+/** Room for the tool name and a space in the deny probe (Appendix B 9). */
+const PROBE_SLACK = 256;
+
+export interface AdmissionDeps {
+  settings: Settings;
+  classifier: Classifier;
+  audit: AuditLog;
+}
+
+export interface Admitted {
+  admitted: true;
+  policyText: string;
+  /** Unredacted: the target, for the gates and the op-key only. */
+  rawAuditArgs: Record<string, unknown>;
+  auditArgs: Record<string, unknown>;
+  classification: Classification;
+  tier: Tier;
+  reason: string;
+}
+
+export interface Refused {
+  admitted: false;
+  auditArgs: Record<string, unknown>;
+  classification: Classification;
+  tier: Tier;
+  /** The reason recorded in structuredContent. */
+  reason: string;
+  /** The `[DENIED …]` text returned to the caller. */
+  text: string;
+}
+
+export type Admit = (tool: Tool, args: unknown) => Admitted | Refused;
+
+/**
+ * Admission of one validated call, shared by the call itself and by the
+ * verify/rollback commands bound to a confirmation, so that no command ever
+ * reaches a tool by a path that skips it: the input bound before any scan,
+ * then classification, the deny list, the mode, and the fail-closed audit
+ * check. Gates are not part of it; they run after, on the main call only.
+ */
+export function createAdmission(deps: AdmissionDeps): Admit {
+  const { settings, classifier, audit } = deps;
+  const policyConfig = {
+    mode: settings.policyMode,
+    deny: settings.policyDeny,
+    allow: settings.policyAllow,
+    maxProbe: settings.maxInput + PROBE_SLACK,
+  };
+  return (tool, args) => {
+    const policyText = tool.policyText(args);
+    const rawAuditArgs = tool.auditArgs(args);
+    const auditArgs = redactArgs(rawAuditArgs);
+
+    // Unscanned input counts as the highest tier (Appendix B 1).
+    const inputBytes = utf8Length(policyText);
+    if (inputBytes > settings.maxInput) {
+      return {
+        admitted: false,
+        auditArgs,
+        classification: { tier: 3, basis: "default", part: "" },
+        tier: 3,
+        reason: "input too large",
+        text: deniedText(
+          3,
+          `input of ${inputBytes} bytes exceeds RELAY_SHELL_MAX_INPUT (${settings.maxInput})`,
+        ),
+      };
+    }
+
+    // The deny list first, then the mode.
+    const classification = assessTier(tool.tier, policyText, classifier);
+    const decision = decide(policyConfig, tool.name, policyText, classification);
+    const refuse = (reason: string): Refused => ({
+      admitted: false,
+      auditArgs,
+      classification,
+      tier: decision.tier,
+      reason,
+      text: deniedText(decision.tier, reason),
+    });
+    if (!decision.allowed) return refuse(decision.reason);
+
+    // Nothing runs that cannot be recorded (Appendix B 11).
+    if (settings.auditFailClosed && decision.tier > 0 && !audit.status().lastWriteOk) {
+      return refuse(
+        "the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses calls above Tier 0 until it can",
+      );
+    }
+    return {
+      admitted: true,
+      policyText,
+      rawAuditArgs,
+      auditArgs,
+      classification,
+      tier: decision.tier,
+      reason: decision.reason,
+    };
+  };
+}
+
+/**
+ * The tier of a call whose arguments failed validation, from every string it
+ * contains, so the record shows what the caller tried to run.
+ */
+export function classifyLoose(
+  tool: Tool | undefined,
+  raw: unknown,
+  classifier: Classifier,
+  maxInput: number,
+): Classification {
+  const parts: string[] = [];
+  let budget = maxInput;
+  const visit = (value: unknown, depth: number): void => {
+    if (budget <= 0 || depth > 8) return;
+    if (typeof value === "string") {
+      const piece = value.slice(0, budget);
+      budget -= piece.length;
+      parts.push(piece);
+    } else if (Array.isArray(value) && value.every((item) => typeof item === "string")) {
+      // An argv sent as a list is still one command line.
+      visit(value.join(" "), depth + 1);
+    } else if (Array.isArray(value)) {
+      for (const item of value) visit(item, depth + 1);
+    } else if (value !== null && typeof value === "object") {
+      for (const item of Object.values(value)) visit(item, depth + 1);
+    }
+  };
+  visit(raw, 0);
+  const spec = tool?.tier ?? { kind: "heuristic", floor: 1, windows: false };
+  return assessTier(spec, parts.join("\n"), classifier);
+}
+
+export type FollowUpVetter = (toolName: string, args: unknown, command: string) => string | null;
+
+/**
+ * Would `command`, run as a verify or rollback step of the call
+ * `toolName(args)`, be admitted right now? null when yes, otherwise why not.
+ * The arm step of the confirmation broker asks before it binds a command to
+ * a token. It uses the same admission as every call and decides only: it
+ * runs and records nothing.
+ */
+export function createFollowUpVetter(deps: AdmissionDeps & { tools: readonly Tool[] }): FollowUpVetter {
+  const admit = createAdmission(deps);
+  const byName = new Map(deps.tools.map((t) => [t.name, t]));
+  return (toolName, args, command) => {
+    try {
+      const tool = byName.get(toolName);
+      if (!tool) return `${toolName} is not a registered tool`;
+      if (!tool.followUp) return `${toolName} cannot run verify or rollback commands`;
+      const parsed = tool.parse(tool.followUp(args, command));
+      if (!parsed.ok) return `invalid arguments: ${parsed.problems.join("; ")}`;
+      const admission = admit(tool, parsed.args);
+      if (admission.admitted) return null;
+      return `${toolName} would refuse it as tier ${admission.tier} (${tierName(admission.tier)}): ${admission.reason}`;
+    } catch (err) {
+      // Fail closed: a command that cannot be vetted is not bound.
+      const { type, message } = describeError(err);
+      return `it could not be checked (${type}: ${message})`;
+    }
+  };
+}

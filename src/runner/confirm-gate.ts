@@ -1,0 +1,34 @@
+import type { ConfirmBroker } from "../broker/index.js";
+import { confirmRequiredText } from "./format.js";
+import type { Gate } from "./tool.js";
+
+/**
+ * The Tier-3 confirmation broker as a gate. The runner consults gates only
+ * after the deny list and the mode admitted a call, so a refused call never
+ * gets here; this gate then looks only at Tier 3 and leaves every other call
+ * alone. An armed token for this exact operation is burnt and the call runs
+ * (`confirm_execute`); anything else plans a new token and nothing runs.
+ */
+export function createConfirmGate(broker: ConfirmBroker): Gate {
+  return {
+    name: "confirm-tier3",
+    check(call) {
+      if (call.tier !== 3) return { kind: "proceed" };
+      const identity = { tool: call.tool, policyText: call.policyText, auditArgs: call.auditArgs };
+      const confirmed = broker.consume(identity);
+      if (confirmed) {
+        return {
+          kind: "proceed",
+          action: "confirm_execute",
+          ...(confirmed.followUps ? { followUps: confirmed.followUps } : {}),
+        };
+      }
+      const token = broker.plan({ ...identity, args: call.args });
+      return {
+        kind: "challenge",
+        text: confirmRequiredText(token, broker.ttlSeconds),
+        action: "confirm_plan",
+      };
+    },
+  };
+}

@@ -1,0 +1,237 @@
+import type { FollowUpPlan } from "../broker/index.js";
+import type { Settings } from "../config/index.js";
+import { type Logger, RelayError } from "../core/index.js";
+import type { Classifier } from "../policy/index.js";
+import { type Admit, classifyLoose } from "./admission.js";
+import { deniedText, errorText, stepText } from "./format.js";
+import type { RecordContext, Recorder } from "./record.js";
+import type { StepSummary } from "./structured.js";
+import type { Tool, ToolContext } from "./tool.js";
+import { performWork } from "./work.js";
+
+export interface FollowUpDeps {
+  settings: Settings;
+  classifier: Classifier;
+  admit: Admit;
+  record: Recorder;
+  logger: Logger;
+}
+
+export interface FollowUpRequest {
+  tool: Tool;
+  /** The validated arguments of the confirmed call that just ran: the target the steps inherit. */
+  args: unknown;
+  plan: FollowUpPlan;
+  ctx: RecordContext;
+}
+
+export interface FollowUpReport {
+  /** Step blocks to put after the confirmed call's own text ("" when nothing ran). */
+  text: string;
+  verify?: StepSummary;
+  rollback?: StepSummary;
+}
+
+type StepKind = "verify" | "rollback";
+
+interface StepResult {
+  summary: StepSummary;
+  text: string;
+  /** Why the step counts as failed, or null when it passed. */
+  failure: string | null;
+}
+
+/** Blocks on their own lines, without doubling a newline a block already ends with. */
+function joinBlocks(blocks: readonly string[]): string {
+  let out = "";
+  for (const block of blocks) out += out === "" || out.endsWith("\n") ? block : `\n${block}`;
+  return out;
+}
+
+/**
+ * The verify/rollback loop of ADR 0010, run after a confirmed call's own
+ * record is written. Each step is the same tool against the same target with
+ * the bound command in place of the original, admitted again from scratch
+ * (input bound, deny list, mode, fail-closed audit), but never sent back to
+ * the confirmation gate: a rollback waiting for a second token would
+ * deadlock the remediation. At most one verify and one rollback; a failed
+ * rollback is reported and left alone. Nothing is persisted: if the process
+ * dies in here, the audit trail holds the arm and the execute, and the
+ * system is in whatever state the execute left.
+ */
+export async function runFollowUps(deps: FollowUpDeps, request: FollowUpRequest): Promise<FollowUpReport> {
+  const { tool, plan } = request;
+  if (plan.verifyCommand === "") return { text: "" };
+
+  const verify = await runStep(deps, request, "verify", plan.verifyCommand);
+  const blocks = [stepText("verify", verify.text)];
+  const report: FollowUpReport = { text: "", verify: verify.summary };
+  if (verify.failure !== null) {
+    if (plan.autoRollback && plan.rollbackCommand !== "") {
+      blocks.push(`[verify failed: ${verify.failure}; running the bound rollback once]`);
+      deps.logger.warn(
+        { tool: tool.name, reason: verify.failure },
+        "verify failed: running the bound rollback",
+      );
+      const rollback = await runStep(deps, request, "rollback", plan.rollbackCommand);
+      blocks.push(stepText("rollback", rollback.text));
+      report.rollback = rollback.summary;
+      if (rollback.failure !== null) {
+        blocks.push(
+          `[ROLLBACK FAILED: ${rollback.failure}. It is not retried; the target may be in a partial state, check it by hand]`,
+        );
+        deps.logger.error({ tool: tool.name, reason: rollback.failure }, "rollback failed; not retried");
+      }
+    } else {
+      const why = plan.rollbackCommand === "" ? "no rollback command was bound" : "auto_rollback is off";
+      blocks.push(`[verify failed: ${verify.failure}; no rollback ran (${why})]`);
+    }
+  }
+  report.text = joinBlocks(blocks);
+  return report;
+}
+
+async function runStep(
+  deps: FollowUpDeps,
+  request: FollowUpRequest,
+  kind: StepKind,
+  command: string,
+): Promise<StepResult> {
+  const { settings, record } = deps;
+  const { tool, ctx } = request;
+  const action = kind === "verify" ? "confirm_verify" : "confirm_rollback";
+  const summary = (fields: Partial<StepSummary>, failed: boolean): StepSummary => ({
+    action,
+    ran: false,
+    tier: 3,
+    denied: false,
+    exit_code: null,
+    timed_out: false,
+    ...fields,
+    failed,
+  });
+
+  // Derive the step's arguments and validate them like any call's.
+  let raw: unknown;
+  try {
+    if (!tool.followUp) throw new RelayError("", `${tool.name} cannot run verify or rollback commands`);
+    raw = tool.followUp(request.args, command);
+  } catch (err) {
+    const text = errorText(err);
+    const classification = classifyLoose(tool, command, deps.classifier, settings.maxInput);
+    record(ctx, {
+      tool: tool.name,
+      tier: classification.tier,
+      classification,
+      denied: false,
+      reason: "internal error",
+      args: {},
+      text,
+      exitCode: null,
+      outcome: "error",
+      action,
+    });
+    return {
+      summary: summary({ tier: classification.tier }, true),
+      text,
+      failure: "it could not be prepared",
+    };
+  }
+  const parsed = tool.parse(raw);
+  if (!parsed.ok) {
+    const classification = classifyLoose(tool, raw, deps.classifier, settings.maxInput);
+    const text = deniedText(classification.tier, `invalid arguments: ${parsed.problems.join("; ")}`);
+    record(ctx, {
+      tool: tool.name,
+      tier: classification.tier,
+      classification,
+      denied: true,
+      reason: "invalid arguments",
+      args: {},
+      text,
+      exitCode: null,
+      outcome: "denied",
+      action,
+    });
+    return {
+      summary: summary({ tier: classification.tier, denied: true }, true),
+      text,
+      failure: "its arguments were invalid",
+    };
+  }
+
+  // The same admission as any call: the deny list first, then the mode; no gate.
+  const admission = deps.admit(tool, parsed.args);
+  if (!admission.admitted) {
+    record(ctx, {
+      tool: tool.name,
+      tier: admission.tier,
+      classification: admission.classification,
+      denied: true,
+      reason: admission.reason,
+      args: admission.auditArgs,
+      text: admission.text,
+      exitCode: null,
+      outcome: "denied",
+      action,
+    });
+    return {
+      summary: summary({ tier: admission.tier, denied: true }, true),
+      text: admission.text,
+      failure: "it was refused by policy",
+    };
+  }
+
+  // Its own signal: a cancelled request must not cut a remediation short (the step's own timeout bounds it).
+  const toolCtx: ToolContext = {
+    signal: new AbortController().signal,
+    requestId: ctx.requestId,
+    clientId: ctx.clientId,
+    progress: () => undefined,
+  };
+  const work = await performWork(tool, parsed.args, toolCtx, settings);
+  const base = {
+    tool: tool.name,
+    tier: admission.tier,
+    classification: admission.classification,
+    denied: false,
+    reason: admission.reason,
+    args: admission.auditArgs,
+    action,
+  } as const;
+  if (work.threw) {
+    record(ctx, { ...base, text: work.text, exitCode: null, outcome: "error" });
+    return {
+      summary: summary({ ran: true, tier: admission.tier }, true),
+      text: work.text,
+      failure: "it failed to run",
+    };
+  }
+  record(ctx, {
+    ...base,
+    text: work.text,
+    exitCode: work.exitCode,
+    outcome: "ok",
+    timedOut: work.timedOut,
+    truncated: work.truncated,
+  });
+  let failure: string | null = null;
+  if (work.timedOut) failure = "it timed out";
+  else if (work.exitCode === null) failure = "it reported no exit status";
+  else if (work.exitCode !== 0) failure = `exit status ${work.exitCode}`;
+  else if (
+    kind === "verify" &&
+    request.plan.verifyExpect !== "" &&
+    !work.body.includes(request.plan.verifyExpect)
+  ) {
+    failure = "the expected text is not in its output";
+  }
+  return {
+    summary: summary(
+      { ran: true, tier: admission.tier, exit_code: work.exitCode, timed_out: work.timedOut },
+      failure !== null,
+    ),
+    text: work.text,
+    failure,
+  };
+}

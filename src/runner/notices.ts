@@ -1,0 +1,154 @@
+import type { PolicyMode } from "../config/index.js";
+import { type Tier, tierName } from "../core/index.js";
+import { BASIS_TEXT, type Basis } from "../policy/index.js";
+
+/**
+ * Trailing notices (ADR 0011 of this project, after the design record's ADR
+ * 0013): a message to the caller that what just ran was judged risky, or
+ * that the remote end was not authenticated. They are computed after the
+ * audit record is written, from the decision and the work's reported
+ * host-key outcomes only; they never contain command text, so they cannot
+ * leak what redaction hid, and they are not evidence of anything.
+ */
+export interface NoticeInput {
+  /** RELAY_SHELL_UNSAFE_NOTICES. */
+  enabled: boolean;
+  tier: Tier;
+  basis: Basis;
+  mode: PolicyMode;
+  /** The Tier-3 confirmation broker is on. */
+  brokerOn: boolean;
+  /** The call consumed an armed confirmation token. */
+  confirmed: boolean;
+  /** The work's structured fields: `host_key`, `jump_host_keys`, `host_keys` are read. */
+  fields?: Record<string, unknown> | undefined;
+}
+
+export const HEURISTIC_DISCLAIMER = "Classification is a heuristic, not a boundary";
+const MAX_LISTED_HOSTS = 8;
+const MAX_LABEL = 80;
+
+function tierLine(input: NoticeInput): string | null {
+  if (input.tier < 2) return null;
+  const phrase = BASIS_TEXT[input.basis] ?? "classified by the tier rules";
+  const head = `[NOTICE tier ${input.tier} (${tierName(input.tier)}), ${phrase} (${input.basis}).`;
+  let consequence: string;
+  if (input.tier === 3) {
+    if (input.confirmed) consequence = "It may not be undoable; it was explicitly confirmed first";
+    else if (input.brokerOn) consequence = "It may not be undoable, and no confirmation step was required";
+    else {
+      consequence =
+        "It may not be undoable, and no confirmation step was required; set RELAY_SHELL_CONFIRM_TIER3=true to require one";
+    }
+  } else {
+    consequence =
+      input.mode === "guarded"
+        ? "It may change state that a user or dependent will notice; RELAY_SHELL_POLICY_ALLOW admitted it"
+        : "It may change state that a user or dependent will notice; guarded mode would refuse it without an allow-list match";
+  }
+  return `${head} ${consequence}. ${HEURISTIC_DISCLAIMER}]`;
+}
+
+/** A host name as shown in a notice: printable, bracket-free, bounded. */
+function label(report: Record<string, unknown>): string | null {
+  // The name the caller used (fleet tools report it) wins; otherwise the endpoint that was dialled.
+  let shown: string;
+  if (typeof report.name === "string" && report.name !== "") shown = report.name;
+  else if (typeof report.host === "string" && report.host !== "") {
+    const port = report.port;
+    shown = typeof port === "number" && port !== 22 && port > 0 ? `${report.host}:${port}` : report.host;
+  } else return null;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const clean = shown.replace(/[\u0000-\u001f\u007f[\]]/g, "");
+  return clean.length > MAX_LABEL ? `${clean.slice(0, MAX_LABEL)}…` : clean;
+}
+
+function reportsOf(fields: Record<string, unknown> | undefined): Record<string, unknown>[] {
+  if (!fields) return [];
+  const out: Record<string, unknown>[] = [];
+  const take = (value: unknown) => {
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      out.push(value as Record<string, unknown>);
+    }
+  };
+  take(fields.host_key);
+  for (const key of ["jump_host_keys", "host_keys"]) {
+    const list = fields[key];
+    if (Array.isArray(list)) for (const item of list) take(item);
+  }
+  return out;
+}
+
+function listed(names: string[]): string {
+  const head = names.slice(0, MAX_LISTED_HOSTS).join(", ");
+  const rest = names.length - MAX_LISTED_HOSTS;
+  return rest > 0 ? `${head} and ${rest} more` : head;
+}
+
+function hostKeyLine(fields: Record<string, unknown> | undefined): string | null {
+  const unchecked = new Set<string>();
+  const learned = new Set<string>();
+  for (const report of reportsOf(fields)) {
+    const name = label(report);
+    if (name === null) continue;
+    if (report.status === "unchecked") unchecked.add(name);
+    else if (report.status === "learned") learned.add(name);
+  }
+  const parts: string[] = [];
+  if (unchecked.size > 0) {
+    parts.push(
+      `host-key verification was off for ${listed([...unchecked])} (known_hosts=ignore); the remote identity was not checked`,
+    );
+  }
+  if (learned.size > 0) {
+    parts.push(
+      `first contact with ${listed([...learned])}: key learned and pinned (known_hosts=accept-new); later connections must present the same key`,
+    );
+  }
+  return parts.length > 0 ? `[NOTICE ssh ${parts.join("; ")}]` : null;
+}
+
+/**
+ * At most two lines: the tier line (Tier 2 and 3 only), then the host-key
+ * line (a host dialled with checking off, or whose key was learned now).
+ * Never throws: a notice that cannot be computed is simply not shown.
+ */
+export function computeNotices(input: NoticeInput): string[] {
+  try {
+    if (!input.enabled) return [];
+    const lines: string[] = [];
+    const tier = tierLine(input);
+    if (tier !== null) lines.push(tier);
+    const keys = hostKeyLine(input.fields);
+    if (keys !== null) lines.push(keys);
+    return lines;
+  } catch {
+    // A malformed field from a tool must not fail a call that already ran and was recorded.
+    return [];
+  }
+}
+
+/**
+ * The returned text with its notices: after a newline, one per line; or,
+ * for a JSON-object result, inside it as a `notices` array so it still
+ * parses. The audited text is the part before, which is why this runs last.
+ */
+export function attachNotices(text: string, notices: readonly string[], json: boolean): string {
+  if (notices.length === 0) return text;
+  if (json) {
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)) {
+        const object = parsed as Record<string, unknown>;
+        if ("notices" in object) return JSON.stringify({ ...object, notices: [...notices] });
+        // Splice rather than re-serialise, so every byte before the array is the audited text.
+        const end = text.lastIndexOf("}");
+        const comma = Object.keys(object).length > 0 ? "," : "";
+        return `${text.slice(0, end)}${comma}"notices":${JSON.stringify(notices)}${text.slice(end)}`;
+      }
+    } catch {
+      // Not JSON after all (a truncated body): fall back to trailing lines.
+    }
+  }
+  return `${text}\n${notices.join("\n")}`;
+}

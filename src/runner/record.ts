@@ -1,0 +1,78 @@
+import type { AuditAction, AuditLog } from "../audit/index.js";
+import type { Settings } from "../config/index.js";
+import { type Logger, type Tier, tierName } from "../core/index.js";
+import type { CallMetrics, CallOutcome } from "../metrics/index.js";
+import type { Classification } from "../policy/index.js";
+import type { StructuredResult } from "./structured.js";
+
+/** Everything one audit record, one counter tick and one structuredContent are made of. */
+export interface Finish {
+  tool: string;
+  tier: Tier;
+  classification: Classification;
+  denied: boolean;
+  reason: string;
+  /** Redacted audit args. */
+  args: Record<string, unknown>;
+  /** The final text before notices: its hash and length go into the record. */
+  text: string;
+  exitCode: number | null;
+  outcome: CallOutcome;
+  action?: AuditAction;
+  timedOut?: boolean;
+  truncated?: boolean;
+  fields?: Record<string, unknown>;
+}
+
+export interface RecordContext {
+  requestId: string;
+  clientId: string;
+}
+
+export interface RecorderDeps {
+  settings: Settings;
+  audit: AuditLog;
+  metrics: CallMetrics;
+  logger: Logger;
+}
+
+export type Recorder = (ctx: RecordContext, f: Finish) => StructuredResult;
+
+/**
+ * Append the record, count the call, describe it. The optional identifiers
+ * and the action are written only when non-empty, so with the broker off a
+ * record has exactly the shape it had before the broker existed.
+ */
+export function createRecorder(deps: RecorderDeps): Recorder {
+  const { settings, audit, metrics, logger } = deps;
+  return (ctx, f) => {
+    const written = audit.append({
+      tool: f.tool,
+      tier: f.tier,
+      denied: f.denied,
+      args: f.args,
+      output: f.text,
+      exitCode: f.exitCode,
+      ...(ctx.requestId ? { requestId: ctx.requestId } : {}),
+      ...(ctx.clientId ? { clientId: ctx.clientId } : {}),
+      ...(f.action ? { action: f.action } : {}),
+    });
+    if (!written) logger.warn({ tool: f.tool }, "audit record could not be written");
+    metrics.recordCall({ tool: f.tool, tier: f.tier, mode: settings.policyMode, outcome: f.outcome });
+    return {
+      tool: f.tool,
+      tier: f.tier,
+      tier_name: tierName(f.tier),
+      basis: f.classification.basis,
+      basis_part: f.classification.part,
+      denied: f.denied,
+      reason: f.reason,
+      exit_code: f.exitCode,
+      timed_out: f.timedOut ?? false,
+      truncated: f.truncated ?? false,
+      action: f.action ?? null,
+      notices: [],
+      ...f.fields,
+    };
+  };
+}

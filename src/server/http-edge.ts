@@ -1,0 +1,299 @@
+import {
+  createServer,
+  type IncomingMessage,
+  type Server as NodeHttpServer,
+  type ServerResponse,
+} from "node:http";
+import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { isLoopbackHost, type Settings } from "../config/index.js";
+import { type Clock, cryptoIds, type Ids, type Logger, systemClock } from "../core/index.js";
+import { type CallSeries, createMetricsRegistry, type GaugeProviders } from "../metrics/index.js";
+import { allowedHostnames, checkHostAndOrigin } from "./http-guard.js";
+import {
+  headerValue,
+  mediaType,
+  RPC_INTERNAL_ERROR,
+  RPC_INVALID_REQUEST,
+  RPC_PARSE_ERROR,
+  RPC_SERVER_ERROR,
+  RPC_SESSION_NOT_FOUND,
+  readBody,
+  sendJson,
+  sendRpcError,
+} from "./http-io.js";
+import {
+  createMcpSessions,
+  DEFAULT_MCP_SESSIONS,
+  type McpSessionConfig,
+  type SessionHandle,
+} from "./http-sessions.js";
+import { createFailureThrottle, DEFAULT_THROTTLE, type ThrottleConfig } from "./http-throttle.js";
+import { describeOversized } from "./line-reader.js";
+import { createMcpServer, type McpServerDeps } from "./mcp-server.js";
+import { serveMetrics, timedRelay } from "./metrics-endpoint.js";
+import { createOAuthProvider } from "./oauth-provider.js";
+import { createOAuthRoutes, type OAuthRoutes } from "./oauth-routes.js";
+import { openOAuthStore } from "./oauth-store.js";
+
+export type HttpEdgeSettings = Pick<
+  Settings,
+  | "httpHost"
+  | "httpPort"
+  | "httpPath"
+  | "allowUnauthNetwork"
+  | "authEnabled"
+  | "authIssuer"
+  | "authStateDir"
+  | "authSingleClient"
+  | "authAccessTtl"
+  | "authRefreshTtl"
+  | "authCodeTtl"
+>;
+
+export interface HttpEdgeOptions {
+  settings: HttpEdgeSettings;
+  /** What every per-session MCP server is built from (the relay is shared). */
+  mcp: McpServerDeps;
+  /** The relay's call counter, rendered on /metrics. */
+  calls: { series(): CallSeries[] };
+  gauges: GaugeProviders;
+  /** Largest request body read whole; see the stdio bound in cli/main.ts. */
+  maxBodyBytes: number;
+  logger: Logger;
+  clock?: Clock;
+  ids?: Ids;
+  throttle?: ThrottleConfig;
+  sessions?: McpSessionConfig;
+}
+
+export interface HttpEdge {
+  /** Bind and serve; rejects if the address cannot be bound. */
+  listen(): Promise<{ host: string; port: number }>;
+  /** Live MCP sessions (not PTY sessions). */
+  readonly mcpSessions: number;
+  close(): Promise<void>;
+}
+
+/**
+ * With lockdown off, /authorize approves any client that registers, so OAuth
+ * alone no longer decides who gets in: the listener is as open as one
+ * without OAuth and gets the same non-loopback refusal.
+ */
+export function checkOpenRegistrationBind(settings: HttpEdgeSettings): string | null {
+  if (!settings.authEnabled || settings.authSingleClient) return null;
+  if (isLoopbackHost(settings.httpHost) || settings.allowUnauthNetwork) return null;
+  return (
+    `refusing to serve HTTP on ${settings.httpHost}:${settings.httpPort} with RELAY_SHELL_AUTH_SINGLE_CLIENT=false: ` +
+    "any client that can register is approved, so the address must be loopback. Keep single-client lockdown on, " +
+    "bind a loopback address, or set RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true to accept it"
+  );
+}
+
+function pathOf(url: string | undefined): string {
+  const text = url ?? "/";
+  const query = text.indexOf("?");
+  return query < 0 ? text : text.slice(0, query);
+}
+
+function isInitialize(body: unknown): boolean {
+  return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+}
+
+/**
+ * The streamable-HTTP edge (CONTRACT §9): Host and Origin validation on
+ * every request, /metrics, the OAuth endpoints when enabled, and the MCP
+ * endpoint with per-client sessions and bounded bodies. Building it opens
+ * the OAuth state (so `--check-config` fails on a bad state dir) without
+ * binding anything.
+ */
+export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
+  const { settings, logger } = options;
+  const clock = options.clock ?? systemClock;
+  const ids = options.ids ?? cryptoIds;
+  const unsafe = checkOpenRegistrationBind(settings);
+  if (unsafe) throw new Error(unsafe);
+
+  let oauth: OAuthRoutes | null = null;
+  if (settings.authEnabled) {
+    const store = openOAuthStore(settings.authStateDir, logger);
+    const provider = createOAuthProvider(
+      {
+        issuer: settings.authIssuer,
+        singleClient: settings.authSingleClient,
+        accessTtl: settings.authAccessTtl,
+        refreshTtl: settings.authRefreshTtl,
+        codeTtl: settings.authCodeTtl,
+      },
+      { store, clock, ids, logger },
+    );
+    const throttle = createFailureThrottle(options.throttle ?? DEFAULT_THROTTLE, clock);
+    oauth = createOAuthRoutes({ provider, throttle, clock, ids, logger, mcpPath: settings.httpPath });
+  }
+
+  const relay = options.mcp.relay;
+  const metrics = createMetricsRegistry({
+    calls: options.calls,
+    gauges: options.gauges,
+    tools: relay.tools.map((t) => t.name),
+    onGaugeError: (name, err) => logger.warn({ gauge: name, err: String(err) }, "gauge skipped"),
+  });
+  const sessionRelay = timedRelay(relay, metrics, clock);
+  const sessions = createMcpSessions(options.sessions ?? DEFAULT_MCP_SESSIONS, {
+    createServer: () => createMcpServer({ ...options.mcp, relay: sessionRelay }),
+    clock,
+    ids,
+    logger,
+  });
+  const allowed = allowedHostnames({ bindHost: settings.httpHost, issuer: settings.authIssuer });
+  let http: NodeHttpServer | null = null;
+
+  async function oversized(
+    res: ServerResponse,
+    body: { bytes: number; head: Buffer; tail: Buffer },
+    session: SessionHandle | undefined,
+    owner: string,
+  ): Promise<void> {
+    const info = describeOversized(body);
+    if (session && info.method === "tools/call" && info.id !== null) {
+      // The same audited refusal stdio gives: unscanned input is treated as Tier 3.
+      const result = relay.refuseOversized(info.toolName, body.bytes, {
+        requestId: String(info.id),
+        clientId: owner,
+        signal: new AbortController().signal,
+      });
+      sendJson(res, 200, {
+        jsonrpc: "2.0",
+        id: info.id,
+        result: { content: [{ type: "text", text: result.text }], structuredContent: result.structured },
+      });
+      return;
+    }
+    sendRpcError(res, 413, RPC_INVALID_REQUEST, `message of ${body.bytes} bytes exceeds the size limit`);
+  }
+
+  async function mcpEndpoint(req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> {
+    let owner = "";
+    if (oauth) {
+      const info = oauth.authenticate(req, res);
+      if (!info) return;
+      req.auth = info;
+      owner = info.clientId;
+    }
+    const method = req.method ?? "";
+    if (method !== "POST" && method !== "GET" && method !== "DELETE") {
+      sendRpcError(res, 405, RPC_SERVER_ERROR, "Method not allowed", { Allow: "GET, POST, DELETE" });
+      return;
+    }
+    const sessionId = headerValue(req, "mcp-session-id");
+    let session: SessionHandle | undefined;
+    if (sessionId !== undefined) {
+      const found = sessions.lookup(sessionId, owner);
+      if (!found.found) {
+        sendRpcError(res, 404, RPC_SESSION_NOT_FOUND, "Session not found");
+        return;
+      }
+      session = found.handle;
+    }
+    if (method !== "POST") {
+      if (!session) {
+        sendRpcError(res, 400, RPC_SERVER_ERROR, "Bad Request: Mcp-Session-Id header is required");
+        return;
+      }
+      await session.handle(req, res);
+      return;
+    }
+    if (mediaType(req) !== "application/json") {
+      sendRpcError(
+        res,
+        415,
+        RPC_SERVER_ERROR,
+        "Unsupported Media Type: Content-Type must be application/json",
+      );
+      return;
+    }
+    const body = await readBody(req, options.maxBodyBytes);
+    if (body.kind === "aborted") return;
+    if (body.kind === "too_large") {
+      await oversized(res, body, session, owner);
+      return;
+    }
+    let message: unknown;
+    try {
+      message = JSON.parse(body.body.toString("utf8"));
+    } catch {
+      sendRpcError(res, 400, RPC_PARSE_ERROR, "Parse error: Invalid JSON");
+      return;
+    }
+    if (session) {
+      await session.handle(req, res, message);
+      return;
+    }
+    if (!isInitialize(message)) {
+      sendRpcError(res, 400, RPC_SERVER_ERROR, "Bad Request: Mcp-Session-Id header is required");
+      return;
+    }
+    if (!sessions.hasRoom()) {
+      sendRpcError(res, 503, RPC_SERVER_ERROR, "Too many MCP sessions; retry later", { "Retry-After": "30" });
+      return;
+    }
+    await sessions.initialize(owner, req, res, message);
+  }
+
+  async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const guard = checkHostAndOrigin(req, allowed);
+    if (!guard.ok) {
+      sendRpcError(res, 403, RPC_SERVER_ERROR, guard.message);
+      return;
+    }
+    const path = pathOf(req.url);
+    if (path === "/metrics") {
+      await serveMetrics(req, res, metrics, logger);
+      return;
+    }
+    if (oauth && (await oauth.handle(req, res, path))) return;
+    if (path === settings.httpPath) {
+      await mcpEndpoint(req, res);
+      return;
+    }
+    sendRpcError(res, 404, RPC_SERVER_ERROR, "Not found");
+  }
+
+  return {
+    get mcpSessions() {
+      return sessions.size;
+    },
+    listen() {
+      const server = createServer((req, res) => {
+        onRequest(req, res).catch((err: unknown) => {
+          logger.error({ err: String(err), path: pathOf(req.url).slice(0, 100) }, "HTTP request failed");
+          if (!res.headersSent) sendRpcError(res, 500, RPC_INTERNAL_ERROR, "Internal error");
+          else res.destroy();
+        });
+      });
+      http = server;
+      const host = settings.httpHost.replace(/^\[(.*)\]$/, "$1");
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen({ host, port: settings.httpPort }, () => {
+          server.off("error", reject);
+          server.on("error", (err) => logger.error({ err: String(err) }, "HTTP server error"));
+          const address = server.address();
+          const port = typeof address === "object" && address ? address.port : settings.httpPort;
+          resolve({ host, port });
+        });
+      });
+    },
+    async close() {
+      await sessions.closeAll();
+      metrics.close();
+      const server = http;
+      http = null;
+      if (!server) return;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}

@@ -1,0 +1,163 @@
+import type { Client, SFTPWrapper } from "ssh2";
+import { type Clock, RelayError } from "../core/index.js";
+import type { HostKeyReport } from "./host-key.js";
+import type { SshLease, SshPool } from "./pool.js";
+import { type CopyStats, downloadTree, emptyStats, uploadTree } from "./sftp.js";
+import { createRemoteFs } from "./sftp-fs.js";
+import type { SshTarget } from "./target.js";
+
+export type TransferDirection = "upload" | "download";
+
+export interface TransferRequest {
+  direction: TransferDirection;
+  target: SshTarget;
+  /** The host as the caller named it, for messages. */
+  host: string;
+  localPath: string;
+  remotePath: string;
+  recursive: boolean;
+  /** null = no per-call cap (only the connection's keepalive bounds a hung transfer). */
+  timeoutMs: number | null;
+  signal?: AbortSignal;
+}
+
+export interface TransferResult extends CopyStats {
+  timedOut: boolean;
+  /** null when the time ran out before the connection was up. */
+  hostKey: HostKeyReport | null;
+  jumpHostKeys: readonly HostKeyReport[];
+  reused: boolean;
+  durationMs: number;
+}
+
+export interface TransferDeps {
+  pool: SshPool;
+  clock: Clock;
+}
+
+function openSftp(client: Client): Promise<SFTPWrapper> {
+  return new Promise((resolve, reject) => {
+    const fail = (err: unknown) =>
+      reject(
+        new RelayError(
+          "ChannelOpenError",
+          `could not start SFTP: ${(err as Error)?.message ?? String(err)}`,
+          {
+            code: "channel_open",
+            cause: err,
+          },
+        ),
+      );
+    try {
+      client.sftp((err, sftp) => (err ? fail(err) : resolve(sftp)));
+    } catch (err) {
+      // ssh2 throws synchronously when the connection is already gone.
+      fail(err);
+    }
+  });
+}
+
+/** Settles with the work, or rejects as soon as `signal` aborts (the work may still be winding down). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new RelayError("CancelledError", "the transfer was stopped"));
+    if (signal.aborted) onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(err);
+      },
+    );
+  });
+}
+
+/**
+ * One SFTP transfer on a pooled connection, pinned for its whole length.
+ * The timeout covers connecting as well; when it fires the SFTP channel is
+ * closed, the partial file stays where it is, and the result says how far
+ * the copy got.
+ */
+export async function transferFiles(deps: TransferDeps, request: TransferRequest): Promise<TransferResult> {
+  const { pool, clock } = deps;
+  const started = clock.monotonic();
+  const stop = new AbortController();
+  const stats = emptyStats(request.direction === "upload" ? request.remotePath : request.localPath);
+  let timedOut = false;
+  let lease: SshLease | null = null;
+  let sftp: SFTPWrapper | null = null;
+  const halt = () => {
+    stop.abort();
+    // Pending SFTP requests fail once the channel is gone, which ends fastPut/fastGet.
+    sftp?.end();
+  };
+  const timer =
+    request.timeoutMs === null
+      ? null
+      : setTimeout(() => {
+          timedOut = true;
+          halt();
+        }, request.timeoutMs);
+  request.signal?.addEventListener("abort", halt, { once: true });
+  if (request.signal?.aborted) halt();
+
+  const result = (): TransferResult => ({
+    ...stats,
+    timedOut,
+    hostKey: lease?.hostKey ?? null,
+    jumpHostKeys: lease?.jumpHostKeys ?? [],
+    reused: lease?.reused ?? false,
+    durationMs: clock.monotonic() - started,
+  });
+
+  try {
+    let channel: SFTPWrapper;
+    for (let attempt = 0; ; attempt++) {
+      lease = await pool.acquire(request.target, { signal: stop.signal });
+      try {
+        const opening = openSftp(lease.client);
+        // A channel that opens after the time ran out is closed at once.
+        opening.then(
+          (late) => {
+            if (stop.signal.aborted && late !== sftp) late.end();
+          },
+          () => undefined,
+        );
+        channel = await untilAborted(opening, stop.signal);
+        sftp = channel;
+        break;
+      } catch (err) {
+        // A pooled connection can die between uses; that is not the caller's problem, so dial once more.
+        if (attempt === 0 && lease.reused && err instanceof RelayError && err.code === "channel_open") {
+          lease.discard();
+          lease.release();
+          lease = null;
+          continue;
+        }
+        throw err;
+      }
+    }
+    const remote = createRemoteFs(channel, request.host);
+    const options = { recursive: request.recursive, host: request.host, signal: stop.signal, stats };
+    const work =
+      request.direction === "upload"
+        ? uploadTree(remote, request.localPath, request.remotePath, options)
+        : downloadTree(remote, request.remotePath, request.localPath, options);
+    // Once the race is lost to a timeout, the work's own failure is no longer news.
+    work.catch(() => undefined);
+    await untilAborted(work, stop.signal);
+    return result();
+  } catch (err) {
+    if (timedOut) return result();
+    throw err;
+  } finally {
+    if (timer) clearTimeout(timer);
+    request.signal?.removeEventListener("abort", halt);
+    sftp?.end();
+    lease?.release();
+  }
+}

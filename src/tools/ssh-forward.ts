@@ -1,0 +1,132 @@
+import { type TierSpec, widenHostTokens } from "../policy/index.js";
+import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
+import { type ForwardRegistry, type ForwardSpec, parseForwardSpec, type SshService } from "../ssh/index.js";
+import {
+  CONNECTION_PARAMS,
+  connectionAudit,
+  HOST_KEY_FIELD,
+  hostKeyFields,
+  sshProbe,
+  toOverrides,
+} from "./ssh-common.js";
+import { MUTATING_TIER } from "./ssh-transfer.js";
+
+export interface SshForwardToolDeps {
+  ssh: SshService;
+  forwards: ForwardRegistry;
+}
+
+const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+const REVERSIBLE: TierSpec = { kind: "fixed", tier: 1 };
+
+/** The spec, or null when it does not parse (the call then fails in run, after being audited). */
+function specOf(text: string): ForwardSpec | null {
+  try {
+    return parseForwardSpec(text);
+  } catch {
+    return null;
+  }
+}
+
+export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
+  const { ssh, forwards } = deps;
+
+  const forward = defineTool({
+    name: "ssh_forward",
+    title: "Open an SSH port forward",
+    description:
+      "Open a port forward through an SSH host and keep it until ssh_forward_close: L:<listen_port>:<dest_host>:" +
+      "<dest_port> listens on the relay host and tunnels to dest via the SSH host; R:<listen_port>:<dest_host>:" +
+      "<dest_port> listens on the SSH host and connects back to dest from the relay; D:<listen_port> is a SOCKS5 " +
+      "proxy on the relay host. Port 0 picks a free port (reported). Listeners bind 127.0.0.1; IPv6 destinations " +
+      "go in brackets ([::1]). List with ssh_forward_list.",
+    params: {
+      host: { type: "string", description: "inventory / ssh_config alias, or user@host", noNul: true },
+      spec: {
+        type: "string",
+        description:
+          "L:<listen_port>:<dest_host>:<dest_port>, R:<listen_port>:<dest_host>:<dest_port> or D:<listen_port>",
+        noNul: true,
+      },
+      ...CONNECTION_PARAMS,
+    },
+    tier: MUTATING_TIER,
+    annotations: annotationsFor(MUTATING_TIER, { openWorld: true }),
+    resultFields: {
+      forward_id: { type: "string", description: "id for ssh_forward_close" },
+      listen_port: { type: "integer", description: "the port listened on (the real one when 0 was asked)" },
+      listen_host: { type: "string", description: "127.0.0.1, or * when RELAY_SHELL_FORWARD_BIND_ANY is on" },
+      connection_reused: { type: "boolean", description: "a pooled connection was reused" },
+      host_key: HOST_KEY_FIELD,
+      jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+    },
+    budget: () => 1024,
+    // The SSH host is folded in (Python left it out), so a deny rule on a host gates its forwards too.
+    policyText: (a) => {
+      const dest = specOf(a.spec)?.dest?.host;
+      const probe = sshProbe(ssh, `forward ${a.spec}\n${a.host}`, [a.host], a.jump);
+      return dest ? widenHostTokens(probe, [dest]) : probe;
+    },
+    auditArgs: (a) => ({ host: a.host, spec: a.spec, ...connectionAudit(ssh, a.host, a) }),
+    async run(a, ctx) {
+      // A malformed spec fails here, before anything is dialled.
+      const spec = parseForwardSpec(a.spec);
+      const opened = await forwards.open({
+        host: a.host,
+        overrides: toOverrides(a),
+        spec,
+        owner: ctx.clientId,
+        signal: ctx.signal,
+      });
+      return {
+        body: `forward ${opened.id} active: ${opened.kind} ${spec.text} listening on port ${opened.listenPort}`,
+        fields: {
+          forward_id: opened.id,
+          listen_port: opened.listenPort,
+          listen_host: opened.listenHost,
+          connection_reused: opened.reused,
+          ...hostKeyFields(opened.hostKey, opened.jumpHostKeys),
+        },
+      };
+    },
+  });
+
+  const forwardList = defineTool({
+    name: "ssh_forward_list",
+    title: "List SSH port forwards",
+    description:
+      "List the caller's open port forwards (and those no client owns) as JSON: id, kind (local, remote, " +
+      "dynamic), spec, listen_port, target (dest_host:dest_port or socks), host, listen_host, open connections " +
+      "and owner.",
+    params: {},
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: false, idempotent: false }),
+    budget: () => 8192,
+    policyText: () => "",
+    auditArgs: () => ({}),
+    async run(_a, ctx) {
+      const rows = forwards.list(ctx.clientId);
+      return { body: rows.length === 0 ? "[]" : JSON.stringify(rows, null, 2) };
+    },
+  });
+
+  const forwardClose = defineTool({
+    name: "ssh_forward_close",
+    title: "Close an SSH port forward",
+    description:
+      "Close a port forward opened by ssh_forward: its listener stops, open tunnels are cut and the SSH " +
+      "connection is no longer held for it.",
+    params: { forward_id: { type: "string", description: "the id ssh_forward returned" } },
+    tier: REVERSIBLE,
+    annotations: annotationsFor(REVERSIBLE, { openWorld: false }),
+    budget: () => 512,
+    policyText: () => "",
+    auditArgs: (a) => ({ forward_id: a.forward_id }),
+    async run(a, ctx) {
+      await forwards.close(a.forward_id, ctx.clientId);
+      return { body: `closed forward ${a.forward_id}` };
+    },
+  });
+
+  return [forward, forwardList, forwardClose];
+}

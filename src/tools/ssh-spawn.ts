@@ -1,0 +1,99 @@
+import type { Settings } from "../config/index.js";
+import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
+import { clampTerminalSize, type SessionRegistry } from "../sessions/index.js";
+import { openSshPty, type SshService } from "../ssh/index.js";
+import {
+  CONNECTION_PARAMS,
+  connectionAudit,
+  HOST_KEY_FIELD,
+  hostKeyFields,
+  REMOTE_COMMAND_TIER,
+  sshProbe,
+  toOverrides,
+} from "./ssh-common.js";
+
+export interface SshSpawnToolDeps {
+  settings: Settings;
+  ssh: SshService;
+  sessions: SessionRegistry;
+}
+
+export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
+  const { settings, ssh, sessions } = deps;
+
+  const sshSpawn = defineTool({
+    name: "ssh_spawn",
+    title: "Start a terminal session on an SSH host",
+    description:
+      "Open a PTY (xterm-256color) on a remote host over SSH and return a session id: the login shell by " +
+      "default, or a command such as top, a REPL or anything that prompts or keeps running. Drive it with " +
+      "session_send and session_recv like a local session; end it with session_kill. For a command that runs " +
+      "and exits, use ssh_exec.",
+    params: {
+      host: { type: "string", description: "inventory / ssh_config alias, or user@host", noNul: true },
+      command: {
+        type: "string",
+        description: "command for the remote shell to run on the terminal; empty = the login shell",
+        default: "",
+        noNul: true,
+      },
+      cols: { type: "integer", description: "terminal width, clamped to 1..1000", default: 120 },
+      rows: { type: "integer", description: "terminal height, clamped to 1..1000", default: 40 },
+      ...CONNECTION_PARAMS,
+    },
+    tier: REMOTE_COMMAND_TIER,
+    annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
+    resultFields: {
+      session_id: { type: "string", description: "id for the session_* tools" },
+      recording: { type: "string", description: "path of the asciicast recording, or empty" },
+      connection_reused: { type: "boolean", description: "a pooled connection was reused" },
+      host_key: HOST_KEY_FIELD,
+      jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+    },
+    budget: () => 4096,
+    policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
+    auditArgs: (a) => {
+      const size = clampTerminalSize(a.cols, a.rows);
+      return {
+        host: a.host,
+        command: a.command.trim() === "" ? "shell" : a.command,
+        size: `${size.cols}x${size.rows}`,
+        ...connectionAudit(ssh, a.host, a),
+      };
+    },
+    async run(a, ctx) {
+      const size = clampTerminalSize(a.cols, a.rows);
+      // Blank means the login shell: an exec request of spaces would run no terminal program at all.
+      const command = a.command.trim() === "" ? "" : a.command;
+      const target = ssh.directory.resolve(a.host, toOverrides(a));
+      // Refuse before dialling when every session slot is taken.
+      sessions.assertCapacity();
+      const opened = await openSshPty(ssh.pool, target, {
+        command,
+        cols: size.cols,
+        rows: size.rows,
+        openTimeoutMs: settings.sshConnectTimeout * 1000,
+        signal: ctx.signal,
+      });
+      const added = await sessions.add({
+        kind: "ssh",
+        title: command === "" ? `ssh ${a.host}` : `ssh ${a.host} ${command}`,
+        owner: ctx.clientId,
+        cols: size.cols,
+        rows: size.rows,
+        transport: opened.transport,
+      });
+      return {
+        body: `session ${added.id} started (ssh ${a.host}); use session_recv/session_send`,
+        fields: {
+          session_id: added.id,
+          recording: added.recording,
+          connection_reused: opened.reused,
+          ...hostKeyFields(opened.hostKey, opened.jumpHostKeys),
+        },
+      };
+    },
+  });
+
+  return [sshSpawn];
+}

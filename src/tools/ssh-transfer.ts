@@ -1,0 +1,168 @@
+import type { Settings } from "../config/index.js";
+import { type Clock, RelayError } from "../core/index.js";
+import type { TierSpec } from "../policy/index.js";
+import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
+import { type SshService, type TransferDirection, transferFiles } from "../ssh/index.js";
+import { clampTimeout } from "./shell.js";
+import {
+  CONNECTION_PARAMS,
+  connectionAudit,
+  HOST_KEY_FIELD,
+  hostKeyFields,
+  sshProbe,
+  toOverrides,
+} from "./ssh-common.js";
+
+export interface SshTransferToolDeps {
+  settings: Settings;
+  ssh: SshService;
+  clock: Clock;
+}
+
+/** Transfers change files: at least Tier 2, and a Tier-3 word in a path still raises it (CONTRACT §2.1). */
+export const MUTATING_TIER: TierSpec = { kind: "heuristic", floor: 2, windows: false };
+
+const HOST = {
+  type: "string",
+  description: "inventory / ssh_config alias, or user@host",
+  noNul: true,
+} as const;
+
+/** 0 (or less) = no per-call cap; otherwise clamp_timeout. */
+function transferTimeout(timeout: number, settings: Settings): number {
+  return timeout > 0 ? clampTimeout(timeout, settings) : 0;
+}
+
+function requirePath(value: string, name: string): void {
+  if (value === "") throw new RelayError("ValueError", `${name} is empty`);
+}
+
+export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
+  const { settings, ssh, clock } = deps;
+
+  function transferTool(direction: TransferDirection): Tool {
+    const upload = direction === "upload";
+    /** `<local> -> <host>:<remote>` or `<host>:<remote> -> <local>`, the host as given. */
+    const route = (a: { host: string; local_path: string; remote_path: string }) =>
+      upload
+        ? `${a.local_path} -> ${a.host}:${a.remote_path}`
+        : `${a.host}:${a.remote_path} -> ${a.local_path}`;
+    const local = {
+      type: "string",
+      description: upload
+        ? "file or directory on the relay host to copy (relative to the server's working directory)"
+        : "where to write on the relay host; an existing directory receives the copy under the source's name",
+      noNul: true,
+    } as const;
+    const remote = {
+      type: "string",
+      description: upload
+        ? "where to write on the remote host (relative paths start at the login directory); an existing " +
+          "directory receives the copy under the source's name"
+        : "file or directory on the remote host to copy (relative paths start at the login directory)",
+      noNul: true,
+    } as const;
+    return defineTool({
+      name: upload ? "ssh_upload" : "ssh_download",
+      title: upload ? "Copy files to an SSH host" : "Copy files from an SSH host",
+      description: upload
+        ? "Copy a local file, or with recursive=true a directory tree, to a remote host over SFTP, keeping " +
+          "permission bits and modification times. Symlinks inside a tree are copied as links, never followed. " +
+          "For the other direction use ssh_download."
+        : "Copy a remote file, or with recursive=true a directory tree, to the relay host over SFTP, keeping " +
+          "permission bits and modification times. Symlinks inside a tree are copied as links, never followed. " +
+          "For the other direction use ssh_upload.",
+      params: {
+        host: HOST,
+        // The contract's order: upload names local then remote, download remote then local.
+        ...(upload ? { local_path: local, remote_path: remote } : { remote_path: remote, local_path: local }),
+        recursive: { type: "boolean", description: "copy a directory tree", default: false },
+        timeout: {
+          type: "integer",
+          description: "seconds for the whole transfer, connecting included; 0 = no cap",
+          default: 0,
+        },
+        ...CONNECTION_PARAMS,
+      },
+      tier: MUTATING_TIER,
+      annotations: annotationsFor(MUTATING_TIER, { openWorld: true }),
+      resultFields: {
+        files: { type: "integer", description: "regular files copied" },
+        bytes: { type: "integer", description: "file content bytes moved" },
+        directories: { type: "integer", description: "directories created or merged into" },
+        symlinks: { type: "integer", description: "symlinks recreated (never followed)" },
+        skipped: {
+          type: "array",
+          description: "sockets, FIFOs and devices in the tree that were not copied",
+        },
+        destination: {
+          type: "string",
+          description: "the path written (the source's name inside a directory)",
+        },
+        duration_ms: { type: "number", description: "wall time including connecting" },
+        connection_reused: { type: "boolean", description: "a pooled connection was reused" },
+        host_key: HOST_KEY_FIELD,
+        jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+      },
+      budget: () => 2048,
+      policyText: (a) =>
+        sshProbe(
+          ssh,
+          upload
+            ? `upload ${a.local_path} ${a.host}:${a.remote_path}`
+            : `download ${a.host}:${a.remote_path} ${a.local_path}`,
+          [a.host],
+          a.jump,
+        ),
+      auditArgs: (a) => ({
+        host: a.host,
+        local: a.local_path,
+        remote: a.remote_path,
+        recursive: a.recursive,
+        timeout: transferTimeout(a.timeout, settings),
+        ...connectionAudit(ssh, a.host, a),
+      }),
+      async run(a, ctx) {
+        requirePath(a.local_path, "local_path");
+        requirePath(a.remote_path, "remote_path");
+        const timeout = transferTimeout(a.timeout, settings);
+        const target = ssh.directory.resolve(a.host, toOverrides(a));
+        const result = await transferFiles(
+          { pool: ssh.pool, clock },
+          {
+            direction,
+            target,
+            host: a.host,
+            localPath: a.local_path,
+            remotePath: a.remote_path,
+            recursive: a.recursive,
+            timeoutMs: timeout > 0 ? timeout * 1000 : null,
+            signal: ctx.signal,
+          },
+        );
+        const fields = {
+          files: result.files,
+          bytes: result.bytes,
+          directories: result.directories,
+          symlinks: result.symlinks,
+          skipped: result.skipped,
+          destination: result.destination,
+          duration_ms: Math.round(result.durationMs),
+          connection_reused: result.reused,
+          ...hostKeyFields(result.hostKey, result.jumpHostKeys),
+        };
+        if (result.timedOut) {
+          return {
+            body: "",
+            timedOutAfter: timeout,
+            timeoutSuffix: `partial ${direction} ${route(a)}`,
+            fields,
+          };
+        }
+        return { body: `${upload ? "uploaded" : "downloaded"} ${route(a)}`, fields };
+      },
+    });
+  }
+
+  return [transferTool("upload"), transferTool("download")];
+}
