@@ -1,10 +1,11 @@
 import { coreBench } from "./core.bench.js";
+import { httpBench } from "./http.bench.js";
 import { sessionsBench } from "./sessions.bench.js";
 import { sshBench } from "./ssh.bench.js";
 import type { Bench, BenchFigure } from "./types.js";
 
 /** Runs every benchmark and prints each figure with its target and whether it is met. */
-const benches: Bench[] = [coreBench, sessionsBench, sshBench];
+const benches: Bench[] = [coreBench, sessionsBench, sshBench, httpBench];
 
 function format(figure: BenchFigure): string {
   const value = Number.isFinite(figure.value)

@@ -331,6 +331,7 @@ function recordOf(
   if (work.threw) return { ...base, text: work.text, exitCode: null, outcome: "error", ...withAction };
   return {
     ...base,
+    ...(work.auditExtra ? { args: { ...base.args, ...redactArgs(work.auditExtra) } } : {}),
     text: work.text,
     exitCode: work.exitCode,
     outcome: "ok",

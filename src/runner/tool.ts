@@ -34,6 +34,12 @@ export interface ToolOutcome {
    * `notices` array instead of after it, so the text still parses.
    */
   json?: boolean;
+  /**
+   * Facts only known once the work ran that belong in the audit record (the
+   * recording file of a new session). Merged into the recorded args after
+   * redaction; never part of the call's identity, which was fixed before.
+   */
+  auditExtra?: Record<string, unknown>;
 }
 
 export interface ToolAnnotations {

@@ -15,6 +15,7 @@ export type WorkResult =
       timedOut: boolean;
       json: boolean;
       fields?: Record<string, unknown>;
+      auditExtra?: Record<string, unknown>;
     };
 
 /**
@@ -38,6 +39,7 @@ export async function performWork(
     threw: false as const,
     json: outcome.json === true,
     ...(outcome.fields ? { fields: outcome.fields } : {}),
+    ...(outcome.auditExtra ? { auditExtra: outcome.auditExtra } : {}),
   };
   if (outcome.timedOutAfter !== undefined) {
     return {

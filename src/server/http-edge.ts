@@ -127,6 +127,11 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       },
       { store, clock, ids, logger },
     );
+    if (!settings.authSingleClient) {
+      logger.warn({}, "single-client lockdown is off: every client that registers is approved");
+    } else if (store.clients.size === 0) {
+      logger.warn({}, "no OAuth client yet: the first client to register becomes the only one");
+    }
     const throttle = createFailureThrottle(options.throttle ?? DEFAULT_THROTTLE, clock);
     oauth = createOAuthRoutes({ provider, throttle, clock, ids, logger, mcpPath: settings.httpPath });
   }
@@ -148,12 +153,12 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
   const allowed = allowedHostnames({ bindHost: settings.httpHost, issuer: settings.authIssuer });
   let http: NodeHttpServer | null = null;
 
-  async function oversized(
+  function oversized(
     res: ServerResponse,
     body: { bytes: number; head: Buffer; tail: Buffer },
     session: SessionHandle | undefined,
     owner: string,
-  ): Promise<void> {
+  ): void {
     const info = describeOversized(body);
     if (session && info.method === "tools/call" && info.id !== null) {
       // The same audited refusal stdio gives: unscanned input is treated as Tier 3.
@@ -215,7 +220,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     const body = await readBody(req, options.maxBodyBytes);
     if (body.kind === "aborted") return;
     if (body.kind === "too_large") {
-      await oversized(res, body, session, owner);
+      oversized(res, body, session, owner);
       return;
     }
     let message: unknown;

@@ -22,7 +22,7 @@ const CONFIG: OAuthConfig = {
   refreshTtl: 86400,
   codeTtl: 300,
 };
-const VERIFIER = "v".repeat(20) + "-._~".repeat(6) + "0123456789";
+const VERIFIER = `${"v".repeat(20)}${"-._~".repeat(6)}0123456789`;
 const CHALLENGE = createHash("sha256").update(VERIFIER).digest("base64url");
 
 function fakeClock(start = 1_800_000_000_000) {

@@ -49,9 +49,8 @@ function methodNotAllowed(res: ServerResponse, allow: string): void {
 function parseParams(text: string): Map<string, string> {
   const params = new Map<string, string>();
   for (const [key, value] of new URLSearchParams(text)) {
-    if (params.has(key)) throw new OAuthFailure("invalid_request", `parameter ${key.slice(0, 40)} repeated`);
-    if (value.length > MAX_PARAM)
-      throw new OAuthFailure("invalid_request", `parameter ${key.slice(0, 40)} too long`);
+    if (params.has(key)) throw new OAuthFailure("invalid_request", "a parameter is repeated");
+    if (value.length > MAX_PARAM) throw new OAuthFailure("invalid_request", "a parameter is too long");
     params.set(key, value);
   }
   return params;
@@ -141,7 +140,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
     return true;
   };
 
-  const failed = (source: string, what: string, failure: OAuthFailure) => {
+  const failed = (source: string, what: string, failure: { error: string; message: string }) => {
     throttle.fail(source);
     logger.warn({ source, what, error: failure.error, reason: failure.message }, "OAuth request refused");
   };
@@ -324,7 +323,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
       const verdict = match?.[1] ? provider.verifyAccessToken(match[1]) : null;
       if (!verdict?.ok) {
         const description = verdict?.reason === "expired" ? "token expired" : "invalid token";
-        failed(source, "bearer", new OAuthFailure("invalid_request", description, 401));
+        failed(source, "bearer", { error: "invalid_token", message: description });
         sendJson(
           res,
           401,

@@ -103,6 +103,7 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       return {
         body: `session ${added.id} started (${title}); use session_recv/session_send with this id`,
         fields: { session_id: added.id, recording: added.recording },
+        ...(added.recording ? { auditExtra: { recording: added.recording } } : {}),
       };
     },
   });

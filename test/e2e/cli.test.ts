@@ -53,7 +53,7 @@ describe("relay-shell CLI", () => {
       { RELAY_SHELL_AUDIT_CHAIN: "true", RELAY_SHELL_AUDIT_FORMAT: "cef" },
       "audit_chain=true requires audit_format=jsonl",
     ],
-    [{ RELAY_SHELL_CONFIRM_TIER3: "true" }, "confirmation broker is not available"],
+    [{ RELAY_SHELL_CONFIRM_ROLLBACK: "true" }, "RELAY_SHELL_CONFIRM_ROLLBACK"],
   ])("invalid settings %j exit 2 naming the problem", (env, needle) => {
     for (const args of [["--check-config"], []]) {
       const r = cli(args, { RELAY_SHELL_AUDIT_PATH: join(dir, "bad.jsonl"), ...env });

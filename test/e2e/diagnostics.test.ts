@@ -15,10 +15,13 @@ describe("server_info, audit_tail and the prompt over stdio", () => {
     for (const cue of ["choosing a tool", "runs and exits", "tty", "one workflow"]) {
       expect(text.toLowerCase()).toContain(cue);
     }
-    for (const tool of ["shell_exec", "shell_script", "server_info", "audit_tail"])
-      expect(text).toContain(tool);
-    // Tools this build does not register are not advertised.
-    expect(text).not.toContain("ssh_exec");
+    // Every registered tool is named, and nothing that looks like a tool name but is not one.
+    const { tools } = await s.client.listTools();
+    expect(tools).toHaveLength(22);
+    for (const tool of tools) expect(text).toContain(tool.name);
+    const named = new Set(text.match(/\b(?:shell|ssh|session|server|audit|operation)_[a-z_]+\b/g) ?? []);
+    expect([...named].sort()).toEqual(tools.map((t) => t.name).sort());
+    expect(text).toMatch(/irreversible command returns \[CONFIRM REQUIRED/);
   });
 
   it("server_info reports posture from the live settings", async () => {

@@ -7,6 +7,10 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildServer } from "../../src/cli/build.js";
+import { loadSettings } from "../../src/config/index.js";
+import { silentLogger } from "../../src/core/index.js";
+import { createHttpEdge, type HttpEdge } from "../../src/server/index.js";
 import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
 interface HttpServer {
@@ -459,5 +463,81 @@ describe("binding safety", () => {
     blocker.close();
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("EADDRINUSE");
+  });
+});
+
+describe("MCP session limits (in-process edge, controlled clock)", () => {
+  let dir: string;
+  let edge: HttpEdge;
+  let port: number;
+  let now = 5_000_000;
+  let close: () => void;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "relay-shell-http-limits-"));
+    const clock = { now: () => now, monotonic: () => now };
+    const settings = loadSettings(
+      {
+        RELAY_SHELL_TRANSPORT: "http",
+        RELAY_SHELL_AUDIT_PATH: join(dir, "audit.jsonl"),
+        RELAY_SHELL_SSH_CONFIG: join(dir, "none"),
+        RELAY_SHELL_SSH_KNOWN_HOSTS_FILE: join(dir, "known_hosts"),
+      },
+      { cwd: dir, homeDir: dir },
+    );
+    const built = await buildServer({
+      settings,
+      env: { PATH: process.env.PATH },
+      logger: silentLogger,
+      clock,
+    });
+    close = () => built.close();
+    edge = createHttpEdge({
+      settings: { ...settings, httpPort: 0 },
+      mcp: built.mcp,
+      calls: built.metrics,
+      gauges: built.gauges,
+      maxBodyBytes: 64 * 1024,
+      logger: silentLogger,
+      clock,
+      sessions: { maxSessions: 2, idleMs: 60_000, sweepIntervalMs: 25 },
+    });
+    port = (await edge.listen()).port;
+  });
+  afterAll(async () => {
+    await edge?.close();
+    close?.();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("refuses a session beyond the cap with 503 and closes idle ones", async () => {
+    const base = `http://127.0.0.1:${port}`;
+    const a = await connect(base);
+    const b = await connect(base);
+    const third = new Client({ name: "third", version: "1" });
+    await expect(third.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`)))).rejects.toThrow(
+      /Too many MCP sessions/,
+    );
+    expect(edge.mcpSessions).toBe(2);
+
+    // A client that holds its event stream open is alive, however quiet. One that went away without
+    // ending its session (closed sockets, no DELETE) is closed once idle past the limit.
+    const idle = a.transport.sessionId ?? "";
+    now += 61_000;
+    await new Promise((r) => setTimeout(r, 100));
+    expect(edge.mcpSessions).toBe(2);
+    await Promise.all([a.client.close(), b.client.close()]);
+    await new Promise((r) => setTimeout(r, 50));
+    now += 61_000;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(edge.mcpSessions).toBe(0);
+    const gone = await raw(port, {
+      headers: { ...JSON_HEADERS, "Mcp-Session-Id": idle, "Mcp-Protocol-Version": "2025-06-18" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    expect(gone.status).toBe(404);
+    const fresh = await connect(base);
+    expect((await fresh.client.listTools()).tools.length).toBeGreaterThan(0);
+    await fresh.client.close();
   });
 });

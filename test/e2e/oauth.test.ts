@@ -441,6 +441,28 @@ describe("OAuth 2.1 over HTTP (built server)", () => {
         body: JSON.stringify({ grant_type: "refresh_token" }),
       });
       expect(form.status).toBe(400);
+      const twice = await fetch(`${server.base}/token`, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: `grant_type=refresh_token&client_id=${clientId}&client_id=${clientId}`,
+      });
+      expect(await twice.json()).toEqual({
+        error: "invalid_request",
+        error_description: "a parameter is repeated",
+      });
+      const huge = await fetch(`${server.base}/token`, {
+        method: "POST",
+        headers: { "Content-Type": "application/x-www-form-urlencoded" },
+        body: `grant_type=refresh_token&pad=${"x".repeat(100_000)}`,
+      });
+      expect(huge.status).toBe(413);
+      const metadata = await fetch(`${server.base}/register`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: "{not json",
+      });
+      expect(metadata.status).toBe(400);
+      expect(((await metadata.json()) as { error: string }).error).toBe("invalid_client_metadata");
     });
 
     it("throttles a source after repeated failures, without touching other sources", async () => {

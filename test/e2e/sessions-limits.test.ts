@@ -121,7 +121,11 @@ describe("session limit, recordings and guarded keystrokes", () => {
     const id = idOf(spawned.text);
     const path = join(recordDir, `${id}.cast`);
     expect(spawned.structured.recording).toBe(path);
-    expect(s.records().at(-1)?.args).toMatchObject({ size: "90x20", recording_dir: recordDir });
+    expect(s.records().at(-1)?.args).toMatchObject({
+      size: "90x20",
+      recording_dir: recordDir,
+      recording: path,
+    });
     const listed = JSON.parse((await s.call("session_list")).text) as Array<Record<string, unknown>>;
     expect(listed.find((r) => r.id === id)?.recording).toBe(path);
     expect(statSync(path).mode & 0o777).toBe(0o600);

@@ -88,7 +88,7 @@ describe("PTY sessions over stdio", () => {
     call("session_send", { session_id: id, data }, clientId);
 
   beforeAll(async () => {
-    s = await startServer();
+    s = await startServer({ RELAY_SHELL_UNSAFE_NOTICES: "false" });
   });
   afterAll(async () => {
     await s.close();

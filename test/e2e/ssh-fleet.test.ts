@@ -54,6 +54,8 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
       `Host w01 cfgalias\n  HostName 127.0.0.1\n  Port ${portOf(0)}\n  User ${fx.user}\nHost *.wild\n  User nobody\n`,
     );
     s = await startServer({
+      // Exact-text checks here; notices have their own suites (notices*.test.ts).
+      RELAY_SHELL_UNSAFE_NOTICES: "false",
       HOME: fx.home,
       USER: fx.user,
       RELAY_SHELL_INVENTORY: inventoryPath,
@@ -297,6 +299,8 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
 
   it("a deny rule on an address gates every SSH tool before any connection, in any spelling", async () => {
     const d = await startServer({
+      // Exact-text checks here; notices have their own suites (notices*.test.ts).
+      RELAY_SHELL_UNSAFE_NOTICES: "false",
       HOME: fx.home,
       USER: fx.user,
       RELAY_SHELL_INVENTORY: inventoryPath,
@@ -356,6 +360,8 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
     const path = join(fx.dir, "bulk.json");
     writeFileSync(path, JSON.stringify(bulk));
     const b = await startServer({
+      // Exact-text checks here; notices have their own suites (notices*.test.ts).
+      RELAY_SHELL_UNSAFE_NOTICES: "false",
       HOME: fx.home,
       USER: fx.user,
       RELAY_SHELL_INVENTORY: path,
@@ -382,6 +388,8 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
     const path = join(fx.dir, "empty.json");
     writeFileSync(path, "{}");
     const e = await startServer({
+      // Exact-text checks here; notices have their own suites (notices*.test.ts).
+      RELAY_SHELL_UNSAFE_NOTICES: "false",
       HOME: fx.home,
       RELAY_SHELL_INVENTORY: path,
       RELAY_SHELL_SSH_CONFIG: join(fx.dir, "none"),

@@ -63,6 +63,8 @@ describe.skipIf(SSHD_MISSING)("ssh_exec over stdio against real sshd", () => {
     writeFileSync(sshConfig, `Host cfghost\n  HostName 127.0.0.1\n  Port ${port(5)}\n  User ${fx.user}\n`);
     knownHosts = join(fx.dir, "relay_known_hosts");
     s = await startServer({
+      // Exact-text checks here; notices have their own suites (notices*.test.ts).
+      RELAY_SHELL_UNSAFE_NOTICES: "false",
       HOME: fx.home,
       USER: fx.user,
       RELAY_SHELL_INVENTORY: inventory,
@@ -321,6 +323,8 @@ describe.skipIf(SSHD_MISSING)("ssh_exec over stdio against real sshd", () => {
       for (let i = 0; i < 100 && !existsSync(socket); i++) await new Promise((r) => setTimeout(r, 20));
       execFileSync("ssh-add", [fx.clientKey], { env: { SSH_AUTH_SOCK: socket }, stdio: "ignore" });
       const a = await startServer({
+        // Exact-text checks here; notices have their own suites (notices*.test.ts).
+        RELAY_SHELL_UNSAFE_NOTICES: "false",
         HOME: emptyHome,
         USER: fx.user,
         SSH_AUTH_SOCK: socket,
@@ -339,6 +343,8 @@ describe.skipIf(SSHD_MISSING)("ssh_exec over stdio against real sshd", () => {
       }
       // Without the agent and without keys there is nothing to offer: a clear refusal, no dial.
       const none = await startServer({
+        // Exact-text checks here; notices have their own suites (notices*.test.ts).
+        RELAY_SHELL_UNSAFE_NOTICES: "false",
         HOME: emptyHome,
         USER: fx.user,
         RELAY_SHELL_SSH_CONFIG: join(fx.dir, "none"),
