@@ -1,8 +1,9 @@
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync } from "node:fs";
 import { z } from "zod";
 import type { KnownHostsMode } from "../config/index.js";
 import { RelayError } from "../core/index.js";
 import { isWritableHostName } from "./known-hosts.js";
+import { readOpenFile } from "./read-file.js";
 
 /** Where a host spec came from (`explicit`: a name that is in neither file, dialled as given). */
 export type HostSource = "inventory" | "ssh_config" | "explicit";
@@ -118,14 +119,7 @@ function readInventoryText(path: string): string {
         `RELAY_SHELL_INVENTORY: ${path} is ${size} bytes, more than the ${MAX_INVENTORY_BYTES} accepted`,
       );
     }
-    const buffer = Buffer.alloc(size);
-    let offset = 0;
-    while (offset < size) {
-      const n = readSync(fd, buffer, offset, size - offset, offset);
-      if (n === 0) break;
-      offset += n;
-    }
-    return buffer.subarray(0, offset).toString("utf8");
+    return readOpenFile(fd, size);
   } finally {
     closeSync(fd);
   }

@@ -9,6 +9,7 @@ import {
   parseKnownHosts,
   sameKey,
 } from "./known-hosts.js";
+import { readOpenFile } from "./read-file.js";
 
 /** Bigger than any sane known_hosts file; a runaway file is refused, not read into memory. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
@@ -54,14 +55,7 @@ function readBounded(path: string): string {
     if (size > MAX_FILE_BYTES) {
       throw new Error(`known_hosts file ${path} is larger than ${MAX_FILE_BYTES} bytes; refusing to read it`);
     }
-    const buffer = Buffer.alloc(size);
-    let offset = 0;
-    while (offset < size) {
-      const n = readSync(fd, buffer, offset, size - offset, offset);
-      if (n === 0) break;
-      offset += n;
-    }
-    return buffer.subarray(0, offset).toString("utf8");
+    return readOpenFile(fd, size);
   } finally {
     closeSync(fd);
   }

@@ -1,7 +1,8 @@
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { closeSync, fstatSync, openSync } from "node:fs";
 import { type Line, parse } from "ssh-config";
 import type { HostSpec } from "./inventory.js";
 import { patternListMatches } from "./known-hosts.js";
+import { readOpenFile } from "./read-file.js";
 
 /** The ssh_config options the relay honours when it dials (CONTRACT §11.4). */
 export interface SshConfigOptions {
@@ -104,14 +105,7 @@ function readConfigText(path: string): string | null {
     const stat = fstatSync(fd);
     if (!stat.isFile()) return null;
     const size = Math.min(stat.size, MAX_CONFIG_BYTES);
-    const buffer = Buffer.alloc(size);
-    let offset = 0;
-    while (offset < size) {
-      const n = readSync(fd, buffer, offset, size - offset, offset);
-      if (n === 0) break;
-      offset += n;
-    }
-    return buffer.subarray(0, offset).toString("utf8");
+    return readOpenFile(fd, size);
   } finally {
     closeSync(fd);
   }
