@@ -8,7 +8,7 @@ import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, systemClock } from "../core/index.js";
 import { createLauncherRunner, type ProcessRunner } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
-import { createClassifier } from "../policy/index.js";
+import { type Classifier, createClassifier } from "../policy/index.js";
 import { createConfirmGate, createFollowUpVetter, createRelay, type Relay } from "../runner/index.js";
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
 import { createSessionRegistry } from "../sessions/index.js";
@@ -30,6 +30,8 @@ import {
 
 export interface BuiltServer {
   server: Server;
+  /** Settles when everything a call needs is loaded; rejects if that failed. */
+  ready: Promise<void>;
   relay: Relay;
   audit: AuditLog;
   processes: ProcessRunner;
@@ -107,7 +109,11 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     agentSocket: options.env.SSH_AUTH_SOCK ?? "",
     cwd: process.cwd(),
   });
-  const classifier = await createClassifier();
+  // The shell parser (a wasm module) loads while the transport starts; calls wait for it at the MCP
+  // edge (`ready`), so start-up to `initialize` does not pay for it.
+  const classifierLoading = createClassifier();
+  const classifier = deferredClassifier(classifierLoading);
+  const ready = classifierLoading.then(() => undefined);
   const version = packageVersion();
   const sessions = createSessionRegistry(
     {
@@ -162,10 +168,12 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     instructions: buildInstructions(registered),
     operatingGuide: buildOperatingGuide(registered),
     resources: createSshResources(ssh.directory),
+    ready,
   };
   const server = createMcpServer(mcp);
   return {
     server,
+    ready,
     relay,
     audit,
     processes,
@@ -185,6 +193,26 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       forwards.closeAll();
       ssh.close();
       audit.close();
+    },
+  };
+}
+
+/**
+ * A classifier that answers once the real one has loaded. The MCP edge holds
+ * every call until then; should one slip through, it is treated as unseen
+ * input, the highest tier, never a lower one.
+ */
+function deferredClassifier(loading: Promise<Classifier>): Classifier {
+  let loaded: Classifier | null = null;
+  loading.then(
+    (c) => {
+      loaded = c;
+    },
+    () => undefined, // reported through `ready`
+  );
+  return {
+    classify(text, options) {
+      return loaded ? loaded.classify(text, options) : { tier: 3, basis: "default", part: "" };
     },
   };
 }

@@ -13,9 +13,9 @@ import {
 import type { Logger } from "../core/index.js";
 import {
   answerOversized,
-  createHttpEdge,
   type HttpEdge,
   type HttpEdgeOptions,
+  loadHttpEdge,
   serveStdio,
 } from "../server/index.js";
 import { type BuiltServer, buildServer, packageVersion, readRuntimeInfo } from "./build.js";
@@ -156,6 +156,7 @@ async function main(): Promise<void> {
     let built: Awaited<ReturnType<typeof buildServer>>;
     try {
       built = await buildServer({ settings, env, logger: silentPino() });
+      await built.ready;
     } catch (err) {
       fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -163,6 +164,7 @@ async function main(): Promise<void> {
     if (settings.transport === "http") {
       // Builds the edge without binding: opens the OAuth state dir and checks it like a start would.
       try {
+        const { createHttpEdge } = await loadHttpEdge();
         await createHttpEdge(httpEdgeOptions(built, settings, silentPino())).close();
       } catch (err) {
         built.close();
@@ -196,6 +198,16 @@ async function main(): Promise<void> {
   }
   for (const warning of warnings) logger.warn({ warning }, "configuration warning");
   for (const name of report.unknown) logger.warn({ setting: name }, "unknown setting ignored");
+  const serving = built;
+  // The parser loads in the background; without it no call can be classified, so the server stops.
+  built.ready.catch((err: unknown) => {
+    logger.error({ err: String(err) }, "the shell classifier failed to load");
+    serving.close();
+    process.stderr.write(
+      `relay_shell: build_server failed: ${err instanceof Error ? err.message : String(err)}\n`,
+    );
+    process.exit(2);
+  });
   const status = built.audit.status();
   if (status.degraded) logger.warn({ reason: status.degradedReason }, "audit sink degraded");
 
@@ -248,6 +260,7 @@ async function serveHttp(
 ): Promise<void> {
   let edge: HttpEdge;
   try {
+    const { createHttpEdge } = await loadHttpEdge();
     edge = createHttpEdge(httpEdgeOptions(built, settings, logger));
   } catch (err) {
     built.close();

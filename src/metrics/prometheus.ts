@@ -1,4 +1,9 @@
-import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { createRequire } from "node:module";
+
+// prom-client is only needed by the HTTP edge's /metrics: loaded on first use, not at start-up.
+const requireFromHere = createRequire(import.meta.url);
+const loadPromClient = () => requireFromHere("prom-client") as typeof import("prom-client");
+
 import type { CallSeries } from "./call-counter.js";
 import { type GaugeProviders, renderContractMetrics } from "./exposition.js";
 
@@ -36,6 +41,7 @@ export interface MetricsRegistry {
  * come from a private prom-client registry appended after them.
  */
 export function createMetricsRegistry(deps: MetricsRegistryDeps): MetricsRegistry {
+  const { collectDefaultMetrics, Histogram, Registry } = loadPromClient();
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const known = new Set(deps.tools);

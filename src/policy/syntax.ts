@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { Language, Parser, type TreeCursor } from "web-tree-sitter";
+import type { TreeCursor } from "web-tree-sitter";
 
 /**
  * A syntax node copied out of the wasm heap. The classifier walks these plain
@@ -54,6 +54,8 @@ export function nodeText(tree: SyntaxTree, node: SyntaxNode): string {
 
 /** Load the wasm runtime and the bash grammar once; the returned object parses synchronously. */
 export async function loadBashSyntax(): Promise<BashSyntax> {
+  // Loaded here, not at module load: the wasm runtime initialises while the transport starts.
+  const { Language, Parser } = await import("web-tree-sitter");
   await Parser.init();
   const wasmPath = createRequire(import.meta.url).resolve("tree-sitter-bash/tree-sitter-bash.wasm");
   const bash = await Language.load(wasmPath);

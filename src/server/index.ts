@@ -1,12 +1,8 @@
-export {
-  checkOpenRegistrationBind,
-  createHttpEdge,
-  type HttpEdge,
-  type HttpEdgeOptions,
-  type HttpEdgeSettings,
-} from "./http-edge.js";
-export { DEFAULT_MCP_SESSIONS, type McpSessionConfig } from "./http-sessions.js";
-export { DEFAULT_THROTTLE, type ThrottleConfig } from "./http-throttle.js";
+// The HTTP edge (OAuth, /metrics) is loaded only when it is used: a stdio server never pays for it.
+export type { HttpEdge, HttpEdgeOptions, HttpEdgeSettings } from "./http-edge.js";
+export { type HttpEdgeModule, loadHttpEdge } from "./http-loader.js";
+export type { McpSessionConfig } from "./http-sessions.js";
+export type { ThrottleConfig } from "./http-throttle.js";
 export {
   answerOversized,
   createMcpServer,
@@ -14,7 +10,4 @@ export {
   PROMPT_NAME,
   type ResourceDef,
 } from "./mcp-server.js";
-export { timedRelay } from "./metrics-endpoint.js";
-export { MCP_SCOPE } from "./oauth-common.js";
-export { LOCKDOWN_MESSAGE } from "./oauth-provider.js";
 export { createStdioTransport, type OversizedHandler, type StdioOptions, serveStdio } from "./stdio.js";

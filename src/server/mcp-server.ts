@@ -34,6 +34,8 @@ export interface ResourceDef {
 
 export interface McpServerDeps {
   relay: Relay;
+  /** Settles when the relay can serve calls (the classifier loads while the transport starts). */
+  ready?: Promise<void>;
   version: string;
   instructions: string;
   operatingGuide: string;
@@ -121,6 +123,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: listing }));
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    await deps.ready;
     const progressToken = request.params._meta?.progressToken;
     const result = await relay.run(request.params.name, request.params.arguments, {
       requestId: String(extra.requestId),
@@ -156,6 +159,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
   }));
 
   server.setRequestHandler(GetPromptRequestSchema, async (request) => {
+    await deps.ready;
     if (request.params.name !== PROMPT_NAME) {
       throw new McpError(ErrorCode.InvalidParams, `unknown prompt: ${request.params.name.slice(0, 200)}`);
     }
@@ -166,11 +170,16 @@ export function createMcpServer(deps: McpServerDeps): Server {
     };
   });
 
-  if (resources.length > 0) registerResources(server, relay, resources);
+  if (resources.length > 0) registerResources(server, relay, resources, deps.ready);
   return server;
 }
 
-function registerResources(server: Server, relay: Relay, resources: readonly ResourceDef[]): void {
+function registerResources(
+  server: Server,
+  relay: Relay,
+  resources: readonly ResourceDef[],
+  ready: Promise<void> | undefined,
+): void {
   const fixed = resources.filter((r) => !r.template);
   const templated = resources
     .filter((r) => r.template)
@@ -193,6 +202,7 @@ function registerResources(server: Server, relay: Relay, resources: readonly Res
     })),
   }));
   server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    await ready;
     const uri = request.params.uri;
     let def = fixed.find((r) => r.uri === uri);
     let vars: Record<string, string> = {};

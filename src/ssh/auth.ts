@@ -1,10 +1,9 @@
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
-import ssh2, { type AnyAuthMethod, type AuthHandlerMiddleware, type ParsedKey } from "ssh2";
+import type { AnyAuthMethod, AuthHandlerMiddleware, ParsedKey } from "ssh2";
 import { RelayError } from "../core/index.js";
+import { loadSsh2 } from "./ssh2-module.js";
 import { endpointText, type SshTarget } from "./target.js";
-
-const { utils } = ssh2;
 
 export interface AuthConfig {
   /** The service account's home: where the default keys are looked for. */
@@ -51,7 +50,7 @@ type Loaded = { ok: true; key: ParsedKey } | { ok: false; why: string };
 function loadKey(path: string): Loaded | null {
   const data = readKeyFile(path);
   if (data === null) return null;
-  const parsed = utils.parseKey(data);
+  const parsed = loadSsh2().utils.parseKey(data);
   if (parsed instanceof Error) {
     const why = /passphrase/i.test(parsed.message)
       ? "it is passphrase-protected (load it into ssh-agent instead)"

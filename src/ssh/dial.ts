@@ -1,14 +1,13 @@
 import { connect as netConnect } from "node:net";
 import type { Duplex } from "node:stream";
-import ssh2, { type Client, type ConnectConfig } from "ssh2";
+import type { Client, ConnectConfig } from "ssh2";
 import { RelayError } from "../core/index.js";
 import { type AuthConfig, planAuth } from "./auth.js";
 import { translateDialError } from "./errors.js";
 import { createHostKeyGuard, type HostKeyReport } from "./host-key.js";
 import type { KnownHostsStore } from "./known-hosts-store.js";
+import { loadSsh2 } from "./ssh2-module.js";
 import { endpointText, type SshTarget } from "./target.js";
-
-const { Client: SshClient } = ssh2;
 
 export interface DialOptions {
   timeoutMs: number;
@@ -125,7 +124,7 @@ export function createDialer(deps: DialDeps): Dialer {
           return;
         }
         sock = socket;
-        const c = new SshClient();
+        const c = new (loadSsh2().Client)();
         client = c;
         c.on("error", (err) => finish(guard.rejection() ?? err));
         c.on("close", () =>

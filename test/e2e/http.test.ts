@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServer } from "../../src/cli/build.js";
 import { loadSettings } from "../../src/config/index.js";
 import { silentLogger } from "../../src/core/index.js";
-import { createHttpEdge, type HttpEdge } from "../../src/server/index.js";
+import { createHttpEdge, type HttpEdge } from "../../src/server/http-edge.js";
 import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
 interface HttpServer {
@@ -491,6 +491,7 @@ describe("MCP session limits (in-process edge, controlled clock)", () => {
       logger: silentLogger,
       clock,
     });
+    await built.ready;
     close = () => built.close();
     edge = createHttpEdge({
       settings: { ...settings, httpPort: 0 },

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServer } from "../../src/cli/build.js";
 import { loadSettings } from "../../src/config/index.js";
 import { silentLogger } from "../../src/core/index.js";
-import { createHttpEdge, type HttpEdge } from "../../src/server/index.js";
+import { createHttpEdge, type HttpEdge } from "../../src/server/http-edge.js";
 import { baseEnv, SERVER_ENTRY } from "../helpers/server.js";
 
 const REDIRECT = "http://127.0.0.1:33418/callback";
@@ -542,6 +542,7 @@ describe("OAuth expiry and session ownership (in-process edge, controlled clock)
       logger: silentLogger,
       clock,
     });
+    await built.ready;
     close = () => built.close();
     edge = createHttpEdge({
       settings: { ...settings, httpPort: 0 },
