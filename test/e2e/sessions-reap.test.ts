@@ -1,31 +1,6 @@
-import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RUN, sleepers } from "../helpers/processes.js";
 import { startServer, type TestServer } from "../helpers/server.js";
-
-const RUN = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
-
-/** Pids of living (not zombie) `sleep <n>` processes whose argument starts with `prefix`. */
-function sleepers(prefix: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (
-        (argv[0] ?? "").split("/").at(-1) === "sleep" &&
-        (argv[1] ?? "").startsWith(prefix) &&
-        state !== "Z"
-      ) {
-        found.push(Number(entry));
-      }
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return found;
-}
 
 function idOf(text: string): string {
   const match = /^session (sh-[0-9a-f]{12}) started/.exec(text);
