@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { isAlive, launcherPids, newLaunchers, waitUntil } from "../../test/helpers/processes.js";
 import { RelayError } from "../core/index.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner, launcherEntry } from "./launcher-runner.js";
@@ -30,55 +31,6 @@ async function rejection(promise: Promise<unknown>): Promise<RelayError> {
   );
   expect(err).toBeInstanceOf(RelayError);
   return err as RelayError;
-}
-
-/** Alive and not a zombie (orphans may be reaped late by the container's init). */
-function isAlive(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return false; // no /proc entry: the process is gone
-  }
-  const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  return state !== "Z" && state !== "X";
-}
-
-async function waitUntil(check: () => boolean, ms = 2000): Promise<boolean> {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return check();
-}
-
-/** Live launcher processes forked by `parent` (this test process by default). */
-function launcherPids(parent = process.pid): number[] {
-  let children: string;
-  try {
-    children = readFileSync(`/proc/${parent}/task/${parent}/children`, "utf8");
-  } catch {
-    return []; // the parent is gone
-  }
-  return children
-    .split(" ")
-    .filter(Boolean)
-    .map(Number)
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("launcher.ts") && isAlive(pid);
-      } catch {
-        return false; // exited while we looked
-      }
-    });
-}
-
-/** Run `work`, then return the launchers that appeared meanwhile. */
-async function newLaunchers(work: () => Promise<unknown>): Promise<number[]> {
-  const before = new Set(launcherPids());
-  await work();
-  return launcherPids().filter((pid) => !before.has(pid));
 }
 
 describe("launcher lifecycle", () => {

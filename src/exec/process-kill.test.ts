@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { isAlive, pidsIn, waitUntil } from "../../test/helpers/processes.js";
 import { buildEnv } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
 import type { ProcessRequest } from "./types.js";
@@ -14,31 +14,6 @@ const sh = (command: string, extra: Partial<ProcessRequest> = {}): ProcessReques
   killGraceMs: 200,
   ...extra,
 });
-
-/** Alive and not a zombie (orphans may be reaped late by the container's init). */
-function isAlive(pid: number): boolean {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return false; // no /proc entry: the process is gone
-  }
-  const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  return state !== "Z" && state !== "X";
-}
-
-async function waitUntil(check: () => boolean, ms = 2000): Promise<boolean> {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
-    if (check()) return true;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return check();
-}
-
-function pidsIn(output: string): number[] {
-  return [...output.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1]));
-}
 
 describe("timeout", () => {
   const runner = createProcessRunner();

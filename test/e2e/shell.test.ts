@@ -1,16 +1,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isAlive } from "../helpers/processes.js";
 import { startServer, type TestServer } from "../helpers/server.js";
-
-function processState(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0] ?? "";
-  } catch {
-    return "gone";
-  }
-}
 
 describe("shell tools over stdio", () => {
   let s: TestServer;
@@ -142,7 +134,7 @@ describe("shell tools over stdio", () => {
     expect(Date.now() - started).toBeLessThan(10_000);
     const pid = Number.parseInt(readFileSync(pidFile, "utf8"), 10);
     // Gone, or a zombie waiting for a reaper that is not ours: either way it no longer runs.
-    expect(processState(pid)).not.toMatch(/^[RSD]$/);
+    expect(isAlive(pid)).toBe(false);
   });
 
   it("a Tier-3 command runs in the default open mode and is recorded as Tier 3", async () => {

@@ -3,19 +3,33 @@ import { readdirSync, readFileSync } from "node:fs";
 /** Unique per test run, so processes of an earlier run can never match. */
 export const RUN = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
 
-export /** Pids of living (not zombie) `sleep <n>` processes whose argument starts with `prefix`. */
-function sleepers(prefix: string): number[] {
+/** The state letter of a process (`R`, `S`, `Z`, …), or null when it is gone. */
+export function processState(pid: number | string): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+  } catch {
+    return null; // no /proc entry: the process is gone
+  }
+}
+
+/** Alive and not a zombie (orphans may be reaped late by the container's init). */
+export function isAlive(pid: number): boolean {
+  const state = processState(pid);
+  return state !== null && state !== "Z" && state !== "X";
+}
+
+/** Pids of living (not zombie) `sleep <n>` processes whose argument starts with `prefix`. */
+export function sleepers(prefix: string): number[] {
   const found: number[] = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
       if (
         (argv[0] ?? "").split("/").at(-1) === "sleep" &&
         (argv[1] ?? "").startsWith(prefix) &&
-        state !== "Z"
+        isAlive(Number(entry))
       ) {
         found.push(Number(entry));
       }
@@ -33,4 +47,47 @@ export async function until(check: () => boolean, ms = 5000): Promise<void> {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((done) => setTimeout(done, 25));
   }
+}
+
+/** Poll until `check` holds; resolves with whether it did within `ms`. */
+export async function waitUntil(check: () => boolean, ms = 2000): Promise<boolean> {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return check();
+}
+
+/** The pids a test command printed as `pid=<n>`. */
+export function pidsIn(output: string): number[] {
+  return [...output.matchAll(/pid=(\d+)/g)].map((m) => Number(m[1]));
+}
+
+/** Live launcher processes forked by `parent` (this test process by default). */
+export function launcherPids(parent = process.pid): number[] {
+  let children: string;
+  try {
+    children = readFileSync(`/proc/${parent}/task/${parent}/children`, "utf8");
+  } catch {
+    return []; // the parent is gone
+  }
+  return children
+    .split(" ")
+    .filter(Boolean)
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("launcher.ts") && isAlive(pid);
+      } catch {
+        return false; // exited while we looked
+      }
+    });
+}
+
+/** Run `work`, then return the launchers that appeared meanwhile. */
+export async function newLaunchers(work: () => Promise<unknown>): Promise<number[]> {
+  const before = new Set(launcherPids());
+  await work();
+  return launcherPids().filter((pid) => !before.has(pid));
 }
