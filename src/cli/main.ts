@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { setFlagsFromString } from "node:v8";
 import pino from "pino";
 import {
   ConfigError,
@@ -120,7 +121,26 @@ function loadOrExit(env: Readonly<Record<string, string | undefined>>): Settings
   }
 }
 
+/**
+ * V8 settings for a long-running daemon whose memory an operator budgets
+ * (docs/adr/0013-bounded-session-memory.md). Set first, before any grammar is
+ * compiled or any request handled; measured by `npm run bench` (sessions).
+ *
+ * - `--liftoff-only`: the shell grammars are WebAssembly, and V8 would
+ *   recompile their hottest functions with its optimizing compiler in the
+ *   background, leaving tens of MiB in allocator arenas that are never given
+ *   back, for no measurable gain in classification time.
+ * - `--optimize-for-size`: collect garbage before growing the heap by much.
+ * - `--semi-space-growth-factor=1`: keep the young generation at its initial
+ *   size instead of growing it to 2 x 16 MiB under a burst of large results.
+ */
+function leanRuntime(): void {
+  for (const flag of ["--liftoff-only", "--optimize-for-size", "--semi-space-growth-factor=1"])
+    setFlagsFromString(flag);
+}
+
 async function main(): Promise<void> {
+  leanRuntime();
   const parsed = parseArgs(process.argv.slice(2));
   if (typeof parsed === "string") {
     process.stderr.write(`relay_shell: ${parsed}\n${USAGE}`);

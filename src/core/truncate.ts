@@ -17,10 +17,10 @@ export interface Truncated {
  * decode leniently (a cut sequence becomes U+FFFD) and append the marker.
  */
 export function truncateUtf8(text: string, limit: number): Truncated {
-  // Fast path: a string of n UTF-16 units is at most 3n UTF-8 bytes.
-  if (text.length * 3 <= limit) return { text, truncated: false, totalBytes: utf8Length(text) };
+  // Counted without encoding: output that fits (the usual case) costs no copy.
+  const total = utf8Length(text);
+  if (total <= limit) return { text, truncated: false, totalBytes: total };
   const bytes = encoder.encode(text);
-  if (bytes.length <= limit) return { text, truncated: false, totalBytes: bytes.length };
   const kept = decoder.decode(bytes.subarray(0, limit));
   return {
     text: `${kept}\n\n[TRUNCATED - ${bytes.length} bytes total, ${limit} shown]`,

@@ -43,8 +43,13 @@ export function createStdioTransport(options: StdioOptions): Transport {
           reject(new Error("transport closed"));
           return;
         }
-        const line = `${JSON.stringify(message)}\n`;
-        if (stdout.write(line)) resolve();
+        // The message and its newline go out as two pieces of one write: joining them first would
+        // make a second copy of every large result just to add one byte.
+        stdout.cork();
+        stdout.write(JSON.stringify(message));
+        const flushed = stdout.write("\n");
+        stdout.uncork();
+        if (flushed) resolve();
         else stdout.once("drain", () => resolve());
       });
     },

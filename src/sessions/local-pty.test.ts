@@ -110,6 +110,49 @@ describe("openLocalPty", () => {
     expect(state.exit).toBe(3);
   });
 
+  it("output held before start survives later reads into the shared read buffer", async () => {
+    const pty = openLocalPty({
+      argv: ["bash", "-c", "for i in $(seq 1 300); do echo line$i; sleep 0.001; done"],
+      cwd: dir,
+      env: ENV,
+      cols: 80,
+      rows: 24,
+    });
+    await new Promise((done) => setTimeout(done, 1500));
+    const state = collect(pty);
+    await until(() => state.exit !== undefined);
+    const expected = Array.from({ length: 300 }, (_, i) => `line${i + 1}\r\n`).join("");
+    expect(state.text).toBe(expected);
+  });
+
+  it("reads every chunk into one reused buffer: a flood allocates nothing per read", async () => {
+    const pty = openLocalPty({
+      argv: ["bash", "-c", "head -c 2000000 /dev/zero | tr '\\0' x"],
+      cwd: dir,
+      env: ENV,
+      cols: 80,
+      rows: 24,
+    });
+    const stores = new Set<ArrayBufferLike>();
+    let chunks = 0;
+    let got = 0;
+    let exit: number | null | undefined;
+    pty.start({
+      data: (chunk) => {
+        stores.add(chunk.buffer);
+        chunks++;
+        got += chunk.length;
+      },
+      exit: (code) => {
+        exit = code;
+      },
+    });
+    await until(() => exit !== undefined, 20_000);
+    expect(got).toBe(2_000_000);
+    expect(chunks).toBeGreaterThan(10);
+    expect(stores.size).toBe(1);
+  });
+
   it("delivers every byte a program prints right before it exits", async () => {
     const bytes = 4 * 1024 * 1024;
     for (let run = 0; run < 4; run++) {

@@ -1,9 +1,10 @@
 import { accessSync, closeSync, constants as fsConstants, openSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
-import { type IPty, spawn as spawnPty } from "@lydell/node-pty";
+import { ReadStream } from "node:tty";
 import { RelayError } from "../core/index.js";
 import { readStat, sessionMembers, signalGroup, signalSession } from "./process-tree.js";
+import { ptyBinding } from "./pty-binding.js";
 import { signalNumber } from "./signals.js";
 import type { SessionTransport, TransportEvents } from "./types.js";
 
@@ -23,6 +24,12 @@ export interface LocalPtyRequest {
 const TERMINAL_TYPE = "xterm-256color";
 const DEFAULT_KILL_GRACE_MS = 5000;
 const KILL_WAIT_MS = 2000;
+/** How long after the child's exit output may still be read (what a background job prints). */
+const DRAIN_AFTER_EXIT_MS = 200;
+/** A spell this long without output, after the child's exit, means the terminal is drained. */
+const QUIET_MS = 10;
+/** One read of the master; Linux hands out at most a few KiB per read anyway. */
+const READ_BUFFER_BYTES = 65536;
 const { SIGHUP, SIGTERM, SIGCONT, SIGKILL } = osConstants.signals;
 
 type Pending = { kind: "data"; chunk: Uint8Array } | { kind: "exit"; code: number | null };
@@ -38,19 +45,26 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
   if (argv0 === undefined || argv0 === "") throw new RelayError("ValueError", "empty command");
   const cwd = checkCwd(request.cwd === "" ? process.cwd() : request.cwd);
   const file = findExecutable(argv0, cwd, request.env.PATH ?? "");
-  const term: IPty = spawnPty(file, request.argv.slice(1), {
-    name: TERMINAL_TYPE,
-    cols: request.cols,
-    rows: request.rows,
+  let streamClosed = false;
+  let drainTimer: NodeJS.Timeout | null = null;
+  const forked = ptyBinding().fork(
+    file,
+    request.argv.slice(1),
+    environmentPairs({ ...request.env, TERM: TERMINAL_TYPE, PWD: cwd }),
     cwd,
-    env: { ...request.env },
-    // null: raw Buffers, so the session decodes UTF-8 across chunk boundaries itself.
-    encoding: null,
-  });
-  const pid = term.pid;
+    request.cols,
+    request.rows,
+    -1,
+    -1,
+    true,
+    "",
+    (code, signal) => onChildExit(signal ? -signal : code),
+  );
+  const pid = forked.pid;
+  const masterFd = forked.fd;
   const leaderStart = readStat(pid)?.startTime ?? null;
   const graceMs = request.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  let slave = holdSlave(term);
+  let slave = holdSlave(forked.pty);
   const releaseSlave = (): void => {
     if (slave === null) return;
     const fd = slave;
@@ -65,6 +79,8 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
   let events: TransportEvents | null = null;
   const pending: Pending[] = [];
   let exited = false;
+  /** The exit went out to the session, after the last output. */
+  let reported = false;
   /** Processes of the terminal's session outlived the child (background jobs). */
   let leftovers = false;
   let destroyed = false;
@@ -74,24 +90,72 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
   const deliver = (item: Pending): void => {
     if (destroyed) return;
     if (!events) {
-      pending.push(item);
+      // Held until start(): the read buffer is reused, so keep a copy (Buffer#slice would be a view).
+      pending.push(item.kind === "data" ? { kind: "data", chunk: new Uint8Array(item.chunk) } : item);
       return;
     }
     if (item.kind === "data") events.data(item.chunk);
     else events.exit(item.code);
   };
 
-  // With encoding null node-pty hands out Buffers; its typings only know strings.
-  term.onData((chunk) => deliver({ kind: "data", chunk: chunk as unknown as Buffer }));
-  term.onExit(({ exitCode, signal }) => {
+  // Every read lands in this one buffer and is copied out (into the ring) before the next read,
+  // so a flood of output allocates nothing per read (docs/adr/0013-bounded-session-memory.md).
+  const readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  /** Output arrived since the drain after the exit last looked. */
+  let sawData = false;
+  const master = new ReadStream(masterFd, {
+    onread: {
+      buffer: readBuffer,
+      callback: (bytes: number) => {
+        if (bytes > 0) {
+          sawData = true;
+          deliver({ kind: "data", chunk: readBuffer.subarray(0, bytes) });
+        }
+        return true;
+      },
+    },
+  } as ConstructorParameters<typeof ReadStream>[1]);
+  // EAGAIN is retried by the stream itself; EIO would mean no slave is left, which our hold prevents.
+  master.on("error", () => undefined);
+  master.on("close", () => {
+    streamClosed = true;
+  });
+  master.resume();
+
+  /**
+   * The child is gone, but what it printed last may still be queued in the
+   * terminal. Read on until a quiet spell, QUIET_MS long and ending in a pass
+   * of the event loop over the descriptor, brings nothing; then close the
+   * master, let go of the slave and report the exit, after all the output.
+   * A background job that keeps printing is cut off after DRAIN_AFTER_EXIT_MS,
+   * as a closed terminal would cut it off.
+   */
+  function onChildExit(code: number | null): void {
     exited = true;
     // Looked at once, now: later the child's pid may be reused, and with it the session id.
     leftovers = sessionMembers(pid).length > 0;
-    releaseSlave();
-    for (const wake of exitWaiters) wake();
-    exitWaiters.clear();
-    deliver({ kind: "exit", code: signal ? -signal : exitCode });
-  });
+    const deadline = performance.now() + DRAIN_AFTER_EXIT_MS;
+    const look = (): void => {
+      // setImmediate runs after the next poll phase, which reads whatever the terminal holds.
+      setImmediate(() => {
+        if (destroyed) return;
+        if (sawData && !streamClosed && performance.now() < deadline) {
+          sawData = false;
+          drainTimer = setTimeout(look, QUIET_MS);
+          return;
+        }
+        drainTimer = null;
+        if (!streamClosed) master.destroy();
+        releaseSlave();
+        reported = true;
+        deliver({ kind: "exit", code });
+        for (const wake of exitWaiters) wake();
+        exitWaiters.clear();
+      });
+    };
+    sawData = false;
+    drainTimer = setTimeout(look, QUIET_MS);
+  }
 
   /**
    * Signal what is left of the terminal's session. After the child exited,
@@ -110,12 +174,12 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
     signalSession(pid, signals, false);
   };
 
-  /** Wait until the child has exited and nothing else in its session lives, or the time is up. */
+  /** Wait until the child's exit was reported and nothing else in its session lives, or the time is up. */
   const settle = async (ms: number): Promise<boolean> => {
     const deadline = performance.now() + ms;
     let step = 10;
     for (;;) {
-      if (exited && (!leftovers || sessionMembers(pid).length === 0)) return true;
+      if (reported && (!leftovers || sessionMembers(pid).length === 0)) return true;
       const left = deadline - performance.now();
       if (left <= 0) return false;
       await new Promise<void>((done) => {
@@ -139,11 +203,13 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
     },
     write(data) {
       if (exited) return;
-      term.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength) as unknown as string);
+      master.write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
     },
     resize(cols, rows) {
+      // Once the master is closed its descriptor number may belong to another file: never touch it.
+      if (streamClosed) return;
       try {
-        term.resize(cols, rows);
+        ptyBinding().resize(masterFd, cols, rows);
       } catch (err) {
         // The terminal closed under us (the child just exited): there is no window left to size.
         if (!exited) throw err;
@@ -172,6 +238,8 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
     },
     destroy() {
       destroyed = true;
+      if (drainTimer) clearTimeout(drainTimer);
+      master.destroy();
       signalAll([SIGKILL]);
       releaseSlave();
     },
@@ -184,19 +252,23 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
  * with EIO before the output still queued in the terminal has been read, so
  * the last few KiB a program printed just before exiting were lost now and
  * then (measured: up to 12 KiB of a 10 MiB stream). With the slave held, the
- * master never hangs up early; node-pty reads what is left and ends the
- * stream itself once the child is gone. O_NOCTTY: the server must not adopt
- * the terminal as its own.
+ * master never hangs up early; the drain after the child's exit reads what is
+ * left, then closes the master and lets go of the slave. O_NOCTTY: the server
+ * must not adopt the terminal as its own.
  */
-function holdSlave(term: IPty): number | null {
-  const path = (term as unknown as { ptsName?: unknown }).ptsName;
-  if (typeof path !== "string" || path === "") return null;
+function holdSlave(path: string): number | null {
+  if (path === "") return null;
   try {
     return openSync(path, fsConstants.O_RDWR | fsConstants.O_NOCTTY);
   } catch {
     // Without it the session still works; only the tail race above is back.
     return null;
   }
+}
+
+/** The child's environment as the `NAME=value` list execve takes. */
+function environmentPairs(env: Readonly<Record<string, string>>): string[] {
+  return Object.entries(env).map(([name, value]) => `${name}=${value}`);
 }
 
 function checkCwd(cwd: string): string {

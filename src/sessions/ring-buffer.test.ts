@@ -78,3 +78,70 @@ describe("RingBuffer", () => {
     expect(() => new RingBuffer(0)).toThrow(RangeError);
   });
 });
+
+describe("RingBuffer memory", () => {
+  it("holds at most its capacity plus two blocks, and a full ring recycles instead of allocating", () => {
+    const capacity = 1024 * 1024;
+    const ring = new RingBuffer(capacity);
+    expect(ring.allocated).toBe(0);
+    ring.write(new Uint8Array(100));
+    expect(ring.allocated).toBe(65536);
+    const chunk = new Uint8Array(3000).fill(1);
+    let most = 0;
+    for (let i = 0; i < 2000; i++) {
+      ring.write(chunk);
+      most = Math.max(most, ring.allocated);
+    }
+    expect(ring.length).toBe(capacity);
+    expect(most).toBeLessThanOrEqual(capacity + 2 * 65536);
+    ring.read(capacity);
+    expect(ring.length).toBe(0);
+    expect(ring.allocated).toBeLessThanOrEqual(2 * 65536);
+  });
+
+  it("a ring smaller than a block uses blocks of its own size", () => {
+    const ring = new RingBuffer(10);
+    ring.write(new TextEncoder().encode("0123456789abc"));
+    expect(new TextDecoder().decode(ring.peek(10))).toBe("3456789abc");
+    expect(ring.allocated).toBeLessThanOrEqual(30);
+  });
+});
+
+describe("RingBuffer release", () => {
+  it("empties the ring, which stays usable, and a fresh ring gets the same bytes right", () => {
+    const a = new RingBuffer(256 * 1024);
+    a.write(new Uint8Array(200 * 1024).fill(7));
+    a.release();
+    expect(a.length).toBe(0);
+    expect(a.allocated).toBe(0);
+    // Blocks handed back are written over before anyone reads them: no stale byte leaks through.
+    const b = new RingBuffer(256 * 1024);
+    b.write(new TextEncoder().encode("fresh"));
+    expect(new TextDecoder().decode(b.read(100))).toBe("fresh");
+    a.write(new TextEncoder().encode("again"));
+    expect(new TextDecoder().decode(a.read(100))).toBe("again");
+  });
+});
+
+describe("RingBuffer views", () => {
+  it("views are the same bytes as peek, across block boundaries, and consume nothing", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.array(fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 50 }), { maxLength: 12 }),
+        fc.integer({ min: 0, max: 30 }),
+        fc.integer({ min: 0, max: 60 }),
+        (capacity, writes, skip, n) => {
+          const ring = new RingBuffer(capacity);
+          for (const bytes of writes) ring.write(Uint8Array.from(bytes));
+          ring.consume(skip);
+          const before = ring.length;
+          const joined = ring.views(n).flatMap((view) => [...view]);
+          expect(joined).toEqual([...ring.peek(n)]);
+          expect(ring.length).toBe(before);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,17 +1,40 @@
-/** The first allocation; the store doubles up to the capacity only when a session really prints that much. */
-const INITIAL_BYTES = 4096;
+/** Size of one block of the store; a session that prints little holds one. */
+const BLOCK_BYTES = 64 * 1024;
+/** Blocks of released rings kept for the next ring: at most the largest ring the settings allow. */
+const POOL_LIMIT = (16 * 1024 * 1024) / BLOCK_BYTES;
+
+/**
+ * Full-size blocks of rings that were released. A session that ends leaves
+ * its blocks here for the next one instead of to the garbage collector, which
+ * frees buffers of long-lived objects only at its next full collection: with
+ * sessions coming and going, dead rings would otherwise pile up beside live ones.
+ */
+const pool: Uint8Array[] = [];
+
+function newBlock(size: number): Uint8Array {
+  return (size === BLOCK_BYTES ? pool.pop() : undefined) ?? new Uint8Array(size);
+}
 
 /**
  * A byte queue with a hard capacity. When a write does not fit, the oldest
  * bytes make room and are counted in `dropped`, so a session that floods its
  * terminal costs at most `capacity` bytes however long nobody reads it.
- * Reads take from the front without shifting memory (the Python build deleted
- * from the front of a bytearray, which is linear per read).
+ *
+ * The bytes live in fixed-size blocks: memory follows what is buffered, a
+ * full ring recycles the block it drops from as the block it writes to (a
+ * flood allocates nothing once the ring is full), and nothing is ever copied
+ * to grow the store. Reads take from the front without shifting memory (the
+ * Python build deleted from the front of a bytearray, which is linear per read).
  */
 export class RingBuffer {
   readonly capacity: number;
-  #store: Uint8Array;
-  #start = 0;
+  readonly #blockBytes: number;
+  /** Filled from `#head` in the first block to `#tail` in the last. */
+  readonly #blocks: Uint8Array[] = [];
+  #head = 0;
+  #tail = 0;
+  /** One emptied block kept for the next write, so steady streaming does not allocate. */
+  #spare: Uint8Array | null = null;
   #length = 0;
   #dropped = 0;
   #written = 0;
@@ -20,7 +43,7 @@ export class RingBuffer {
     if (!Number.isInteger(capacity) || capacity < 1)
       throw new RangeError(`ring capacity must be >= 1, got ${capacity}`);
     this.capacity = capacity;
-    this.#store = new Uint8Array(Math.min(capacity, INITIAL_BYTES));
+    this.#blockBytes = Math.min(capacity, BLOCK_BYTES);
   }
 
   /** Bytes waiting to be read. */
@@ -38,51 +61,106 @@ export class RingBuffer {
     return this.#written;
   }
 
+  /** Bytes held in blocks, buffered or not (for tests of the memory bound). */
+  get allocated(): number {
+    return (this.#blocks.length + (this.#spare ? 1 : 0)) * this.#blockBytes;
+  }
+
   /** Append a chunk; returns how many unread bytes this write discarded. */
   write(chunk: Uint8Array): number {
     const n = chunk.length;
     if (n === 0) return 0;
     this.#written += n;
-    if (n >= this.capacity) {
-      const lost = this.#length + (n - this.capacity);
-      this.#dropped += lost;
-      this.#ensure(this.capacity);
-      this.#store.set(chunk.subarray(n - this.capacity), 0);
-      this.#start = 0;
-      this.#length = this.capacity;
-      return lost;
+    // Only the newest `capacity` bytes of the chunk can survive it.
+    const kept = n > this.capacity ? chunk.subarray(n - this.capacity) : chunk;
+    const overflow = Math.max(0, this.#length + kept.length - this.capacity);
+    const lost = overflow + (n - kept.length);
+    if (overflow > 0) this.consume(overflow);
+    this.#dropped += lost;
+    let offset = 0;
+    while (offset < kept.length) {
+      let block = this.#blocks[this.#blocks.length - 1];
+      if (block === undefined || this.#tail === block.length) {
+        block = this.#spare ?? newBlock(this.#blockBytes);
+        this.#spare = null;
+        this.#blocks.push(block);
+        this.#tail = 0;
+      }
+      const step = Math.min(kept.length - offset, block.length - this.#tail);
+      block.set(kept.subarray(offset, offset + step), this.#tail);
+      this.#tail += step;
+      offset += step;
     }
-    const overflow = Math.max(0, this.#length + n - this.capacity);
-    if (overflow > 0) {
-      this.consume(overflow);
-      this.#dropped += overflow;
+    this.#length += kept.length;
+    return lost;
+  }
+
+  /**
+   * The first `n` unread bytes (fewer when fewer are buffered) as views into
+   * the store, in order, without copying or consuming them. The views are
+   * valid until the ring is next written, consumed or released.
+   */
+  views(n: number): Uint8Array[] {
+    let left = Math.max(0, Math.min(n, this.#length));
+    const out: Uint8Array[] = [];
+    for (let i = 0; left > 0; i++) {
+      const block = this.#blocks[i] as Uint8Array;
+      const start = i === 0 ? this.#head : 0;
+      const end = i === this.#blocks.length - 1 ? this.#tail : block.length;
+      const step = Math.min(left, end - start);
+      out.push(block.subarray(start, start + step));
+      left -= step;
     }
-    this.#ensure(this.#length + n);
-    const size = this.#store.length;
-    const end = (this.#start + this.#length) % size;
-    const first = Math.min(n, size - end);
-    this.#store.set(chunk.subarray(0, first), end);
-    if (first < n) this.#store.set(chunk.subarray(first), 0);
-    this.#length += n;
-    return overflow;
+    return out;
   }
 
   /** A copy of the first `n` unread bytes (fewer when fewer are buffered), without consuming them. */
   peek(n: number): Uint8Array {
-    const count = Math.max(0, Math.min(n, this.#length));
-    const out = new Uint8Array(count);
-    const size = this.#store.length;
-    const first = Math.min(count, size - this.#start);
-    out.set(this.#store.subarray(this.#start, this.#start + first), 0);
-    if (first < count) out.set(this.#store.subarray(0, count - first), first);
+    const parts = this.views(n);
+    const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+    let filled = 0;
+    for (const part of parts) {
+      out.set(part, filled);
+      filled += part.length;
+    }
     return out;
   }
 
   /** Forget the first `n` unread bytes. */
   consume(n: number): void {
-    const count = Math.max(0, Math.min(n, this.#length));
+    let count = Math.max(0, Math.min(n, this.#length));
     this.#length -= count;
-    this.#start = this.#length === 0 ? 0 : (this.#start + count) % this.#store.length;
+    while (count > 0) {
+      const block = this.#blocks[0] as Uint8Array;
+      const last = this.#blocks.length === 1;
+      const end = last ? this.#tail : block.length;
+      const step = Math.min(count, end - this.#head);
+      this.#head += step;
+      count -= step;
+      if (this.#head === end && !last) {
+        this.#blocks.shift();
+        this.#spare = block;
+        this.#head = 0;
+      }
+    }
+    if (this.#length === 0) {
+      // Empty (the loop left at most the last block): write into it again from its start.
+      this.#head = 0;
+      this.#tail = 0;
+    }
+  }
+
+  /** Drop everything buffered and hand the blocks back for other rings; the ring stays usable. */
+  release(): void {
+    if (this.#blockBytes === BLOCK_BYTES) {
+      for (const block of this.#blocks) if (pool.length < POOL_LIMIT) pool.push(block);
+      if (this.#spare && pool.length < POOL_LIMIT) pool.push(this.#spare);
+    }
+    this.#blocks.length = 0;
+    this.#spare = null;
+    this.#head = 0;
+    this.#tail = 0;
+    this.#length = 0;
   }
 
   /** Take up to `n` bytes from the front. */
@@ -90,18 +168,5 @@ export class RingBuffer {
     const out = this.peek(n);
     this.consume(out.length);
     return out;
-  }
-
-  /** Grow the store (never beyond the capacity), keeping the unread bytes in order. */
-  #ensure(needed: number): void {
-    const size = this.#store.length;
-    if (needed <= size) return;
-    let next = size;
-    while (next < needed) next *= 2;
-    next = Math.min(this.capacity, next);
-    const grown = new Uint8Array(next);
-    grown.set(this.peek(this.#length), 0);
-    this.#store = grown;
-    this.#start = 0;
   }
 }

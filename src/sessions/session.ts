@@ -102,7 +102,11 @@ export class Session {
     this.#closing ??= this.transport
       .close()
       .catch(() => undefined)
-      .then(() => this.markEnded(this.exitCode));
+      .then(() => {
+        this.markEnded(this.exitCode);
+        // Nobody reads a closed session again: its memory goes to the next one.
+        this.#ring.release();
+      });
     return this.#closing;
   }
 
@@ -124,7 +128,9 @@ export class Session {
     let n = Math.min(maxBytes, this.#ring.length);
     for (;;) {
       const trial = this.#decoder.clone();
-      const text = trial.decode(this.#ring.peek(n));
+      // Decoded straight from the ring's blocks: a read copies no bytes before they become text.
+      let text = "";
+      for (const view of this.#ring.views(n)) text += trial.decode(view);
       // Every raw byte decodes to at most 3 bytes, so a third of the limit (less what the decoder holds) always fits.
       if (utf8Length(text) <= maxBytes || n <= 1) {
         this.#decoder = trial;
