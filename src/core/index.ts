@@ -3,5 +3,6 @@ export { type Clock, isoTimestamp, systemClock } from "./clock.js";
 export { describeError, RelayError } from "./errors.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export { type Logger, silentLogger } from "./logger.js";
+export { holdTerminalEvents, type TerminalEventHold, type TerminalEvents } from "./terminal-events.js";
 export { isTier, maxTier, TIER_NAMES, type Tier, type TierName, tierName } from "./tier.js";
 export { clamp, decodeUtf8, type Truncated, truncateUtf8, utf8Length } from "./truncate.js";

@@ -2,11 +2,11 @@ import { accessSync, closeSync, constants as fsConstants, openSync, statSync } f
 import { constants as osConstants } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import { ReadStream } from "node:tty";
-import { RelayError } from "../core/index.js";
+import { holdTerminalEvents, RelayError } from "../core/index.js";
 import { readStat, sessionMembers, signalGroup, signalSession } from "./process-tree.js";
 import { ptyBinding } from "./pty-binding.js";
 import { signalNumber } from "./signals.js";
-import type { SessionTransport, TransportEvents } from "./types.js";
+import type { SessionTransport } from "./types.js";
 
 export interface LocalPtyRequest {
   /** argv[0] is looked up on the PATH of `env`, as the child's execvp would. */
@@ -31,8 +31,6 @@ const QUIET_MS = 10;
 /** One read of the master; Linux hands out at most a few KiB per read anyway. */
 const READ_BUFFER_BYTES = 65536;
 const { SIGHUP, SIGTERM, SIGCONT, SIGKILL } = osConstants.signals;
-
-type Pending = { kind: "data"; chunk: Uint8Array } | { kind: "exit"; code: number | null };
 
 /**
  * Start `argv` on a new pseudo-terminal. The child leads a new session (and
@@ -76,8 +74,8 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
     }
   };
 
-  let events: TransportEvents | null = null;
-  const pending: Pending[] = [];
+  // Held until start(): the read buffer is reused, so held output is copied.
+  const events = holdTerminalEvents(true);
   let exited = false;
   /** The exit went out to the session, after the last output. */
   let reported = false;
@@ -86,17 +84,6 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
   let destroyed = false;
   let closing: Promise<void> | null = null;
   const exitWaiters = new Set<() => void>();
-
-  const deliver = (item: Pending): void => {
-    if (destroyed) return;
-    if (!events) {
-      // Held until start(): the read buffer is reused, so keep a copy (Buffer#slice would be a view).
-      pending.push(item.kind === "data" ? { kind: "data", chunk: new Uint8Array(item.chunk) } : item);
-      return;
-    }
-    if (item.kind === "data") events.data(item.chunk);
-    else events.exit(item.code);
-  };
 
   // Every read lands in this one buffer and is copied out (into the ring) before the next read,
   // so a flood of output allocates nothing per read (docs/adr/0013-bounded-session-memory.md).
@@ -109,7 +96,7 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
       callback: (bytes: number) => {
         if (bytes > 0) {
           sawData = true;
-          deliver({ kind: "data", chunk: readBuffer.subarray(0, bytes) });
+          events.data(readBuffer.subarray(0, bytes));
         }
         return true;
       },
@@ -148,7 +135,7 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
         if (!streamClosed) master.destroy();
         releaseSlave();
         reported = true;
-        deliver({ kind: "exit", code });
+        events.exit(code);
         for (const wake of exitWaiters) wake();
         exitWaiters.clear();
       });
@@ -198,8 +185,7 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
   return {
     kind: "local",
     start(handlers) {
-      events = handlers;
-      for (const item of pending.splice(0)) deliver(item);
+      events.start(handlers);
     },
     write(data) {
       if (exited) return;
@@ -238,6 +224,7 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
     },
     destroy() {
       destroyed = true;
+      events.stop();
       if (drainTimer) clearTimeout(drainTimer);
       master.destroy();
       signalAll([SIGKILL]);

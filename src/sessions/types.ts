@@ -1,12 +1,9 @@
+import type { TerminalEvents } from "../core/index.js";
 export type SessionKind = "local" | "ssh";
 
 /** What a transport reports to the session that owns it. */
-export interface TransportEvents {
-  /** Terminal output, in arrival order. */
-  data(chunk: Uint8Array): void;
-  /** The child (or remote channel) is gone; null when its exit status is unknown. Called at most once. */
-  exit(exitCode: number | null): void;
-}
+/** What a transport reports to its session (defined in core, where the SSH layer meets it too). */
+export type TransportEvents = TerminalEvents;
 
 /**
  * One terminal, local or remote. The registry drives every kind through this

@@ -1,15 +1,12 @@
 import { constants as osConstants } from "node:os";
 import type { Client, ClientChannel, PseudoTtyOptions } from "ssh2";
-import { RelayError } from "../core/index.js";
+import { holdTerminalEvents, RelayError, type TerminalEvents } from "../core/index.js";
 import type { HostKeyReport } from "./host-key.js";
 import type { SshLease, SshPool } from "./pool.js";
 import type { SshTarget } from "./target.js";
 
-/** What the session registry hears from a terminal (the shape of sessions' TransportEvents). */
-export interface PtyEvents {
-  data(chunk: Uint8Array): void;
-  exit(exitCode: number | null): void;
-}
+/** What the session registry hears from a terminal. */
+export type PtyEvents = TerminalEvents;
 
 /**
  * A remote terminal, shaped as the session registry's transport so `ssh`
@@ -49,8 +46,6 @@ export const TERMINAL_TYPE = "xterm-256color";
 /** The signals the SSH `signal` request is sent for (CONTRACT §10.3); any other becomes TERM. */
 const SSH_SIGNALS = new Set(["INT", "KILL", "TERM", "HUP", "QUIT"]);
 const DEFAULT_CLOSE_WAIT_MS = 5000;
-
-type Pending = { kind: "data"; chunk: Uint8Array } | { kind: "exit"; code: number | null };
 
 /** ssh2 reports the signal as `SIGTERM`; the SSH protocol itself says `TERM`: accept both. */
 function signalNumber(name: string): number | null {
@@ -120,24 +115,13 @@ function openChannel(client: Client, request: SshPtyRequest): Promise<ClientChan
  * destroy(), whichever comes first, even if closing fails.
  */
 function wrapChannel(channel: ClientChannel, lease: SshLease, closeWaitMs: number): SshPtyTransport {
-  let events: PtyEvents | null = null;
-  const pending: Pending[] = [];
+  const events = holdTerminalEvents(false);
   let exitCode: number | null = null;
   let closed = false;
-  let destroyed = false;
   let closing: Promise<void> | null = null;
   const closeWaiters = new Set<() => void>();
 
-  const deliver = (item: Pending): void => {
-    if (destroyed) return;
-    if (!events) {
-      pending.push(item);
-      return;
-    }
-    if (item.kind === "data") events.data(item.chunk);
-    else events.exit(item.code);
-  };
-  const onData = (chunk: Buffer) => deliver({ kind: "data", chunk });
+  const onData = (chunk: Buffer) => events.data(chunk);
   channel.on("data", onData);
   channel.stderr.on("data", onData);
   channel.on("exit", (code: number | null, signalName?: string) => {
@@ -157,7 +141,7 @@ function wrapChannel(channel: ClientChannel, lease: SshLease, closeWaitMs: numbe
     for (const wake of closeWaiters) wake();
     closeWaiters.clear();
     // Exit comes after the output: ssh2 has emitted every data event by now.
-    deliver({ kind: "exit", code: exitCode });
+    events.exit(exitCode);
   });
 
   const send = (name: string): void => {
@@ -172,8 +156,7 @@ function wrapChannel(channel: ClientChannel, lease: SshLease, closeWaitMs: numbe
   return {
     kind: "ssh",
     start(handlers) {
-      events = handlers;
-      for (const item of pending.splice(0)) deliver(item);
+      events.start(handlers);
     },
     write(data) {
       if (closed) return;
@@ -213,7 +196,7 @@ function wrapChannel(channel: ClientChannel, lease: SshLease, closeWaitMs: numbe
       return closing;
     },
     destroy() {
-      destroyed = true;
+      events.stop();
       try {
         channel.close();
       } finally {
