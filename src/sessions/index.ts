@@ -1,7 +1,7 @@
 export { findExecutable, type LocalPtyRequest, openLocalPty } from "./local-pty.js";
 export { openRecording, type Recording, type RecordingRequest, recordingPath } from "./recording.js";
 export { createSessionRegistry, type SessionRegistryDeps } from "./registry.js";
-export { RingBuffer } from "./ring-buffer.js";
+export { type BlockPool, createBlockPool, RingBuffer } from "./ring-buffer.js";
 export { resolveSignalName } from "./signals.js";
 export { clampTerminalSize, MAX_TERMINAL_SIDE } from "./terminal-size.js";
 export type {

@@ -6,7 +6,7 @@ describe("ptyBinding", () => {
     const binding = ptyBinding();
     expect(typeof binding.fork).toBe("function");
     expect(typeof binding.resize).toBe("function");
-    // Loaded once and shared.
+    // Node's module cache hands out the same binding every time.
     expect(ptyBinding()).toBe(binding);
   });
 });

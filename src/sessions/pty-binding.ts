@@ -32,15 +32,17 @@ export interface PtyBinding {
   resize(fd: number, cols: number, rows: number): void;
 }
 
-let binding: PtyBinding | null = null;
+const requireFromHere = createRequire(import.meta.url);
 
-/** Load the binding once, checking that it has the entry points this module calls. */
+/**
+ * The binding, checked for the entry points this module calls. Node caches
+ * the module after the first load, so later calls only repeat the check.
+ */
 export function ptyBinding(): PtyBinding {
-  if (binding) return binding;
   const name = `@lydell/node-pty-${process.platform}-${process.arch}/pty.node`;
   let loaded: unknown;
   try {
-    loaded = createRequire(import.meta.url)(name);
+    loaded = requireFromHere(name);
   } catch (err) {
     throw new RelayError(
       "RuntimeError",
@@ -50,6 +52,5 @@ export function ptyBinding(): PtyBinding {
   const candidate = loaded as Partial<PtyBinding> | null;
   if (typeof candidate?.fork !== "function" || typeof candidate.resize !== "function")
     throw new RelayError("RuntimeError", `${name} lacks fork/resize: an unsupported node-pty version`);
-  binding = candidate as PtyBinding;
-  return binding;
+  return candidate as PtyBinding;
 }

@@ -1,6 +1,7 @@
 import type { Clock, Ids, Logger } from "../core/index.js";
 import { RelayError, silentLogger } from "../core/index.js";
 import { openRecording, type Recording } from "./recording.js";
+import { createBlockPool } from "./ring-buffer.js";
 import { Session } from "./session.js";
 import { resolveSignalName } from "./signals.js";
 import { clampTerminalSize } from "./terminal-size.js";
@@ -44,6 +45,8 @@ export function createSessionRegistry(
   const logger = deps.logger ?? silentLogger;
   const endedGraceMs = config.endedGraceMs ?? DEFAULT_ENDED_GRACE_MS;
   const sessions = new Map<string, Session>();
+  // Blocks of ended sessions' rings, for the next session (ADR 0013).
+  const blocks = createBlockPool();
 
   let timer: NodeJS.Timeout | null = null;
   if (deps.sweeper ?? true) {
@@ -157,6 +160,7 @@ export function createSessionRegistry(
         rows: request.rows,
         transport: request.transport,
         bufferBytes: config.bufferBytes,
+        blocks,
         recording,
         clock,
       });

@@ -1,18 +1,34 @@
 /** Size of one block of the store; a session that prints little holds one. */
 const BLOCK_BYTES = 64 * 1024;
 /** Blocks of released rings kept for the next ring: at most the largest ring the settings allow. */
-const POOL_LIMIT = (16 * 1024 * 1024) / BLOCK_BYTES;
+const POOL_LIMIT_BYTES = 16 * 1024 * 1024;
 
 /**
- * Full-size blocks of rings that were released. A session that ends leaves
- * its blocks here for the next one instead of to the garbage collector, which
- * frees buffers of long-lived objects only at its next full collection: with
- * sessions coming and going, dead rings would otherwise pile up beside live ones.
+ * Full-size blocks of rings that were released, shared by the rings of one
+ * registry. A session that ends leaves its blocks here for the next one
+ * instead of to the garbage collector, which frees the buffers of long-lived
+ * objects only at its next full collection: with sessions coming and going,
+ * dead rings would otherwise pile up beside live ones.
  */
-const pool: Uint8Array[] = [];
+export interface BlockPool {
+  take(): Uint8Array | undefined;
+  give(block: Uint8Array): void;
+  /** Blocks waiting to be reused. */
+  readonly size: number;
+}
 
-function newBlock(size: number): Uint8Array {
-  return (size === BLOCK_BYTES ? pool.pop() : undefined) ?? new Uint8Array(size);
+export function createBlockPool(limitBytes = POOL_LIMIT_BYTES): BlockPool {
+  const blocks: Uint8Array[] = [];
+  const limit = Math.floor(limitBytes / BLOCK_BYTES);
+  return {
+    take: () => blocks.pop(),
+    give(block) {
+      if (block.length === BLOCK_BYTES && blocks.length < limit) blocks.push(block);
+    },
+    get size() {
+      return blocks.length;
+    },
+  };
 }
 
 /**
@@ -29,6 +45,7 @@ function newBlock(size: number): Uint8Array {
 export class RingBuffer {
   readonly capacity: number;
   readonly #blockBytes: number;
+  readonly #pool: BlockPool | null;
   /** Filled from `#head` in the first block to `#tail` in the last. */
   readonly #blocks: Uint8Array[] = [];
   #head = 0;
@@ -39,11 +56,14 @@ export class RingBuffer {
   #dropped = 0;
   #written = 0;
 
-  constructor(capacity: number) {
+  /** `pool`: where blocks come from and go back to on release; none = allocate and let go. */
+  constructor(capacity: number, pool: BlockPool | null = null) {
     if (!Number.isInteger(capacity) || capacity < 1)
       throw new RangeError(`ring capacity must be >= 1, got ${capacity}`);
     this.capacity = capacity;
     this.#blockBytes = Math.min(capacity, BLOCK_BYTES);
+    // Only full-size blocks are shared; a ring smaller than one block keeps its own.
+    this.#pool = this.#blockBytes === BLOCK_BYTES ? pool : null;
   }
 
   /** Bytes waiting to be read. */
@@ -81,7 +101,7 @@ export class RingBuffer {
     while (offset < kept.length) {
       let block = this.#blocks[this.#blocks.length - 1];
       if (block === undefined || this.#tail === block.length) {
-        block = this.#spare ?? newBlock(this.#blockBytes);
+        block = this.#spare ?? this.#pool?.take() ?? new Uint8Array(this.#blockBytes);
         this.#spare = null;
         this.#blocks.push(block);
         this.#tail = 0;
@@ -152,9 +172,9 @@ export class RingBuffer {
 
   /** Drop everything buffered and hand the blocks back for other rings; the ring stays usable. */
   release(): void {
-    if (this.#blockBytes === BLOCK_BYTES) {
-      for (const block of this.#blocks) if (pool.length < POOL_LIMIT) pool.push(block);
-      if (this.#spare && pool.length < POOL_LIMIT) pool.push(this.#spare);
+    if (this.#pool) {
+      for (const block of this.#blocks) this.#pool.give(block);
+      if (this.#spare) this.#pool.give(this.#spare);
     }
     this.#blocks.length = 0;
     this.#spare = null;

@@ -1,7 +1,7 @@
 import type { Clock } from "../core/index.js";
 import { utf8Length } from "../core/index.js";
 import type { Recording } from "./recording.js";
-import { RingBuffer } from "./ring-buffer.js";
+import { type BlockPool, RingBuffer } from "./ring-buffer.js";
 import type { RecvResult, SessionInfo, SessionKind, SessionTransport } from "./types.js";
 import { Utf8StreamDecoder } from "./utf8-stream.js";
 
@@ -14,6 +14,8 @@ export interface SessionInit {
   rows: number;
   transport: SessionTransport;
   bufferBytes: number;
+  /** Where the ring's blocks come from and return to when the session is closed. */
+  blocks: BlockPool | null;
   recording: Recording | null;
   clock: Clock;
 }
@@ -56,7 +58,7 @@ export class Session {
     this.transport = init.transport;
     this.recording = init.recording;
     this.#clock = init.clock;
-    this.#ring = new RingBuffer(init.bufferBytes);
+    this.#ring = new RingBuffer(init.bufferBytes, init.blocks);
     this.createdAt = init.clock.monotonic();
     this.lastUsed = this.createdAt;
   }
