@@ -1,42 +1,27 @@
-import type { FunctionDef, ParsedScript, PipeRef, Redirect, StdinFeed, Unit } from "./script.js";
+import type { FunctionDef, ParsedScript, Unit } from "./script.js";
 import type { SyntaxNode, SyntaxTree } from "./syntax.js";
-import {
-  DYNAMIC,
-  decodeAnsiC,
-  dynamicWord,
-  hasGlobChars,
-  joinWords,
-  literalWord,
-  unescapeBare,
-  unescapeDouble,
-  type Word,
-} from "./words.js";
+import { createWordResolver, type RedirectResult, type WalkCtx } from "./word-resolver.js";
+import { joinWords, literalWord, type Word } from "./words.js";
 
 /**
  * Turns a bash syntax tree into the flat list of simple commands the rules
  * look at. The walk is iterative (an explicit stack) so that `a && b && …`
  * nested a hundred thousand levels deep cannot overflow the JS stack, and
  * every node is visited once, which keeps it linear in the input.
+ * Reading the value of a word or redirection lives in word-resolver.ts; this
+ * file decides what is a command and in which order nodes are visited.
  */
-
-interface Ctx {
-  container: number;
-  pipe: PipeRef | null;
-  fn: string | null;
-}
 
 interface Item {
   node: SyntaxNode;
-  ctx: Ctx;
+  ctx: WalkCtx;
   /** Redirections that the grammar attached to an enclosing statement. */
   extra: SyntaxNode[] | null;
   /** A substitution whose container id is already allocated. */
   opened?: boolean;
 }
 
-/** Word nesting beyond this is treated as unknown (and still scanned for substitutions). */
-const MAX_WORD_DEPTH = 32;
-
+/** Node types with nothing below them that could hold a command, so the generic descent stops there. */
 const LEAF_TYPES = new Set([
   "word",
   "raw_string",
@@ -54,8 +39,6 @@ const LEAF_TYPES = new Set([
   "ansi_c_string",
 ]);
 
-const REDIRECT_OPS = new Set([">", ">>", ">|", "&>", "&>>", "<>", "<", ">&", "<&", ">&-", "<&-"]);
-
 export function walkScript(tree: SyntaxTree): ParsedScript {
   const units: Unit[] = [];
   const functions: FunctionDef[] = [];
@@ -63,11 +46,6 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
   const parents: number[] = [];
   const dataRanges: [number, number][] = [];
   const commandRanges: [number, number][] = [];
-  const data = (node: SyntaxNode): void => {
-    if (tree.source.includes("\n", node.start) && tree.source.indexOf("\n", node.start) < node.end) {
-      dataRanges.push([node.start, node.end]);
-    }
-  };
   let pipes = 0;
   const text = (n: SyntaxNode): string => tree.source.slice(n.start, n.end);
 
@@ -79,152 +57,28 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
   // visited in source order right after the command that holds them.
   let pending: Item[] = [];
 
-  const scan = (node: SyntaxNode, ctx: Ctx): void => {
+  const scan = (node: SyntaxNode, ctx: WalkCtx): void => {
     pending.push({ node, ctx, extra: null });
   };
 
-  const substitution = (node: SyntaxNode, ctx: Ctx): number => {
+  const substitution = (node: SyntaxNode, ctx: WalkCtx): number => {
     const id = parents.length;
     parents.push(ctx.container);
     pending.push({ node, ctx: { container: id, pipe: null, fn: ctx.fn }, extra: null, opened: true });
     return id;
   };
 
-  const resolveParts = (parts: SyntaxNode[], ctx: Ctx, depth: number, raw: string): Word => {
-    let word: Word | null = null;
-    for (let i = 0; i < parts.length; i++) {
-      const part = parts[i]!;
-      let piece: Word;
-      if (part.named) {
-        piece = resolveWord(part, ctx, depth + 1);
-      } else if (part.type === "$" && parts[i + 1]?.type === "string") {
-        continue; // `$"..."` is a translated string: the `$` adds nothing
-      } else {
-        piece = literalWord(text(part));
-      }
-      word = word === null ? piece : joinWords(word, piece);
-    }
-    const out = word ?? literalWord("");
-    return { ...out, text: raw };
-  };
-
-  const resolveWord = (node: SyntaxNode, ctx: Ctx, depth: number): Word => {
-    const raw = text(node);
-    if (depth > MAX_WORD_DEPTH) {
-      scan(node, ctx);
-      return dynamicWord(raw);
-    }
-    switch (node.type) {
-      case "word":
-        return { ...literalWord(unescapeBare(raw), raw), glob: hasGlobChars(raw) };
-      case "raw_string":
-        data(node);
-        return literalWord(raw.slice(1, -1), raw);
-      case "ansi_c_string":
-        data(node);
-        return literalWord(decodeAnsiC(raw.slice(2, -1)), raw);
-      case "string_content":
-        return literalWord(unescapeDouble(raw), raw);
-      case "string":
-      case "translated_string": {
-        data(node);
-        const parts = node.children.filter((c) => c.named);
-        return parts.length === 0 ? literalWord("", raw) : resolveParts(parts, ctx, depth, raw);
-      }
-      case "concatenation":
-      case "command_name":
-        return resolveParts(node.children, ctx, depth, raw);
-      case "number":
-        if (node.children.some((c) => c.named)) return resolveParts(node.children, ctx, depth, raw);
-        return literalWord(raw);
-      case "brace_expression":
-        return { ...literalWord(raw), glob: true };
-      case "ERROR":
-        // Junk the grammar could not place is not an expansion; still look inside for substitutions.
-        scan(node, ctx);
-        return literalWord(raw);
-      case "command_substitution":
-      case "process_substitution": {
-        const id = substitution(node, ctx);
-        return {
-          value: DYNAMIC,
-          dynamic: true,
-          subst: [id],
-          procSub: node.type === "process_substitution",
-          glob: false,
-          text: raw,
-        };
-      }
-      default:
-        // Parameter and arithmetic expansions: unknown value; scan them for substitutions.
-        scan(node, ctx);
-        // An "expansion" the grammar built around junk it could not place is error recovery, not `$x`.
-        return node.children.some((c) => c.type === "ERROR") ? literalWord(raw) : dynamicWord(raw);
-    }
-  };
-
-  const redirectOp = (node: SyntaxNode): string => {
-    for (const c of node.children) if (!c.named && REDIRECT_OPS.has(c.type)) return c.type;
-    return ">";
-  };
-
-  interface RedirectResult {
-    redirects: Redirect[];
-    stdin: StdinFeed | null;
-  }
-
-  const resolveRedirects = (nodes: SyntaxNode[], ctx: Ctx, out: RedirectResult): void => {
-    for (const r of nodes) {
-      if (r.type === "file_redirect") {
-        const fdNode = r.children.find((c) => c.type === "file_descriptor");
-        const dest = r.children.filter((c) => c.field === "destination");
-        let target: Word | null = null;
-        for (const d of dest) {
-          const w = resolveWord(d, ctx, 0);
-          target = target === null ? w : joinWords(target, w);
-        }
-        out.redirects.push({ op: redirectOp(r), fd: fdNode ? text(fdNode) : null, target, text: text(r) });
-      } else if (r.type === "herestring_redirect") {
-        const content = r.children.find((c) => c.named && c.type !== "file_descriptor");
-        const w = content ? resolveWord(content, ctx, 0) : literalWord("");
-        out.redirects.push({ op: "<<<", fd: null, target: null, text: text(r) });
-        out.stdin = { text: `${w.value}\n`, dynamic: w.dynamic, subst: w.subst };
-      } else if (r.type === "heredoc_redirect") {
-        const start = r.children.find((c) => c.type === "heredoc_start");
-        const body = r.children.find((c) => c.type === "heredoc_body");
-        const quoted = start !== undefined && /['"\\]/.test(text(start));
-        const subst: number[] = [];
-        let dynamic = false;
-        if (body && !quoted) {
-          for (const c of body.children) {
-            if (c.type === "command_substitution") subst.push(substitution(c, ctx));
-            else if (c.type === "expansion" || c.type === "simple_expansion") {
-              dynamic = true;
-              scan(c, ctx);
-            }
-          }
-        }
-        out.redirects.push({
-          op: r.children.find((c) => c.type === "<<" || c.type === "<<-")?.type ?? "<<",
-          fd: null,
-          target: null,
-          text: start ? `<<${text(start)}` : "<<",
-        });
-        // Lines of a here-doc body start at the range start: include the newline before it.
-        if (body) dataRanges.push([body.start - 1, body.end]);
-        out.stdin = { text: body ? text(body) : "", dynamic: dynamic || subst.length > 0, subst };
-        const nested = r.children.filter((c) => c.field === "redirect");
-        if (nested.length > 0) resolveRedirects(nested, ctx, out);
-      } else {
-        scan(r, ctx);
-      }
-    }
-  };
+  const { resolveWord, resolveRedirects, assignment } = createWordResolver({
+    source: tree.source,
+    dataRanges,
+    scan,
+    substitution,
+  });
 
   const addUnit = (
     words: Word[],
     redirectNodes: SyntaxNode[],
-    ctx: Ctx,
+    ctx: WalkCtx,
     unitText: string,
     extra: Partial<Unit>,
   ) => {
@@ -244,7 +98,7 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
     });
   };
 
-  const command = (node: SyntaxNode, ctx: Ctx, extra: SyntaxNode[] | null): void => {
+  const command = (node: SyntaxNode, ctx: WalkCtx, extra: SyntaxNode[] | null): void => {
     const words: Word[] = [];
     const ends: number[] = [];
     const redirects: SyntaxNode[] = [];
@@ -280,17 +134,10 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
     pushAll(later);
   };
 
-  const assignment = (node: SyntaxNode, ctx: Ctx): { name: string; value: Word } => {
-    const nameNode = node.children.find((c) => c.field === "name");
-    const valueNode = node.children.find((c) => c.field === "value");
-    const value = valueNode ? resolveWord(valueNode, ctx, 0) : literalWord("");
-    return { name: nameNode ? text(nameNode) : "", value };
-  };
-
   const statementChildren = (node: SyntaxNode): SyntaxNode[] =>
     node.children.filter((c) => c.named && c.type !== "comment");
 
-  const pipeline = (stages: SyntaxNode[], ctx: Ctx, lastExtra: SyntaxNode[] | null, attachAt: number) => {
+  const pipeline = (stages: SyntaxNode[], ctx: WalkCtx, lastExtra: SyntaxNode[] | null, attachAt: number) => {
     const id = pipes++;
     pushAll(
       stages.map((node, stage) => ({
@@ -301,7 +148,7 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
     );
   };
 
-  const redirected = (node: SyntaxNode, ctx: Ctx, extra: SyntaxNode[] | null): void => {
+  const redirected = (node: SyntaxNode, ctx: WalkCtx, extra: SyntaxNode[] | null): void => {
     const body = node.children.find((c) => c.field === "body");
     const redirects = node.children.filter((c) => c.type.endsWith("_redirect"));
     if (extra) redirects.push(...extra);
