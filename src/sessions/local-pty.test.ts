@@ -32,6 +32,11 @@ function living(arg: string): number[] {
   return found;
 }
 
+/** A terminal for `argv` in the test directory, 80x24, with the test environment. */
+function openIn(argv: string[], extra: { killGraceMs?: number } = {}): SessionTransport {
+  return openLocalPty({ argv, cwd: dir, env: ENV, cols: 80, rows: 24, ...extra });
+}
+
 function collect(transport: SessionTransport) {
   const state = { text: "", exit: undefined as number | null | undefined };
   transport.start({
@@ -96,13 +101,7 @@ describe("openLocalPty", () => {
   });
 
   it("holds output until started, then reports the exit status", async () => {
-    const pty = openLocalPty({
-      argv: ["sh", "-c", "echo early; exit 3"],
-      cwd: dir,
-      env: ENV,
-      cols: 80,
-      rows: 24,
-    });
+    const pty = openIn(["sh", "-c", "echo early; exit 3"]);
     await new Promise((done) => setTimeout(done, 300));
     const state = collect(pty);
     await until(() => state.exit !== undefined);
@@ -111,13 +110,7 @@ describe("openLocalPty", () => {
   });
 
   it("output held before start survives later reads into the shared read buffer", async () => {
-    const pty = openLocalPty({
-      argv: ["bash", "-c", "for i in $(seq 1 300); do echo line$i; sleep 0.001; done"],
-      cwd: dir,
-      env: ENV,
-      cols: 80,
-      rows: 24,
-    });
+    const pty = openIn(["bash", "-c", "for i in $(seq 1 300); do echo line$i; sleep 0.001; done"]);
     await new Promise((done) => setTimeout(done, 1500));
     const state = collect(pty);
     await until(() => state.exit !== undefined);
@@ -126,13 +119,7 @@ describe("openLocalPty", () => {
   });
 
   it("reads every chunk into one reused buffer: a flood allocates nothing per read", async () => {
-    const pty = openLocalPty({
-      argv: ["bash", "-c", "head -c 2000000 /dev/zero | tr '\\0' x"],
-      cwd: dir,
-      env: ENV,
-      cols: 80,
-      rows: 24,
-    });
+    const pty = openIn(["bash", "-c", "head -c 2000000 /dev/zero | tr '\\0' x"]);
     const stores = new Set<ArrayBufferLike>();
     let chunks = 0;
     let got = 0;
@@ -156,13 +143,7 @@ describe("openLocalPty", () => {
   it("delivers every byte a program prints right before it exits", async () => {
     const bytes = 4 * 1024 * 1024;
     for (let run = 0; run < 4; run++) {
-      const pty = openLocalPty({
-        argv: ["bash", "-c", `head -c ${bytes} /dev/zero | tr '\\0' x`],
-        cwd: dir,
-        env: ENV,
-        cols: 80,
-        rows: 24,
-      });
+      const pty = openIn(["bash", "-c", `head -c ${bytes} /dev/zero | tr '\\0' x`]);
       let got = 0;
       let exit: number | null | undefined;
       pty.start({
@@ -187,13 +168,7 @@ describe("openLocalPty", () => {
 
   it("a signal reaches the foreground job of an interactive shell, which survives", async () => {
     const marker = `${RUN}7301`;
-    const pty = openLocalPty({
-      argv: ["bash", "--norc", "--noprofile", "-i"],
-      cwd: dir,
-      env: ENV,
-      cols: 80,
-      rows: 24,
-    });
+    const pty = openIn(["bash", "--norc", "--noprofile", "-i"]);
     const state = collect(pty);
     pty.write(new TextEncoder().encode(`sleep ${marker}\n`));
     await until(() => living(marker).length === 1);
@@ -207,13 +182,7 @@ describe("openLocalPty", () => {
 
   it("close kills the whole session: background jobs in their own groups too", async () => {
     const marker = `${RUN}7302`;
-    const pty = openLocalPty({
-      argv: ["bash", "--norc", "--noprofile", "-i"],
-      cwd: dir,
-      env: ENV,
-      cols: 80,
-      rows: 24,
-    });
+    const pty = openIn(["bash", "--norc", "--noprofile", "-i"]);
     const state = collect(pty);
     pty.write(
       new TextEncoder().encode(`(trap '' HUP; sleep ${marker}1) & sleep ${marker}2 & sleep ${marker}3\n`),
@@ -229,13 +198,7 @@ describe("openLocalPty", () => {
 
   it("close also ends what outlived the child, after the child exited", async () => {
     const marker = `${RUN}7305`;
-    const pty = openLocalPty({
-      argv: ["bash", "-c", `(trap '' HUP; exec sleep ${marker}) & sleep 0.3; exit 0`],
-      cwd: dir,
-      env: ENV,
-      cols: 80,
-      rows: 24,
-    });
+    const pty = openIn(["bash", "-c", `(trap '' HUP; exec sleep ${marker}) & sleep 0.3; exit 0`]);
     const state = collect(pty);
     await until(() => state.exit !== undefined);
     expect(state.exit).toBe(0);
@@ -246,14 +209,7 @@ describe("openLocalPty", () => {
 
   it("close escalates to KILL for a program that ignores HUP and TERM", async () => {
     const marker = `${RUN}7303`;
-    const pty = openLocalPty({
-      argv: ["sh", "-c", `trap '' HUP TERM; sleep ${marker}; :`],
-      cwd: dir,
-      env: ENV,
-      cols: 80,
-      rows: 24,
-      killGraceMs: 200,
-    });
+    const pty = openIn(["sh", "-c", `trap '' HUP TERM; sleep ${marker}; :`], { killGraceMs: 200 });
     const state = collect(pty);
     await until(() => living(marker).length === 1);
     await pty.close();
