@@ -8,18 +8,8 @@ describe("PTY sessions over stdio", () => {
   let s: TestServer;
 
   /** Call a tool, optionally as a named client (`_meta.client_id`). */
-  async function call(name: string, args: Record<string, unknown>, clientId?: string) {
-    const result = await s.client.callTool({
-      name,
-      arguments: args,
-      ...(clientId === undefined ? {} : { _meta: { client_id: clientId } }),
-    });
-    const content = result.content as Array<{ text?: string }>;
-    return {
-      text: content.map((c) => c.text ?? "").join(""),
-      structured: (result.structuredContent ?? {}) as Record<string, unknown>,
-    };
-  }
+  const call = (name: string, args: Record<string, unknown>, clientId?: string) =>
+    s.call(name, args, clientId);
 
   async function spawn(args: Record<string, unknown>, clientId?: string): Promise<string> {
     const r = await call("shell_spawn", args, clientId);

@@ -95,18 +95,8 @@ describe.skipIf(SSHD_MISSING)("ssh_forward over stdio against real sshd", () => 
   let busy: Server;
   let busyPort: number;
 
-  async function call(name: string, args: Record<string, unknown>, clientId?: string) {
-    const result = await s.client.callTool({
-      name,
-      arguments: args,
-      ...(clientId === undefined ? {} : { _meta: { client_id: clientId } }),
-    });
-    const content = result.content as Array<{ text?: string }>;
-    return {
-      text: content.map((c) => c.text ?? "").join(""),
-      structured: (result.structuredContent ?? {}) as Record<string, unknown>,
-    };
-  }
+  const call = (name: string, args: Record<string, unknown>, clientId?: string) =>
+    s.call(name, args, clientId);
 
   beforeAll(async () => {
     fx = createSshFixture();

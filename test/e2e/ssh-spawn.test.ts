@@ -18,18 +18,8 @@ describe.skipIf(SSHD_MISSING)("ssh_spawn over stdio against real sshd", () => {
   let s: TestServer;
   let closed: number;
 
-  async function call(name: string, args: Record<string, unknown>, clientId?: string) {
-    const result = await s.client.callTool({
-      name,
-      arguments: args,
-      ...(clientId === undefined ? {} : { _meta: { client_id: clientId } }),
-    });
-    const content = result.content as Array<{ text?: string }>;
-    return {
-      text: content.map((c) => c.text ?? "").join(""),
-      structured: (result.structuredContent ?? {}) as Record<string, unknown>,
-    };
-  }
+  const call = (name: string, args: Record<string, unknown>, clientId?: string) =>
+    s.call(name, args, clientId);
 
   async function spawnSsh(args: Record<string, unknown>): Promise<string> {
     const r = await call("ssh_spawn", { host: "web", ...args });

@@ -11,10 +11,11 @@ export interface TestServer {
   client: Client;
   dir: string;
   auditPath: string;
-  /** Call a tool and return its text and structuredContent. */
+  /** Call a tool (as `clientId` in the request `_meta` when given) and return its text and structuredContent. */
   call(
     name: string,
     args?: Record<string, unknown>,
+    clientId?: string,
   ): Promise<{ text: string; structured: Record<string, unknown> }>;
   /** Audit records written so far, parsed. */
   records(): Array<Record<string, unknown>>;
@@ -61,8 +62,12 @@ export async function startServer(settings: Record<string, string> = {}): Promis
     client,
     dir,
     auditPath,
-    async call(name, args = {}) {
-      const result = await client.callTool({ name, arguments: args });
+    async call(name, args = {}, clientId) {
+      const result = await client.callTool({
+        name,
+        arguments: args,
+        ...(clientId === undefined ? {} : { _meta: { client_id: clientId } }),
+      });
       const content = result.content as Array<{ type: string; text?: string }>;
       const text = content.map((c) => c.text ?? "").join("");
       return { text, structured: (result.structuredContent ?? {}) as Record<string, unknown> };
