@@ -81,6 +81,9 @@ const TABLE: SettingTable = {
   sshIdleTimeout: ["RELAY_SHELL_SSH_IDLE_TIMEOUT", int(1800, 0, 86400)],
   sshAllowWeakerKnownHosts: ["RELAY_SHELL_SSH_ALLOW_WEAKER_KNOWN_HOSTS", bool(false)],
   forwardBindAny: ["RELAY_SHELL_FORWARD_BIND_ANY", bool(false)],
+  // bounds of one SFTP transfer whatever its timeout (docs/ssh.md, ADR 0015)
+  transferMaxBytes: ["RELAY_SHELL_TRANSFER_MAX_BYTES", int(4294967296, 1024, 2 ** 50)],
+  transferMaxEntries: ["RELAY_SHELL_TRANSFER_MAX_ENTRIES", int(100000, 1, 10000000)],
   // oauth
   authEnabled: ["RELAY_SHELL_AUTH_ENABLED", bool(false)],
   authIssuer: ["RELAY_SHELL_AUTH_ISSUER", (env) => urlSetting(env, "https://localhost:8080")],

@@ -58,6 +58,8 @@ export interface Settings {
   sshIdleTimeout: number;
   sshAllowWeakerKnownHosts: boolean;
   forwardBindAny: boolean;
+  transferMaxBytes: number;
+  transferMaxEntries: number;
   // oauth (§4.9)
   authEnabled: boolean;
   authIssuer: string;

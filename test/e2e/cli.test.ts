@@ -41,6 +41,8 @@ describe("relay-shell CLI", () => {
     expect(r.stderr).toContain(`relay_shell: config OK (transport=stdio, policy=open, audit=${audit})`);
     expect(r.stderr).toContain("relay_shell: warning: audit hash chain is off");
     expect(r.stderr).toContain("RELAY_SHELL_MAX_INPUT=1048576");
+    expect(r.stderr).toContain("RELAY_SHELL_TRANSFER_MAX_BYTES=4294967296");
+    expect(r.stderr).toContain("RELAY_SHELL_TRANSFER_MAX_ENTRIES=100000");
     expect(r.stdout).toBe("");
     expect(statSync(audit).mode & 0o777).toBe(0o600);
   });
@@ -54,6 +56,7 @@ describe("relay-shell CLI", () => {
       "audit_chain=true requires audit_format=jsonl",
     ],
     [{ RELAY_SHELL_CONFIRM_ROLLBACK: "true" }, "RELAY_SHELL_CONFIRM_ROLLBACK"],
+    [{ RELAY_SHELL_TRANSFER_MAX_ENTRIES: "0" }, "RELAY_SHELL_TRANSFER_MAX_ENTRIES"],
   ])("invalid settings %j exit 2 naming the problem", (env, needle) => {
     for (const args of [["--check-config"], []]) {
       const r = cli(args, { RELAY_SHELL_AUDIT_PATH: join(dir, "bad.jsonl"), ...env });
