@@ -1,12 +1,14 @@
 import type { Stats as LocalStats } from "node:fs";
-import { lstat, mkdir, readdir, readlink, stat, symlink, unlink } from "node:fs/promises";
+import { lstat, mkdir, open, readdir, readlink, stat, symlink, unlink } from "node:fs/promises";
 import { posix } from "node:path";
 import type { FileEntryWithStats, InputAttributes, SFTPWrapper, Stats } from "ssh2";
 import { RelayError } from "../core/index.js";
+import { cleanServerMessage, printablePath } from "./server-text.js";
 
 /** SFTP status codes (draft-ietf-secsh-filexfer-02 §7) that change what we tell the caller. */
 const NO_SUCH_FILE = 2;
 const PERMISSION_DENIED = 3;
+const EOF_STATUS = 1;
 
 /** Only the permission bits travel: set-id and sticky bits are dropped in both directions. */
 export const MODE_BITS = 0o777;
@@ -20,20 +22,54 @@ export interface RemoteFs {
   /** Follows symlinks; null when nothing is there. */
   stat(path: string): Promise<Stats | null>;
   lstat(path: string): Promise<Stats | null>;
-  readdir(path: string): Promise<FileEntryWithStats[]>;
+  /**
+   * A directory listing read one server reply at a time: `accept` sees every
+   * entry as it arrives and keeps it or drops it; when it throws (a bound was
+   * crossed) the listing stops there, so an endless listing costs no memory.
+   */
+  listDir(path: string, accept: (entry: FileEntryWithStats) => boolean): Promise<FileEntryWithStats[]>;
   mkdir(path: string, mode: number): Promise<void>;
   setstat(path: string, attrs: InputAttributes): Promise<void>;
   readlink(path: string): Promise<string>;
   symlink(target: string, path: string): Promise<void>;
   unlink(path: string): Promise<void>;
-  put(local: string, remote: string, mode: number, onBytes: (n: number) => void): Promise<void>;
-  get(remote: string, local: string, mode: number, onBytes: (n: number) => void): Promise<void>;
+  /** Write `size` bytes of a local file to a remote path; see RemoteWrite. */
+  put(local: string, remote: string, write: RemoteWrite, onBytes: (n: number) => void): Promise<void>;
+  /** Read exactly `size` bytes (what the caller checked against its bounds, never what fstat claims later). */
+  get(remote: string, local: string, mode: number, size: number, onBytes: (n: number) => void): Promise<void>;
 }
 
-export function remoteError(err: unknown, op: string, where: string): RelayError {
+/** How one remote file is written. */
+export interface RemoteWrite {
+  /**
+   * true: the path must not exist (O_CREAT|O_EXCL), so the open fails rather
+   * than follow a link that appeared there; false: an existing file the
+   * caller found with lstat is truncated and rewritten in place.
+   */
+  exclusive: boolean;
+  mode: number;
+  /** Bytes to copy: the size the caller checked against its bounds. */
+  size: number;
+  /** Seconds; applied through the open handle, so never through a link. */
+  atime: number;
+  mtime: number;
+  /**
+   * false for a destination that is not a regular file (`/dev/null`, a FIFO):
+   * its bytes are written, its mode and times are not the copy's to change.
+   */
+  setAttrs: boolean;
+}
+
+/** Local bytes in flight per upload: WRITE_WINDOW requests of WRITE_CHUNK bytes. */
+const WRITE_CHUNK = 32768;
+const WRITE_WINDOW = 16;
+
+export function remoteError(err: unknown, op: string, rawWhere: string): RelayError {
   if (err instanceof RelayError) return err;
   const e = err as { code?: unknown; message?: unknown } | undefined;
-  const message = typeof e?.message === "string" ? e.message : String(err);
+  // The server writes the message and may have named the path: neither reaches the caller raw.
+  const message = cleanServerMessage(typeof e?.message === "string" ? e.message : String(err));
+  const where = printablePath(rawWhere);
   if (e?.code === NO_SUCH_FILE) {
     // Creating a file fails this way only when a directory on its path is missing.
     const what = op === "upload" ? `no such directory for ${where}` : `no such file: ${where}`;
@@ -50,9 +86,11 @@ export function remoteError(err: unknown, op: string, where: string): RelayError
   return new RelayError("SFTPError", `${op} ${where} failed: ${message}`, { cause: err });
 }
 
-export function localError(err: unknown, op: string, path: string): RelayError {
+export function localError(err: unknown, op: string, rawPath: string): RelayError {
   if (err instanceof RelayError) return err;
   const e = err as NodeJS.ErrnoException;
+  // On a download the path holds names the server chose.
+  const path = printablePath(rawPath);
   switch (e?.code) {
     case "ENOENT":
       return new RelayError(
@@ -68,7 +106,9 @@ export function localError(err: unknown, op: string, path: string): RelayError {
     case "EISDIR":
       return new RelayError("IsADirectoryError", `is a directory: ${path}`, { cause: err });
     default:
-      return new RelayError("OSError", `${op} ${path} failed: ${e?.message ?? String(err)}`, { cause: err });
+      return new RelayError("OSError", `${op} ${path} failed: ${printablePath(e?.message ?? String(err))}`, {
+        cause: err,
+      });
   }
 }
 
@@ -125,22 +165,112 @@ export function createRemoteFs(sftp: SFTPWrapper, host: string): RemoteFs {
     if (err instanceof RelayError && err.type === "FileNotFoundError") return null;
     throw err;
   };
+  const close = (handle: Buffer, where: string) => call<void>("close", where, (cb) => sftp.close(handle, cb));
+
+  async function listDir(path: string, accept: (entry: FileEntryWithStats) => boolean) {
+    const where = at(path);
+    const handle = await call<Buffer>("readdir", where, (cb) => sftp.opendir(path, cb));
+    const kept: FileEntryWithStats[] = [];
+    try {
+      for (;;) {
+        // ssh2 answers end of directory with an EOF status error, or with `false`.
+        const batch = await new Promise<FileEntryWithStats[] | false>((resolve, reject) => {
+          try {
+            sftp.readdir(handle, (err, list) => {
+              if (err && (err as { code?: unknown }).code === EOF_STATUS) resolve(false);
+              else if (err) reject(remoteError(err, "readdir", where));
+              else resolve((list as FileEntryWithStats[] | false | undefined) ?? false);
+            });
+          } catch (err) {
+            reject(remoteError(err, "readdir", where));
+          }
+        });
+        if (batch === false) break;
+        for (const entry of batch) if (accept(entry)) kept.push(entry);
+      }
+    } finally {
+      // A failed close changes nothing the caller can act on; the listing's own outcome is the answer.
+      await close(handle, where).catch(() => undefined);
+    }
+    return kept;
+  }
+
+  async function put(local: string, remote: string, write: RemoteWrite, onBytes: (n: number) => void) {
+    const where = at(remote);
+    let source: Awaited<ReturnType<typeof open>>;
+    try {
+      source = await open(local, "r");
+    } catch (err) {
+      throw localError(err, "read", local);
+    }
+    try {
+      const handle = await call<Buffer>("upload", where, (cb) =>
+        sftp.open(remote, write.exclusive ? "wx" : "w", { mode: write.mode }, cb),
+      );
+      let failure: unknown = null;
+      try {
+        // The mode goes on before the first byte (an existing file keeps its old mode until here).
+        if (write.setAttrs) await call<void>("upload", where, (cb) => sftp.fchmod(handle, write.mode, cb));
+        let next = 0;
+        const worker = async () => {
+          while (failure === null && next < write.size) {
+            const position = next;
+            const length = Math.min(WRITE_CHUNK, write.size - position);
+            next += length;
+            const buffer = Buffer.allocUnsafe(length);
+            const { bytesRead } = await source.read(buffer, 0, length, position).catch((err: unknown) => {
+              throw localError(err, "read", local);
+            });
+            if (bytesRead < length) {
+              throw new RelayError("OSError", `${printablePath(local)} shrank while it was being copied`);
+            }
+            await call<void>("upload", where, (cb) => sftp.write(handle, buffer, 0, length, position, cb));
+            onBytes(length);
+          }
+        };
+        const workers = Math.min(WRITE_WINDOW, Math.ceil(write.size / WRITE_CHUNK));
+        // Every worker ends before the handle is closed; the first failure is the answer.
+        const settled = await Promise.allSettled(
+          Array.from({ length: workers }, () =>
+            worker().catch((err: unknown) => {
+              failure ??= err;
+              throw err;
+            }),
+          ),
+        );
+        if (failure === null && settled.some((r) => r.status === "rejected")) failure = "unknown failure";
+        if (failure === null && write.setAttrs) {
+          // Through the handle: never through whatever the path names by now.
+          await call<void>("upload", where, (cb) => sftp.futimes(handle, write.atime, write.mtime, cb));
+        }
+      } catch (err) {
+        failure ??= err;
+      }
+      const closed = await close(handle, where).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      if (failure !== null) throw failure;
+      if (closed !== null) throw closed;
+    } finally {
+      await source.close().catch(() => undefined);
+    }
+  }
+
   return {
     stat: (path) => call<Stats>("stat", at(path), (cb) => sftp.stat(path, cb)).catch(orNull),
     lstat: (path) => call<Stats>("lstat", at(path), (cb) => sftp.lstat(path, cb)).catch(orNull),
-    readdir: (path) => call<FileEntryWithStats[]>("readdir", at(path), (cb) => sftp.readdir(path, cb)),
+    listDir,
     mkdir: (path, mode) => call<void>("mkdir", at(path), (cb) => sftp.mkdir(path, { mode }, cb)),
     setstat: (path, attrs) => call<void>("setstat", at(path), (cb) => sftp.setstat(path, attrs, cb)),
     readlink: (path) => call<string>("readlink", at(path), (cb) => sftp.readlink(path, cb)),
     symlink: (target, path) => call<void>("symlink", at(path), (cb) => sftp.symlink(target, path, cb)),
     unlink: (path) => call<void>("unlink", at(path), (cb) => sftp.unlink(path, cb)),
-    put: (local, remote, mode, onBytes) =>
-      copy("upload", local, at(remote), "read", onBytes, (opts, cb) =>
-        sftp.fastPut(local, remote, { ...opts, mode }, cb),
-      ),
-    get: (remote, local, mode, onBytes) =>
+    put,
+    get: (remote, local, mode, size, onBytes) =>
       copy("download", local, at(remote), "write", onBytes, (opts, cb) =>
-        sftp.fastGet(remote, local, { ...opts, mode }, cb),
+        // fileSize: fastGet would otherwise ask fstat, whose answer a server can inflate after stat.
+        sftp.fastGet(remote, local, { ...opts, mode, fileSize: size }, cb),
       ),
   };
 }

@@ -5,6 +5,7 @@ import type { SshLease, SshPool } from "./pool.js";
 import { type CopyStats, downloadTree, emptyStats, uploadTree } from "./sftp.js";
 import { createRemoteFs } from "./sftp-fs.js";
 import type { SshTarget } from "./target.js";
+import { createTransferMeter, type TransferLimits } from "./transfer-limits.js";
 
 export type TransferDirection = "upload" | "download";
 
@@ -16,8 +17,10 @@ export interface TransferRequest {
   localPath: string;
   remotePath: string;
   recursive: boolean;
-  /** null = no per-call cap (only the connection's keepalive bounds a hung transfer). */
-  timeoutMs: number | null;
+  /** Wall-clock bound of the whole transfer, connecting included (the caller's, or the server's cap). */
+  timeoutMs: number;
+  /** Bytes and entries; crossing one stops the transfer with a TransferLimitError. */
+  limits: TransferLimits;
   signal?: AbortSignal;
 }
 
@@ -55,6 +58,35 @@ function openSftp(client: Client): Promise<SFTPWrapper> {
       fail(err);
     }
   });
+}
+
+/** Longest error message a transfer returns: the tools' output budget is 2048 bytes, brackets included. */
+export const MAX_ERROR_MESSAGE_BYTES = 1536;
+
+/**
+ * The error a failed transfer answers with: says how far the copy got when
+ * it got anywhere (the result fields are not sent with an error), and never
+ * longer than MAX_ERROR_MESSAGE_BYTES.
+ */
+function boundedError(err: unknown, stats: CopyStats): unknown {
+  if (!(err instanceof RelayError)) return err;
+  const count = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  const progress =
+    stats.files + stats.directories + stats.symlinks > 0
+      ? `; copied so far: ${count(stats.files, "file", "files")} (${count(stats.bytes, "byte", "bytes")}), ` +
+        `${count(stats.directories, "directory", "directories")}, ${count(stats.symlinks, "symlink", "symlinks")}`
+      : "";
+  let message = err.message;
+  const room = MAX_ERROR_MESSAGE_BYTES - Buffer.byteLength(progress, "utf8");
+  if (Buffer.byteLength(message, "utf8") > room) {
+    const cut = Buffer.from(message, "utf8")
+      .subarray(0, room - 40)
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
+    message = `${cut}… (${Buffer.byteLength(message, "utf8")} bytes)`;
+  }
+  if (progress === "" && message === err.message) return err;
+  return new RelayError(err.type, `${message}${progress}`, { code: err.code, cause: err });
 }
 
 /** Settles with the work, or rejects as soon as `signal` aborts (the work may still be winding down). */
@@ -95,13 +127,10 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
     // Pending SFTP requests fail once the channel is gone, which ends fastPut/fastGet.
     sftp?.end();
   };
-  const timer =
-    request.timeoutMs === null
-      ? null
-      : setTimeout(() => {
-          timedOut = true;
-          halt();
-        }, request.timeoutMs);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    halt();
+  }, request.timeoutMs);
   request.signal?.addEventListener("abort", halt, { once: true });
   if (request.signal?.aborted) halt();
 
@@ -142,7 +171,13 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
       }
     }
     const remote = createRemoteFs(channel, request.host);
-    const options = { recursive: request.recursive, host: request.host, signal: stop.signal, stats };
+    const options = {
+      recursive: request.recursive,
+      host: request.host,
+      signal: stop.signal,
+      stats,
+      meter: createTransferMeter(request.limits),
+    };
     const work =
       request.direction === "upload"
         ? uploadTree(remote, request.localPath, request.remotePath, options)
@@ -153,9 +188,9 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
     return result();
   } catch (err) {
     if (timedOut) return result();
-    throw err;
+    throw boundedError(err, stats);
   } finally {
-    if (timer) clearTimeout(timer);
+    clearTimeout(timer);
     request.signal?.removeEventListener("abort", halt);
     sftp?.end();
     lease?.release();

@@ -1,9 +1,12 @@
 import type { Stats as LocalStats } from "node:fs";
-import { chmod, utimes } from "node:fs/promises";
+import { constants } from "node:fs";
+import { chmod, open, unlink, utimes } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { Stats as RemoteStats } from "ssh2";
+import type { FileEntryWithStats, Stats as RemoteStats } from "ssh2";
 import { RelayError } from "../core/index.js";
+import { printablePath } from "./server-text.js";
 import { localError, localFs, MODE_BITS, type RemoteFs, remoteBasename, remoteJoin } from "./sftp-fs.js";
+import { MAX_NAME_BYTES, type TransferMeter } from "./transfer-limits.js";
 
 /** What a transfer did, also when it was cut short (then it says how far it got). */
 export interface CopyStats {
@@ -11,7 +14,11 @@ export interface CopyStats {
   bytes: number;
   directories: number;
   symlinks: number;
-  /** Sockets, FIFOs and devices inside a tree: not copied (at most MAX_SKIPPED listed). */
+  /**
+   * Not copied: sockets, FIFOs and devices inside a tree, and entries whose
+   * names the server sent unusable (at most MAX_SKIPPED listed, control
+   * characters shown as `\xNN`).
+   */
   skipped: string[];
   /** The path that was (or was being) written: the destination, or the source's name inside it. */
   destination: string;
@@ -24,6 +31,8 @@ export interface CopyOptions {
   /** Checked between operations; aborting ends the copy with a CancelledError. */
   signal: AbortSignal;
   stats: CopyStats;
+  /** The transfer's bounds and what it has used of them. */
+  meter: TransferMeter;
 }
 
 export const MAX_SKIPPED = 20;
@@ -37,7 +46,25 @@ function checkAbort(signal: AbortSignal): void {
 }
 
 function skip(stats: CopyStats, path: string): void {
-  if (stats.skipped.length < MAX_SKIPPED) stats.skipped.push(path);
+  if (stats.skipped.length < MAX_SKIPPED) stats.skipped.push(printablePath(path));
+}
+
+/**
+ * Whether a name a server listed cannot be copied (then it is skipped). The
+ * server names the entries: nothing it sends may lead outside the destination
+ * tree, and nothing it sends may fail the whole copy (a NUL cannot be in a
+ * local file name at all; a name longer than NAME_MAX cannot be created).
+ */
+function unusableName(name: string, seen: ReadonlySet<string>): boolean {
+  return (
+    name === "" ||
+    name === "." ||
+    name === ".." ||
+    name.includes("/") ||
+    name.includes("\0") ||
+    Buffer.byteLength(name, "utf8") > MAX_NAME_BYTES ||
+    seen.has(name)
+  );
 }
 
 /** Seconds, as SFTP version 3 carries times (sub-second parts are lost on the wire). */
@@ -58,6 +85,11 @@ function sourceKindError(where: string, isDir: boolean): RelayError {
  * source path itself may be a link. Directory modes and times are applied
  * last, deepest first, so copying into them is never blocked by their own
  * final mode.
+ *
+ * The remote side is never written through a symlink: the `remotePath` the
+ * caller named may be a link to a directory (that is followed, as `cp` does),
+ * but every path the copy creates or writes below it is looked at with lstat
+ * first, and a link there is refused (ADR 0015).
  */
 export async function uploadTree(
   remote: RemoteFs,
@@ -65,7 +97,7 @@ export async function uploadTree(
   remotePath: string,
   options: CopyOptions,
 ) {
-  const { stats, signal } = options;
+  const { stats, signal, meter } = options;
   const source = await localFs.stat(localPath);
   if (!source) throw new RelayError("FileNotFoundError", `no such local file: ${localPath}`);
   const isDir = source.isDirectory();
@@ -86,14 +118,15 @@ export async function uploadTree(
     throw new RelayError("NotADirectoryError", `${options.host}:${remotePath} exists and is not a directory`);
   }
   stats.destination = dest;
+  meter.entry(localPath);
   checkAbort(signal);
   if (!isDir) {
-    await putFile(remote, localPath, dest, source, stats);
+    await putFile(remote, localPath, dest, source, options);
     return;
   }
 
   const dirs: Array<{ path: string; st: LocalStats }> = [];
-  const stack = [{ local: localPath, remote: dest, st: source }];
+  const stack = [{ local: localPath, remote: dest, st: source, depth: 0 }];
   for (let next = stack.pop(); next; next = stack.pop()) {
     checkAbort(signal);
     await ensureRemoteDir(remote, next.remote, next.st.mode, options.host);
@@ -103,17 +136,22 @@ export async function uploadTree(
     for (const name of names) {
       checkAbort(signal);
       const l = join(next.local, name);
+      meter.entry(l);
       const r = remoteJoin(next.remote, name);
       const st = await localFs.lstat(l);
       if (!st) continue; // removed while we walked
       if (st.isSymbolicLink()) await putLink(remote, l, r, stats);
-      else if (st.isDirectory()) stack.push({ local: l, remote: r, st });
-      else if (st.isFile()) await putFile(remote, l, r, st, stats);
+      else if (st.isDirectory()) {
+        meter.depth(next.depth + 1, l);
+        stack.push({ local: l, remote: r, st, depth: next.depth + 1 });
+      } else if (st.isFile()) await putFile(remote, l, r, st, options);
       else skip(stats, l);
     }
   }
   for (const dir of dirs.reverse()) {
     checkAbort(signal);
+    // setstat follows links: look first, so a directory swapped for a link is not re-moded through it.
+    await refuseRemoteLink(remote, dir.path, options.host, "directory");
     await remote.setstat(dir.path, {
       mode: dir.st.mode & MODE_BITS,
       atime: seconds(dir.st.atimeMs),
@@ -122,16 +160,53 @@ export async function uploadTree(
   }
 }
 
-async function putFile(remote: RemoteFs, local: string, dest: string, st: LocalStats, stats: CopyStats) {
-  // The mode goes on before the first byte, so a private file is never readable in transit.
-  await remote.put(local, dest, st.mode & MODE_BITS, (n) => {
-    stats.bytes += n;
-  });
-  await remote.setstat(dest, {
+function remoteLinkError(host: string, path: string, what: "file" | "directory"): RelayError {
+  return what === "directory"
+    ? new RelayError(
+        "NotADirectoryError",
+        `${host}:${printablePath(path)} is a symlink; not copying a tree into it`,
+      )
+    : new RelayError(
+        "FileExistsError",
+        `${host}:${printablePath(path)} is a symlink; not writing a file through it`,
+      );
+}
+
+async function refuseRemoteLink(remote: RemoteFs, path: string, host: string, what: "file" | "directory") {
+  if ((await remote.lstat(path))?.isSymbolicLink()) throw remoteLinkError(host, path, what);
+}
+
+async function putFile(remote: RemoteFs, local: string, dest: string, st: LocalStats, options: CopyOptions) {
+  const { stats, meter, host } = options;
+  meter.reserve(st.size, local);
+  // lstat, never stat: what is at `dest` itself decides, not what a link there points to.
+  const there = await remote.lstat(dest);
+  if (there?.isSymbolicLink()) throw remoteLinkError(host, dest, "file");
+  if (there?.isDirectory()) {
+    throw new RelayError("IsADirectoryError", `${host}:${printablePath(dest)} is a directory`);
+  }
+  const write = {
+    // Nothing there: create it exclusively, so a link that appears meanwhile makes the open fail.
+    exclusive: there === null,
+    // The mode goes on before the first byte, so a private file is never readable in transit.
     mode: st.mode & MODE_BITS,
+    size: st.size,
     atime: seconds(st.atimeMs),
     mtime: seconds(st.mtimeMs),
-  });
+    setAttrs: there === null || there.isFile(),
+  };
+  try {
+    await remote.put(local, dest, write, (n) => {
+      stats.bytes += n;
+    });
+  } catch (err) {
+    if (write.exclusive && !options.signal.aborted) {
+      // An exclusive create fails when something appeared at the path since the lstat.
+      const now = await remote.lstat(dest).catch(() => null);
+      if (now?.isSymbolicLink()) throw remoteLinkError(host, dest, "file");
+    }
+    throw err;
+  }
   stats.files++;
 }
 
@@ -140,7 +215,7 @@ async function putLink(remote: RemoteFs, local: string, dest: string, stats: Cop
   try {
     await remote.symlink(target, dest);
   } catch (err) {
-    // Re-copying a tree: an old link in the way is replaced, anything else is an error.
+    // Re-copying a tree: an old link in the way is replaced (the link itself, never its target).
     const there = await remote.lstat(dest);
     if (!there?.isSymbolicLink()) throw err;
     await remote.unlink(dest);
@@ -151,12 +226,19 @@ async function putLink(remote: RemoteFs, local: string, dest: string, stats: Cop
 
 async function ensureRemoteDir(remote: RemoteFs, path: string, mode: number, host: string) {
   try {
-    // Owner rwx while copying; the real mode is applied at the end.
+    // Owner rwx while copying; the real mode is applied at the end. mkdir never follows a link.
     await remote.mkdir(path, (mode & MODE_BITS) | 0o700);
   } catch (err) {
-    const there = await remote.stat(path);
+    // lstat: a link where a directory should be is refused, never merged into.
+    const there = await remote.lstat(path);
     if (there?.isDirectory()) return; // merging into an existing tree
-    if (there) throw new RelayError("NotADirectoryError", `${host}:${path} exists and is not a directory`);
+    if (there?.isSymbolicLink()) throw remoteLinkError(host, path, "directory");
+    if (there) {
+      throw new RelayError(
+        "NotADirectoryError",
+        `${host}:${printablePath(path)} exists and is not a directory`,
+      );
+    }
     throw err;
   }
 }
@@ -168,7 +250,7 @@ export async function downloadTree(
   localPath: string,
   options: CopyOptions,
 ) {
-  const { stats, signal } = options;
+  const { stats, signal, meter } = options;
   const where = `${options.host}:${remotePath}`;
   const source = await remote.stat(remotePath);
   if (!source) throw new RelayError("FileNotFoundError", `no such file: ${where}`);
@@ -187,37 +269,49 @@ export async function downloadTree(
     throw new RelayError("NotADirectoryError", `${localPath} exists and is not a directory`);
   }
   stats.destination = dest;
+  meter.entry(where);
   checkAbort(signal);
   if (!isDir) {
-    await getFile(remote, remotePath, dest, source, stats);
+    await getFile(remote, remotePath, dest, source, options);
     return;
   }
 
   const dirs: Array<{ path: string; st: RemoteStats }> = [];
-  const stack = [{ remote: remotePath, local: dest, st: source }];
+  const stack = [{ remote: remotePath, local: dest, st: source, depth: 0 }];
   for (let next = stack.pop(); next; next = stack.pop()) {
     checkAbort(signal);
     await ensureLocalDir(next.local, next.st.mode);
     stats.directories++;
     dirs.push({ path: next.local, st: next.st });
-    // readdir reports each entry as lstat would: a link is seen as a link, not as what it points to.
-    const entries = (await remote.readdir(next.remote)).sort((a, b) => (a.filename < b.filename ? -1 : 1));
+    const dir = next.remote;
     const seen = new Set<string>();
+    // Read one reply at a time, each entry counted as it arrives: an endless listing stops at the bound.
+    const accept = (entry: FileEntryWithStats) => {
+      checkAbort(signal);
+      meter.entry(`${options.host}:${dir}`);
+      const name = entry.filename;
+      if (unusableName(name, seen)) {
+        skip(stats, `${options.host}:${remoteJoin(dir, name)}`);
+        return false;
+      }
+      seen.add(name);
+      // Keep the name and attributes only: the long listing line is the server's text, unused here.
+      entry.longname = "";
+      return true;
+    };
+    // readdir reports each entry as lstat would: a link is seen as a link, not as what it points to.
+    const entries = (await remote.listDir(dir, accept)).sort((a, b) => (a.filename < b.filename ? -1 : 1));
     for (const entry of entries) {
       checkAbort(signal);
       const name = entry.filename;
-      // The server names the entries: nothing it sends may lead outside the destination tree.
-      if (name === "" || name === "." || name === ".." || name.includes("/") || seen.has(name)) {
-        skip(stats, `${options.host}:${remoteJoin(next.remote, name)}`);
-        continue;
-      }
-      seen.add(name);
-      const r = remoteJoin(next.remote, name);
+      const r = remoteJoin(dir, name);
       const l = join(next.local, name);
       const st = entry.attrs;
-      if (st.isSymbolicLink()) await getLink(remote, r, l, stats);
-      else if (st.isDirectory()) stack.push({ remote: r, local: l, st });
-      else if (st.isFile()) await getFile(remote, r, l, st, stats);
+      if (st.isSymbolicLink()) await getLink(remote, r, l, options);
+      else if (st.isDirectory()) {
+        meter.depth(next.depth + 1, `${options.host}:${r}`);
+        stack.push({ remote: r, local: l, st, depth: next.depth + 1 });
+      } else if (st.isFile()) await getFile(remote, r, l, st, options);
       else skip(stats, `${options.host}:${r}`);
     }
   }
@@ -236,18 +330,59 @@ async function applyLocalAttrs(path: string, st: RemoteStats) {
   }
 }
 
-async function getFile(remote: RemoteFs, source: string, dest: string, st: RemoteStats, stats: CopyStats) {
+async function getFile(
+  remote: RemoteFs,
+  source: string,
+  dest: string,
+  st: RemoteStats,
+  options: CopyOptions,
+) {
+  const { stats, meter } = options;
+  // The size the server claims is checked before anything is written; fastGet then reads exactly that.
+  meter.reserve(st.size, `${options.host}:${source}`);
   // Write a new file, never through a link already at that name (it could point anywhere).
-  if ((await localFs.lstat(dest))?.isSymbolicLink()) await localFs.unlink(dest);
-  await remote.get(source, dest, st.mode & MODE_BITS, (n) => {
-    stats.bytes += n;
-  });
+  const before = await localFs.lstat(dest);
+  if (before?.isSymbolicLink()) await localFs.unlink(dest);
+  let moved = 0;
+  try {
+    if (st.size === 0) await createEmpty(dest, st.mode & MODE_BITS);
+    else {
+      await remote.get(source, dest, st.mode & MODE_BITS, st.size, (n) => {
+        moved += n;
+        stats.bytes += n;
+      });
+    }
+  } catch (err) {
+    // A half-written file is worse than none. A file that was there and got no byte yet may be
+    // untouched (the remote open failed first), so it stays; a timeout leaves the partial file, as
+    // the timeout text says.
+    const ours = moved > 0 || !before || before.isSymbolicLink();
+    if (ours && !options.signal.aborted) await unlink(dest).catch(() => undefined);
+    throw err;
+  }
   await applyLocalAttrs(dest, st);
   stats.files++;
 }
 
-async function getLink(remote: RemoteFs, source: string, dest: string, stats: CopyStats) {
+/** An empty file needs no read at all (and so no fstat a server could answer with any size). */
+async function createEmpty(path: string, mode: number) {
+  const flags = constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW;
+  try {
+    const handle = await open(path, flags, mode);
+    await handle.close();
+  } catch (err) {
+    throw localError(err, "write", path);
+  }
+}
+
+async function getLink(remote: RemoteFs, source: string, dest: string, options: CopyOptions) {
+  const { stats } = options;
   const target = await remote.readlink(source);
+  if (target.includes("\0") || target === "") {
+    // A target no local link can hold: skipped like an unusable name, not a reason to stop.
+    skip(stats, `${options.host}:${source}`);
+    return;
+  }
   try {
     await localFs.symlink(target, dest);
   } catch (err) {
@@ -269,9 +404,13 @@ async function ensureLocalDir(path: string, mode: number) {
     const there = await localFs.lstat(path);
     if (there?.isDirectory()) return;
     if (there?.isSymbolicLink()) {
-      throw new RelayError("NotADirectoryError", `${path} is a symlink; not copying a tree into it`);
+      throw new RelayError(
+        "NotADirectoryError",
+        `${printablePath(path)} is a symlink; not copying a tree into it`,
+      );
     }
-    if (there) throw new RelayError("NotADirectoryError", `${path} exists and is not a directory`);
+    if (there)
+      throw new RelayError("NotADirectoryError", `${printablePath(path)} exists and is not a directory`);
     throw localError(err, "mkdir", path);
   }
 }

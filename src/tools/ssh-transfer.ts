@@ -28,7 +28,7 @@ const HOST = {
   noNul: true,
 } as const;
 
-/** 0 (or less) = no per-call cap; otherwise clamp_timeout. */
+/** 0 (or less) = no cap of the call's own (the server's RELAY_SHELL_MAX_TIMEOUT still applies); otherwise clamp_timeout. */
 function transferTimeout(timeout: number, settings: Settings): number {
   return timeout > 0 ? clampTimeout(timeout, settings) : 0;
 }
@@ -79,7 +79,9 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
         recursive: { type: "boolean", description: "copy a directory tree", default: false },
         timeout: {
           type: "integer",
-          description: "seconds for the whole transfer, connecting included; 0 = no cap",
+          description:
+            "seconds for the whole transfer, connecting included; 0 = RELAY_SHELL_MAX_TIMEOUT (every transfer " +
+            "is also bounded by RELAY_SHELL_TRANSFER_MAX_BYTES and RELAY_SHELL_TRANSFER_MAX_ENTRIES)",
           default: 0,
         },
         ...CONNECTION_PARAMS,
@@ -93,7 +95,9 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
         symlinks: { type: "integer", description: "symlinks recreated (never followed)" },
         skipped: {
           type: "array",
-          description: "sockets, FIFOs and devices in the tree that were not copied",
+          description:
+            "not copied: sockets, FIFOs and devices in the tree, and entries whose names or link targets " +
+            "cannot be written here (control characters shown as \\xNN)",
         },
         destination: {
           type: "string",
@@ -136,7 +140,9 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
             localPath: a.local_path,
             remotePath: a.remote_path,
             recursive: a.recursive,
-            timeoutMs: timeout > 0 ? timeout * 1000 : null,
+            // timeout=0 leaves the call without a cap of its own, never without one at all.
+            timeoutMs: (timeout > 0 ? timeout : settings.maxTimeout) * 1000,
+            limits: { maxBytes: settings.transferMaxBytes, maxEntries: settings.transferMaxEntries },
             signal: ctx.signal,
           },
         );
@@ -154,7 +160,7 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
         if (result.timedOut) {
           return {
             body: "",
-            timedOutAfter: timeout,
+            timedOutAfter: timeout > 0 ? timeout : settings.maxTimeout,
             timeoutSuffix: `partial ${direction} ${route(a)}`,
             fields,
           };

@@ -85,6 +85,8 @@ describe.skipIf(SSHD_MISSING)("ssh_upload / ssh_download over stdio against real
       RELAY_SHELL_POLICY_DENY: "\\bvault\\b",
       // The texts are asserted exactly; the tier notice every mutating call carries is not this suite's subject.
       RELAY_SHELL_UNSAFE_NOTICES: "false",
+      // The timeout test moves part of a 64 GiB sparse file; the byte bound is not its subject.
+      RELAY_SHELL_TRANSFER_MAX_BYTES: String(2 ** 40),
     });
     local = join(fx.dir, "local");
     mkdirSync(local);
