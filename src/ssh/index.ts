@@ -77,3 +77,4 @@ export {
 } from "./sftp-transfer.js";
 export { loadSshConfig, parseSshConfig, type SshConfigFile, type SshConfigOptions } from "./ssh-config.js";
 export { endpointText, type SshTarget, targetKey } from "./target.js";
+export { MAX_TRANSFER_DEPTH, type TransferLimits } from "./transfer-limits.js";

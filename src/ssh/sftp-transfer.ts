@@ -61,7 +61,7 @@ function openSftp(client: Client): Promise<SFTPWrapper> {
 }
 
 /** Longest error message a transfer returns: the tools' output budget is 2048 bytes, brackets included. */
-export const MAX_ERROR_MESSAGE_BYTES = 1536;
+const MAX_ERROR_MESSAGE_BYTES = 1536;
 
 /**
  * The error a failed transfer answers with: says how far the copy got when

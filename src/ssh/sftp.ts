@@ -195,8 +195,10 @@ async function putFile(remote: RemoteFs, local: string, dest: string, st: LocalS
     mtime: seconds(st.mtimeMs),
     setAttrs: there === null || there.isFile(),
   };
+  let moved = 0;
   try {
     await remote.put(local, dest, write, (n) => {
+      moved += n;
       stats.bytes += n;
     });
   } catch (err) {
@@ -204,6 +206,8 @@ async function putFile(remote: RemoteFs, local: string, dest: string, st: LocalS
       // An exclusive create fails when something appeared at the path since the lstat.
       const now = await remote.lstat(dest).catch(() => null);
       if (now?.isSymbolicLink()) throw remoteLinkError(host, dest, "file");
+      // A file this copy created and left half-written goes, as on download (when the channel still works).
+      if (moved > 0 && now?.isFile()) await remote.unlink(dest).catch(() => undefined);
     }
     throw err;
   }

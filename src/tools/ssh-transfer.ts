@@ -67,7 +67,8 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
       title: upload ? "Copy files to an SSH host" : "Copy files from an SSH host",
       description: upload
         ? "Copy a local file, or with recursive=true a directory tree, to a remote host over SFTP, keeping " +
-          "permission bits and modification times. Symlinks inside a tree are copied as links, never followed. " +
+          "permission bits and modification times. Symlinks inside a tree are copied as links, never followed, " +
+          "and a symlink already on the remote side where a file or directory is to be written is refused. " +
           "For the other direction use ssh_download."
         : "Copy a remote file, or with recursive=true a directory tree, to the relay host over SFTP, keeping " +
           "permission bits and modification times. Symlinks inside a tree are copied as links, never followed. " +
