@@ -61,8 +61,8 @@ export interface RemoteWrite {
 }
 
 /** Local bytes in flight per upload: WRITE_WINDOW requests of WRITE_CHUNK bytes. */
-const WRITE_CHUNK = 32768;
-const WRITE_WINDOW = 16;
+const WRITE_CHUNK = 65536;
+const WRITE_WINDOW = 32;
 
 export function remoteError(err: unknown, op: string, rawWhere: string): RelayError {
   if (err instanceof RelayError) return err;

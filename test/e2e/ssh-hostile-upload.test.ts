@@ -21,15 +21,15 @@ import {
 } from "../fixtures/sshd.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
-announceSkip("ssh_upload through remote symlinks suite");
+announceSkip("remote symlinks and transfer bounds suite");
 
 /**
  * A remote side that changed between two uploads: what was a file or a
  * directory is now a symlink pointing elsewhere. The upload must refuse
  * rather than write where the link points. Every target is a canary in the
- * fixture's own directory.
+ * fixture's own directory. The transfer bounds hold for an honest server too.
  */
-describe.skipIf(SSHD_MISSING)("ssh_upload never writes through a remote symlink (real sshd)", () => {
+describe.skipIf(SSHD_MISSING)("transfers against real sshd: remote symlinks and bounds", () => {
   let fx: SshFixture;
   let sshd: Sshd;
   let s: TestServer;
@@ -52,6 +52,9 @@ describe.skipIf(SSHD_MISSING)("ssh_upload never writes through a remote symlink 
       RELAY_SHELL_SSH_CONFIG: join(fx.dir, "none"),
       RELAY_SHELL_SSH_KNOWN_HOSTS_FILE: join(fx.dir, "relay_known_hosts"),
       RELAY_SHELL_UNSAFE_NOTICES: "false",
+      // Small bounds, so that crossing them costs this suite nothing; the symlink cases stay far below.
+      RELAY_SHELL_TRANSFER_MAX_BYTES: String(2 ** 20),
+      RELAY_SHELL_TRANSFER_MAX_ENTRIES: "40",
     });
     local = join(fx.dir, "local");
     mkdirSync(local);
@@ -169,5 +172,50 @@ describe.skipIf(SSHD_MISSING)("ssh_upload never writes through a remote symlink 
     expect(r.text).toBe(`uploaded ${file} -> web:${remote}`);
     expect(readFileSync(join(remote, "plain.txt"), "utf8")).toBe("two, longer\n");
     expect(lstatSync(join(remote, "plain.txt")).mode & 0o777).toBe(0o600);
+  });
+
+  it("bounds uploads and downloads of an honest server too, removing nothing that was whole", async () => {
+    const big = join(local, "big.bin");
+    writeFileSync(big, Buffer.alloc(2 ** 20 + 1));
+    const up = await s.call("ssh_upload", { host: "web", local_path: big, remote_path: remote });
+    expect(up.text).toBe(
+      `[ERROR: TransferLimitError: ${big} is ${2 ** 20 + 1} bytes, over the ${2 ** 20} bytes one transfer may ` +
+        "move (RELAY_SHELL_TRANSFER_MAX_BYTES); it was not copied and the transfer was stopped]",
+    );
+    expect(readdirSync(remote)).not.toContain("big.bin");
+
+    // A tree whose second file does not fit in what the first left.
+    const pair = join(remote, "pair");
+    mkdirSync(pair);
+    writeFileSync(join(pair, "a.bin"), Buffer.alloc(600_000));
+    writeFileSync(join(pair, "b.bin"), Buffer.alloc(600_000));
+    const dest = join(local, "pair-copy");
+    const down = await s.call("ssh_download", {
+      host: "web",
+      remote_path: pair,
+      local_path: dest,
+      recursive: true,
+    });
+    expect(down.text).toBe(
+      `[ERROR: TransferLimitError: web:${pair}/b.bin is 600000 bytes after 600000 bytes of earlier files, over ` +
+        `the ${2 ** 20} bytes one transfer may move (RELAY_SHELL_TRANSFER_MAX_BYTES); it was not copied and the ` +
+        "transfer was stopped; copied so far: 1 file (600000 bytes), 1 directory, 0 symlinks]",
+    );
+    expect(readdirSync(dest)).toEqual(["a.bin"]);
+
+    // The tree's own directory is the first of the 40 entries, so the 40th file is one too many.
+    const many = join(local, "many");
+    mkdirSync(many);
+    for (let i = 0; i < 45; i++) writeFileSync(join(many, `f${String(i).padStart(2, "0")}`), "x");
+    const tree = await s.call("ssh_upload", {
+      host: "web",
+      local_path: many,
+      remote_path: remote,
+      recursive: true,
+    });
+    expect(tree.text).toBe(
+      `[ERROR: TransferLimitError: more than 40 directory entries (RELAY_SHELL_TRANSFER_MAX_ENTRIES) at ` +
+        `${many}/f39; the transfer was stopped; copied so far: 39 files (39 bytes), 1 directory, 0 symlinks]`,
+    );
   });
 });
