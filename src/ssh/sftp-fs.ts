@@ -230,15 +230,13 @@ export function createRemoteFs(sftp: SFTPWrapper, host: string): RemoteFs {
         };
         const workers = Math.min(WRITE_WINDOW, Math.ceil(write.size / WRITE_CHUNK));
         // Every worker ends before the handle is closed; the first failure is the answer.
-        const settled = await Promise.allSettled(
+        await Promise.all(
           Array.from({ length: workers }, () =>
             worker().catch((err: unknown) => {
               failure ??= err;
-              throw err;
             }),
           ),
         );
-        if (failure === null && settled.some((r) => r.status === "rejected")) failure = "unknown failure";
         if (failure === null && write.setAttrs) {
           // Through the handle: never through whatever the path names by now.
           await call<void>("upload", where, (cb) => sftp.futimes(handle, write.atime, write.mtime, cb));

@@ -124,7 +124,7 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
   let sftp: SFTPWrapper | null = null;
   const halt = () => {
     stop.abort();
-    // Pending SFTP requests fail once the channel is gone, which ends fastPut/fastGet.
+    // Pending SFTP requests fail once the channel is gone, which ends the copy under way.
     sftp?.end();
   };
   const timer = setTimeout(() => {
