@@ -127,34 +127,53 @@ function call<T>(
   });
 }
 
+/** Reads answered with no byte before a download gives up on a file shorter than its size. */
+const MAX_EMPTY_READS = 64;
+
 /**
- * One fastPut/fastGet. They report local and remote failures through the same
+ * One fastGet. It reports local and remote failures through the same
  * callback: a Node errno (a string code) is the local side, anything else the
- * server's.
+ * server's. A server that reported `size` bytes and then ends the file early
+ * would keep fastGet asking for the missing bytes without end; `stop` (which
+ * closes the channel) ends that instead, and the copy fails at once.
  */
-function copy(
-  op: string,
+function download(
   local: string,
   where: string,
-  localOp: string,
+  size: number,
   onBytes: (n: number) => void,
-  run: (opts: { step: (total: number) => void }, cb: (err: Error | undefined | null) => void) => void,
+  stop: () => void,
+  run: (
+    opts: { step: (total: number, nb: number) => void },
+    cb: (err: Error | undefined | null) => void,
+  ) => void,
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     let seen = 0;
-    const step = (total: number) => {
+    let empty = 0;
+    let failure: RelayError | null = null;
+    const step = (total: number, nb: number) => {
       onBytes(total - seen);
       seen = total;
+      if (nb > 0 || failure !== null || ++empty < MAX_EMPTY_READS) return;
+      failure = new RelayError(
+        "SFTPError",
+        `download ${printablePath(where)} failed: the server ended the file after ${total} of the ${size} bytes it reported`,
+      );
+      // Answer now: fastGet's own callback waits for the channel to close, which this server may never do.
+      reject(failure);
+      stop();
     };
     try {
       run({ step }, (err) => {
+        if (failure) return;
         if (!err) resolve();
         else if (typeof (err as NodeJS.ErrnoException).code === "string")
-          reject(localError(err, localOp, local));
-        else reject(remoteError(err, op, where));
+          reject(localError(err, "write", local));
+        else reject(remoteError(err, "download", where));
       });
     } catch (err) {
-      reject(remoteError(err, op, where));
+      reject(remoteError(err, "download", where));
     }
   });
 }
@@ -266,9 +285,15 @@ export function createRemoteFs(sftp: SFTPWrapper, host: string): RemoteFs {
     unlink: (path) => call<void>("unlink", at(path), (cb) => sftp.unlink(path, cb)),
     put,
     get: (remote, local, mode, size, onBytes) =>
-      copy("download", local, at(remote), "write", onBytes, (opts, cb) =>
-        // fileSize: fastGet would otherwise ask fstat, whose answer a server can inflate after stat.
-        sftp.fastGet(remote, local, { ...opts, mode, fileSize: size }, cb),
+      download(
+        local,
+        at(remote),
+        size,
+        onBytes,
+        () => sftp.end(),
+        (opts, cb) =>
+          // fileSize: fastGet would otherwise ask fstat, whose answer a server can inflate after stat.
+          sftp.fastGet(remote, local, { ...opts, mode, fileSize: size }, cb),
       ),
   };
 }

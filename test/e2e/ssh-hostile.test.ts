@@ -143,6 +143,18 @@ describe("ssh_download against an SFTP server that lies", () => {
     expect(existsSync(join(local, "loud.txt"))).toBe(false);
   });
 
+  it("gives up on a file that ends before the size it reported, and removes what was written", async () => {
+    const dest = join(local, "short.bin");
+    const started = Date.now();
+    const r = await s.call("ssh_download", { host: "evil", remote_path: "/short.bin", local_path: dest });
+    expect(r.text).toBe(
+      "[ERROR: SFTPError: download evil:/short.bin failed: the server ended the file after 6 of the 1000 bytes " +
+        "it reported]",
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(existsSync(dest)).toBe(false);
+  });
+
   it("bounds a transfer with timeout=0 by RELAY_SHELL_MAX_TIMEOUT", async () => {
     const capped = await startServer({
       ...env,
