@@ -3,6 +3,7 @@ export { type Clock, isoTimestamp, systemClock } from "./clock.js";
 export { describeError, RelayError } from "./errors.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export { type Logger, silentLogger } from "./logger.js";
+export { isLoopbackHost } from "./loopback.js";
 export { holdTerminalEvents, type TerminalEventHold, type TerminalEvents } from "./terminal-events.js";
 export {
   type Neutralized,
