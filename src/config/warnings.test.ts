@@ -24,6 +24,15 @@ describe("configWarnings", () => {
     expect(configWarnings(strict, user)).toEqual([]);
   });
 
+  it("warns when host output reaches clients raw", () => {
+    expect(configWarnings(settings({ terminalOutput: "raw" }), user)).toContain(
+      "terminal output is raw (RELAY_SHELL_TERMINAL_OUTPUT=raw): host output can drive the client's terminal",
+    );
+    expect(configWarnings(settings({ terminalOutput: "plain" }), user)).toEqual(
+      configWarnings(defaults, user),
+    );
+  });
+
   it("warns when running as root", () => {
     expect(configWarnings(settings(), { euid: 0 })[0]).toBe(
       "running as root: every command runs with full host privileges",

@@ -36,6 +36,11 @@ export function configWarnings(settings: Settings, runtime: RuntimeInfo): string
   if (settings.forwardBindAny) {
     warnings.push("forwards may listen on every interface (RELAY_SHELL_FORWARD_BIND_ANY=true)");
   }
+  if (settings.terminalOutput === "raw") {
+    warnings.push(
+      "terminal output is raw (RELAY_SHELL_TERMINAL_OUTPUT=raw): host output can drive the client's terminal",
+    );
+  }
   if (unauthenticatedNetworkBind(settings) && settings.allowUnauthNetwork) {
     warnings.push(
       "unauthenticated HTTP listener on a non-loopback address (RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true)",

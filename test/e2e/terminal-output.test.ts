@@ -129,6 +129,11 @@ describe("RELAY_SHELL_TERMINAL_OUTPUT=plain and =raw", () => {
       const r = await s.call("shell_exec", { command: String.raw`printf 'A\033]52;c;aGk=\007B'` });
       expect(r.text).toBe(`[exit 0]\nA${ESC}]52;c;aGk=\u0007B`);
       expect(r.structured.terminal_sequences_removed).toBe(0);
+      const info = JSON.parse((await s.call("server_info")).text) as Record<string, unknown>;
+      expect(info.terminal_output).toBe("raw");
+      expect(info.warnings).toContain(
+        "terminal output is raw (RELAY_SHELL_TERMINAL_OUTPUT=raw): host output can drive the client's terminal",
+      );
     } finally {
       await s.close();
     }
