@@ -26,6 +26,14 @@ describe("fan-out output fitting", () => {
     );
   });
 
+  it("never leaves half a colour sequence before the marker", () => {
+    for (let limit = 100; limit < 140; limit++) {
+      const fitted = fitForJson("\u001b[31mx".repeat(100), limit);
+      const head = fitted.slice(0, fitted.lastIndexOf("\n\n[TRUNCATED"));
+      expect(head.replaceAll("\u001b[31mx", "").replace(/\u001b\[31m$/, ""), String(limit)).toBe("");
+    }
+  });
+
   it("uses most of the share when it has to cut", () => {
     const fitted = fitForJson("x".repeat(10_000), 1000);
     expect(escapedSize(fitted)).toBeGreaterThan(900);
