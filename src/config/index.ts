@@ -10,4 +10,4 @@ export {
 export { compilePolicyRegex, POLICY_REGEX_FLAGS } from "./regex.js";
 export { SETTING_ENV_NAMES } from "./schema.js";
 export type { AuditFormat, KnownHostsMode, PolicyMode, Settings, Transport } from "./types.js";
-export { checkBindSafety, configWarnings, isLoopbackHost, type RuntimeInfo } from "./warnings.js";
+export { checkBindSafety, configWarnings, type RuntimeInfo } from "./warnings.js";

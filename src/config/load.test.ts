@@ -57,6 +57,7 @@ describe("defaults", () => {
       sessionRecordDir: "",
       sessionRecordInput: false,
       maxInput: 1048576,
+      terminalOutput: "safe",
       policyMode: "open",
       policyDeny: null,
       policyAllow: null,
@@ -190,6 +191,18 @@ describe("value syntax", () => {
     ["RELAY_SHELL_AUTH_CODE_TTL", "3601", "integer 30..3600"],
   ])("%s=%s is out of range", (name, value, expected) => {
     expect(problems({ [name]: value })).toEqual([`${name}: expected ${expected}, got "${value}"`]);
+  });
+
+  it("reads RELAY_SHELL_TERMINAL_OUTPUT and names the modes on a bad value", () => {
+    const cwd = workdir();
+    for (const mode of ["raw", "safe", "plain"] as const) {
+      expect(
+        loadSettings({ RELAY_SHELL_TERMINAL_OUTPUT: mode.toUpperCase() }, opts({ cwd })).terminalOutput,
+      ).toBe(mode);
+    }
+    expect(problems({ RELAY_SHELL_TERMINAL_OUTPUT: "strip" })).toEqual([
+      'RELAY_SHELL_TERMINAL_OUTPUT: expected one of raw, safe, plain, got "strip"',
+    ]);
   });
 
   it("refuses absurd limits (CONTRACT §13 item 72)", () => {

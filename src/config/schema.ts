@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { z } from "zod";
+import { TERMINAL_OUTPUT_MODES } from "../core/index.js";
 import type { Settings } from "./types.js";
 import {
   booleanSetting,
@@ -50,6 +51,7 @@ const TABLE: SettingTable = {
   sessionRecordDir: ["RELAY_SHELL_SESSION_RECORD_DIR", path(() => "")],
   sessionRecordInput: ["RELAY_SHELL_SESSION_RECORD_INPUT", bool(false)],
   maxInput: ["RELAY_SHELL_MAX_INPUT", int(1048576, 1024, 134217728)],
+  terminalOutput: ["RELAY_SHELL_TERMINAL_OUTPUT", (env) => enumSetting(env, TERMINAL_OUTPUT_MODES, "safe")],
   // policy
   policyMode: ["RELAY_SHELL_POLICY_MODE", (env) => enumSetting(env, ["open", "guarded", "readonly"], "open")],
   policyDeny: ["RELAY_SHELL_POLICY_DENY", regexSetting],

@@ -1,3 +1,5 @@
+import type { TerminalOutputMode } from "../core/index.js";
+
 export type Transport = "stdio" | "http";
 export type KnownHostsMode = "strict" | "accept-new" | "ignore";
 export type AuditFormat = "jsonl" | "cef" | "leef";
@@ -30,6 +32,8 @@ export interface Settings {
   sessionRecordDir: string; // "" = no recordings
   sessionRecordInput: boolean;
   maxInput: number;
+  /** How terminal control sequences in host output reach the client (ADR 0016). */
+  terminalOutput: TerminalOutputMode;
   // policy (§4.4)
   policyMode: PolicyMode;
   policyDeny: RegExp | null;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loadSettings } from "./load.js";
 import type { Settings } from "./types.js";
-import { checkBindSafety, configWarnings, isLoopbackHost } from "./warnings.js";
+import { checkBindSafety, configWarnings } from "./warnings.js";
 
 const defaults = loadSettings({}, { cwd: "/nonexistent-relay-cwd", homeDir: "/home/op", xdgStateHome: "" });
 const settings = (over: Partial<Settings> = {}): Settings => ({ ...defaults, ...over });
@@ -22,6 +22,15 @@ describe("configWarnings", () => {
   it("is empty for a locked-down configuration", () => {
     const strict = settings({ policyMode: "guarded", sshKnownHosts: "strict", auditChain: true });
     expect(configWarnings(strict, user)).toEqual([]);
+  });
+
+  it("warns when host output reaches clients raw", () => {
+    expect(configWarnings(settings({ terminalOutput: "raw" }), user)).toContain(
+      "terminal output is raw (RELAY_SHELL_TERMINAL_OUTPUT=raw): host output can drive the client's terminal",
+    );
+    expect(configWarnings(settings({ terminalOutput: "plain" }), user)).toEqual(
+      configWarnings(defaults, user),
+    );
   });
 
   it("warns when running as root", () => {
@@ -71,34 +80,6 @@ describe("configWarnings", () => {
       user,
     );
     expect(oauth.some((w) => w.includes("OAuth") || w.startsWith("unauthenticated"))).toBe(false);
-  });
-});
-
-describe("isLoopbackHost", () => {
-  it.each([
-    ["127.0.0.1", true],
-    ["127.255.255.254", true],
-    ["127.0.0.0", true],
-    ["::1", true],
-    ["[::1]", true],
-    ["0:0:0:0:0:0:0:1", true],
-    ["::ffff:127.0.0.1", true],
-    ["localhost", true],
-    ["LOCALHOST", true],
-    ["0.0.0.0", false],
-    ["::", false],
-    ["[::]", false],
-    ["128.0.0.1", false],
-    ["126.255.255.255", false],
-    ["10.0.0.1", false],
-    ["localhost.", false],
-    ["localhost.example.com", false],
-    ["127.1", false],
-    ["2130706433", false],
-    ["", false],
-    ["example.com", false],
-  ])("%s → %s", (host, loopback) => {
-    expect(isLoopbackHost(host)).toBe(loopback);
   });
 });
 

@@ -1,4 +1,4 @@
-import { BlockList, isIPv4, isIPv6 } from "node:net";
+import { isLoopbackHost } from "../core/index.js";
 import type { Settings } from "./types.js";
 
 export interface RuntimeInfo {
@@ -36,31 +36,17 @@ export function configWarnings(settings: Settings, runtime: RuntimeInfo): string
   if (settings.forwardBindAny) {
     warnings.push("forwards may listen on every interface (RELAY_SHELL_FORWARD_BIND_ANY=true)");
   }
+  if (settings.terminalOutput === "raw") {
+    warnings.push(
+      "terminal output is raw (RELAY_SHELL_TERMINAL_OUTPUT=raw): host output can drive the client's terminal",
+    );
+  }
   if (unauthenticatedNetworkBind(settings) && settings.allowUnauthNetwork) {
     warnings.push(
       "unauthenticated HTTP listener on a non-loopback address (RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true)",
     );
   }
   return warnings;
-}
-
-/**
- * Loopback per Appendix B 4: 127.0.0.0/8, ::1 (any spelling, with or without
- * brackets, IPv4-mapped loopback included) and the name `localhost`.
- * Anything else, including 0.0.0.0, :: and other names, is not.
- */
-export function isLoopbackHost(host: string): boolean {
-  let text = host.trim();
-  if (text.toLowerCase() === "localhost") return true;
-  if (text.startsWith("[") && text.endsWith("]")) text = text.slice(1, -1);
-  const zone = text.indexOf("%");
-  if (zone !== -1) text = text.slice(0, zone);
-  const loopback = new BlockList();
-  loopback.addSubnet("127.0.0.0", 8, "ipv4");
-  loopback.addAddress("::1", "ipv6");
-  if (isIPv4(text)) return loopback.check(text, "ipv4");
-  if (isIPv6(text)) return loopback.check(text, "ipv6");
-  return false;
 }
 
 function unauthenticatedNetworkBind(settings: Settings): boolean {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { RelayError } from "../core/index.js";
 import { buildEnv, DEFAULT_PATH } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
 
@@ -20,19 +21,14 @@ describe("buildEnv", () => {
     expect(env.LANG).toBe("");
   });
 
-  it("sets strings as is and other JSON values as JSON text", () => {
-    const env = buildEnv(
-      {},
-      '{"S":"x y","N":8080,"F":1.5,"T":true,"B":false,"O":{"a":1},"A":[1,"b"],"E":"","BIG":1e400}',
-    );
+  it("sets strings as is and numbers and booleans as JSON text", () => {
+    const env = buildEnv({}, '{"S":"x y","N":8080,"F":1.5,"T":true,"B":false,"E":"","BIG":1e400}');
     expect(env).toMatchObject({
       S: "x y",
       N: "8080",
       F: "1.5",
       T: "true",
       B: "false",
-      O: '{"a":1}',
-      A: '[1,"b"]',
       E: "",
       BIG: "Infinity",
     });
@@ -49,8 +45,61 @@ describe("buildEnv", () => {
     expect(env.LANG).toBe("C.UTF-8");
   });
 
-  it.each(["{not json", "[1,2]", '"text"', "42", "null", "true"])("ignores the overlay %j", (json) => {
-    expect({ ...buildEnv({ A: "1" }, json) }).toEqual({ ...buildEnv({ A: "1" }, "") });
+  it("applies no overlay for an empty or blank env_json", () => {
+    expect({ ...buildEnv({ A: "1" }, "  \n") }).toEqual({ ...buildEnv({ A: "1" }, "") });
+  });
+
+  const refusal = (json: string): string => {
+    try {
+      buildEnv({}, json);
+    } catch (err) {
+      expect(err).toBeInstanceOf(RelayError);
+      return `${(err as RelayError).type}: ${(err as RelayError).message}`;
+    }
+    throw new Error(`accepted ${json}`);
+  };
+  const SHAPE = 'a flat JSON object such as {"NAME":"value","OTHER":null}';
+
+  it.each([
+    ["[1,2]", "an array"],
+    ['"text"', "a string"],
+    ["42", "a number"],
+    ["null", "null"],
+    ["true", "a boolean"],
+  ])("refuses %j, which is not an object", (json, kind) => {
+    expect(refusal(json)).toBe(`ValueError: env_json must be ${SHAPE}, got ${kind}`);
+  });
+
+  it("refuses malformed JSON instead of running without the overlay", () => {
+    expect(refusal('{"DRY_RUN":"1",}')).toMatch(
+      /^ValueError: env_json is not valid JSON \(.+\); expected a flat/,
+    );
+    expect(refusal("{not json")).toMatch(/^ValueError: env_json is not valid JSON/);
+  });
+
+  it("refuses an array or object as a value and names the variable", () => {
+    expect(refusal('{"S":"x","O" : {"a":1}}')).toBe(
+      'ValueError: env_json: the value of "O" is an object; a variable\'s value must be a string, number, boolean or null',
+    );
+    expect(refusal('{"A\\"B":[1,"b"]}')).toBe(
+      'ValueError: env_json: the value of "A\\"B" is an array; a variable\'s value must be a string, number, boolean or null',
+    );
+    // Brackets inside strings are text, not nesting.
+    expect(buildEnv({}, '{"P":"[{x}]","Q":"\\"["}')).toMatchObject({ P: "[{x}]", Q: '"[' });
+  });
+
+  it("refuses 10,000-deep nesting with a ValueError, quickly and without recursion", () => {
+    const start = performance.now();
+    expect(refusal(`{"A":${"[".repeat(10_000)}${"]".repeat(10_000)}}`)).toBe(
+      'ValueError: env_json: the value of "A" is an array; a variable\'s value must be a string, number, boolean or null',
+    );
+    expect(refusal(`{"A":${'{"a":'.repeat(10_000)}1${"}".repeat(10_000)}}`)).toMatch(
+      /the value of "A" is an object/,
+    );
+    expect(refusal("[".repeat(1_000_000))).toBe(
+      `ValueError: env_json must be ${SHAPE}, got nested arrays or objects`,
+    );
+    expect(performance.now() - start).toBeLessThan(2000);
   });
 
   it("skips names and values the OS cannot carry", () => {

@@ -338,7 +338,7 @@ function recordOf(
     timedOut: work.timedOut,
     truncated: work.truncated,
     ...withAction,
-    ...(work.fields ? { fields: work.fields } : {}),
+    fields: { ...work.fields, terminal_sequences_removed: work.terminalRemoved },
   };
 }
 

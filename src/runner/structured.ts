@@ -60,6 +60,15 @@ const OPTIONAL_FIELDS: Record<string, Record<string, unknown>> = {
   rollback: STEP_FIELD,
 };
 
+/** Present on every result whose work ran (ADR 0016). */
+const TERMINAL_FIELD: Record<string, Record<string, unknown>> = {
+  terminal_sequences_removed: {
+    type: "integer",
+    minimum: 0,
+    description: "terminal control sequences removed from the output (RELAY_SHELL_TERMINAL_OUTPUT)",
+  },
+};
+
 /** The outputSchema announced for a tool: the common fields plus its own. */
 export function outputSchemaFor(tool: Tool): {
   type: "object";
@@ -68,7 +77,12 @@ export function outputSchemaFor(tool: Tool): {
 } {
   return {
     type: "object",
-    properties: { ...COMMON_FIELDS, ...(tool.followUp ? OPTIONAL_FIELDS : {}), ...tool.resultFields },
+    properties: {
+      ...COMMON_FIELDS,
+      ...TERMINAL_FIELD,
+      ...(tool.followUp ? OPTIONAL_FIELDS : {}),
+      ...tool.resultFields,
+    },
     required: Object.keys(COMMON_FIELDS),
   };
 }

@@ -27,6 +27,12 @@ export interface ToolOutcome {
   timeoutSuffix?: string;
   /** Bytes the work really produced when the body was already cut while draining. */
   producedBytes?: number;
+  /**
+   * Terminal control sequences the work already removed from host output
+   * it embedded (ssh_fanout neutralizes each host's output before fitting
+   * it into its JSON); the runner adds what it removes from the body.
+   */
+  terminalRemoved?: number;
   /** Tool-specific structuredContent fields (declared in `resultFields`). */
   fields?: Record<string, unknown>;
   /**

@@ -6,8 +6,8 @@ import {
 } from "node:http";
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { isLoopbackHost, type Settings } from "../config/index.js";
-import { type Clock, cryptoIds, type Ids, type Logger, systemClock } from "../core/index.js";
+import type { Settings } from "../config/index.js";
+import { type Clock, cryptoIds, type Ids, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
 import { type CallSeries, createMetricsRegistry, type GaugeProviders } from "../metrics/index.js";
 import { allowedHostnames, checkHostAndOrigin } from "./http-guard.js";
 import {
@@ -248,7 +248,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const guard = checkHostAndOrigin(req, allowed);
     if (!guard.ok) {
-      sendRpcError(res, 403, RPC_SERVER_ERROR, guard.message);
+      sendRpcError(res, guard.status, RPC_SERVER_ERROR, guard.message);
       return;
     }
     const path = pathOf(req.url);

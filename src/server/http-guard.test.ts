@@ -7,9 +7,17 @@ const req = (headers: Record<string, string>) => ({ headers }) as unknown as Inc
 describe("Host and Origin validation", () => {
   const allowed = allowedHostnames({ bindHost: "127.0.0.1", issuer: "https://relay.example.test" });
 
-  it("allows the loopback names, the bind address and the issuer's host, on any port", () => {
-    expect([...allowed].sort()).toEqual(["127.0.0.1", "[::1]", "localhost", "relay.example.test"]);
-    for (const host of ["127.0.0.1:8080", "localhost", "[::1]:9", "relay.example.test", "LOCALHOST:1"]) {
+  it("allows loopback, the bind address and the issuer's host, on any port", () => {
+    expect([...allowed].sort()).toEqual(["127.0.0.1", "relay.example.test"]);
+    for (const host of [
+      "127.0.0.1:8080",
+      "127.0.0.2",
+      "localhost",
+      "[::1]:9",
+      "[::ffff:127.0.0.1]:80",
+      "relay.example.test",
+      "LOCALHOST:1",
+    ]) {
       expect(checkHostAndOrigin(req({ host }), allowed), host).toEqual({ ok: true });
     }
   });
@@ -25,6 +33,25 @@ describe("Host and Origin validation", () => {
     ]) {
       expect(checkHostAndOrigin(req({ host }), allowed).ok, host).toBe(false);
     }
+  });
+
+  it("refuses a request with more than one Host line, whatever their order, with 400", () => {
+    const twice = (first: string, second: string) =>
+      ({
+        headers: { host: first },
+        rawHeaders: ["Host", first, "Accept", "*/*", "host", second],
+      }) as unknown as IncomingMessage;
+    expect(checkHostAndOrigin(twice("localhost", "evil.example"), allowed)).toEqual({
+      ok: false,
+      message: "Multiple Host headers",
+      status: 400,
+    });
+    expect(checkHostAndOrigin(twice("localhost", "localhost"), allowed).ok).toBe(false);
+    const once = {
+      headers: { host: "localhost" },
+      rawHeaders: ["HOST", "localhost"],
+    } as unknown as IncomingMessage;
+    expect(checkHostAndOrigin(once, allowed)).toEqual({ ok: true });
   });
 
   it("refuses an Origin that names another host, a null Origin or a non-web scheme", () => {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { isIPv6 } from "node:net";
 import { networkInterfaces, hostname as osHostname } from "node:os";
+import { isLoopbackHost } from "../core/index.js";
 
 const WILDCARDS = new Set(["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"]);
 
@@ -26,12 +27,12 @@ export interface HostPolicyInput {
 /**
  * Host names a request may address (port-agnostic). A DNS-rebinding page
  * reaches the listener under the attacker's own name, so only names that
- * are known to mean this server pass: the loopback names, the bind address,
- * the issuer's host, and, on a wildcard bind, this machine's own addresses
- * and host name.
+ * are known to mean this server pass: loopback (checked apart, see
+ * isAllowedHostname), the bind address, the issuer's host, and, on a
+ * wildcard bind, this machine's own addresses and host name.
  */
 export function allowedHostnames(input: HostPolicyInput): Set<string> {
-  const names = new Set<string>(["localhost", "127.0.0.1", "[::1]"]);
+  const names = new Set<string>();
   const add = (value: string) => {
     const name = normalizeHostname(value);
     if (name) names.add(name);
@@ -48,29 +49,50 @@ export function allowedHostnames(input: HostPolicyInput): Set<string> {
   return names;
 }
 
-export type GuardVerdict = { ok: true } | { ok: false; message: string };
+/** A host name as `URL.hostname` spells it that this server answers to. */
+export function isAllowedHostname(hostname: string, allowed: ReadonlySet<string>): boolean {
+  return allowed.has(hostname) || isLoopbackHost(hostname);
+}
+
+/** `status` is 403 unless the request itself is malformed (400). */
+export type GuardVerdict = { ok: true } | { ok: false; message: string; status: 400 | 403 };
+
+/** How many `Host` header lines the request carried (Node keeps only the first in `headers`). */
+function hostHeaderCount(req: IncomingMessage): number {
+  let count = 0;
+  const raw = req.rawHeaders ?? [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]?.toLowerCase() === "host") count++;
+  return count;
+}
 
 /**
  * Host and Origin validation for every request. A missing or unknown Host
- * is refused; an Origin, when a browser sends one, must name an allowed
- * host too (any scheme and port of it).
+ * is refused; so is a second Host line, which Node would drop while a
+ * proxy in front may have routed on it (RFC 9112 §3.2 requires a 400). An
+ * Origin, when a browser sends one, must name an allowed host too (any
+ * scheme and port of it).
  */
 export function checkHostAndOrigin(req: IncomingMessage, allowed: ReadonlySet<string>): GuardVerdict {
+  if (hostHeaderCount(req) > 1) return { ok: false, message: "Multiple Host headers", status: 400 };
   const host = req.headers.host;
-  if (!host) return { ok: false, message: "Missing Host header" };
+  if (!host) return { ok: false, message: "Missing Host header", status: 403 };
   let hostname: string;
   try {
     hostname = new URL(`http://${host}`).hostname;
   } catch {
-    return { ok: false, message: "Invalid Host header" };
+    return { ok: false, message: "Invalid Host header", status: 403 };
   }
-  if (!allowed.has(hostname)) return { ok: false, message: "Invalid Host header" };
+  if (!isAllowedHostname(hostname, allowed))
+    return { ok: false, message: "Invalid Host header", status: 403 };
   const origin = req.headers.origin;
   if (origin !== undefined) {
-    if (!URL.canParse(origin)) return { ok: false, message: "Invalid Origin header" };
+    if (!URL.canParse(origin)) return { ok: false, message: "Invalid Origin header", status: 403 };
     const url = new URL(origin);
-    if ((url.protocol !== "http:" && url.protocol !== "https:") || !allowed.has(url.hostname)) {
-      return { ok: false, message: "Invalid Origin header" };
+    if (
+      (url.protocol !== "http:" && url.protocol !== "https:") ||
+      !isAllowedHostname(url.hostname, allowed)
+    ) {
+      return { ok: false, message: "Invalid Origin header", status: 403 };
     }
   }
   return { ok: true };

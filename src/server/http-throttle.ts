@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import type { Clock } from "../core/index.js";
+import { type Clock, isLoopbackHost } from "../core/index.js";
 
 export interface ThrottleConfig {
   /** Failures a source may make within one window before it is refused. */
@@ -63,8 +63,6 @@ export function createFailureThrottle(config: ThrottleConfig, clock: Clock): Fai
   };
 }
 
-const LOOPBACK_PEER = /^(127\.|::1$|::ffff:127\.)/;
-
 /**
  * Whom to charge a failure to. Behind a reverse proxy on the same host every
  * peer is loopback, so the proxy's own appended X-Forwarded-For entry (the
@@ -73,7 +71,7 @@ const LOOPBACK_PEER = /^(127\.|::1$|::ffff:127\.)/;
  */
 export function sourceOf(req: IncomingMessage): string {
   const peer = req.socket.remoteAddress ?? "";
-  if (!LOOPBACK_PEER.test(peer)) return peer;
+  if (!isLoopbackHost(peer)) return peer;
   const forwarded = req.headers["x-forwarded-for"];
   const text = Array.isArray(forwarded) ? forwarded.join(",") : (forwarded ?? "");
   const last = text.split(",").at(-1)?.trim() ?? "";

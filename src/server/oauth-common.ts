@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import { isLoopbackHost } from "../core/index.js";
 
 /** The only scope there is: it is the default, and every MCP request needs it (CONTRACT §9.2). */
 export const MCP_SCOPE = "mcp:tools";
@@ -41,8 +42,6 @@ export function digestsEqual(a: string, b: string): boolean {
   return timingSafeEqual(left, right);
 }
 
-const LOOPBACK_NAMES = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
 /**
  * A requested redirect URI matches a registered one exactly, or (RFC 8252
  * §7.3) differs only in the port of a loopback http URI, for native clients
@@ -53,7 +52,7 @@ export function redirectUriMatches(requested: string, registered: string): boole
   if (!URL.canParse(requested) || !URL.canParse(registered)) return false;
   const a = new URL(requested);
   const b = new URL(registered);
-  if (!LOOPBACK_NAMES.has(a.hostname) || a.protocol !== "http:") return false;
+  if (!isLoopbackHost(a.hostname) || a.protocol !== "http:") return false;
   return (
     a.protocol === b.protocol &&
     a.hostname === b.hostname &&

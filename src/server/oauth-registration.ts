@@ -1,10 +1,9 @@
 import { z } from "zod";
-import type { Ids } from "../core/index.js";
+import { type Ids, isLoopbackHost } from "../core/index.js";
 import { OAuthFailure, sha256Hex } from "./oauth-common.js";
 import type { ClientRecord } from "./oauth-store.js";
 
 const FORBIDDEN_SCHEMES = new Set(["javascript:", "data:", "vbscript:", "file:", "blob:"]);
-const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 /**
  * A redirect URI a code may be sent to: https anywhere, plain http only to
@@ -17,7 +16,7 @@ export function isAcceptableRedirectUri(value: string): boolean {
   if (FORBIDDEN_SCHEMES.has(url.protocol) || url.hash !== "" || url.username !== "" || url.password !== "") {
     return false;
   }
-  if (url.protocol === "http:") return LOOPBACK.has(url.hostname);
+  if (url.protocol === "http:") return isLoopbackHost(url.hostname);
   return true;
 }
 

@@ -154,6 +154,39 @@ describe("session registry", () => {
     expect(parts.join("")).toBe(text);
   });
 
+  it("holds back a control sequence a read would cut, until the rest arrives", async () => {
+    const { registry, open } = setup();
+    const { id, transport } = await open();
+    const recv = async () => (await registry.recv(id, "", { timeoutMs: 0, maxBytes: 256 })).text;
+    transport.emit("before \u001b]52;c;aGVs");
+    expect(await recv()).toBe("before ");
+    expect(await recv()).toBe("");
+    transport.emit("bG8=\u0007 after \u001b[3");
+    expect(await recv()).toBe("\u001b]52;c;aGVsbG8=\u0007 after ");
+    transport.emit("1mred");
+    expect(await recv()).toBe("\u001b[31mred");
+    // An 8-bit introducer (two bytes in UTF-8) is held the same way.
+    transport.emit("x\u009d0;title");
+    expect(await recv()).toBe("x");
+    transport.emit("\u009c");
+    expect(await recv()).toBe("\u009d0;title\u009c");
+  });
+
+  it("delivers a held sequence once the session ends, and one longer than a read", async () => {
+    const { registry, open } = setup();
+    const { id, transport } = await open();
+    const recv = async () => (await registry.recv(id, "", { timeoutMs: 0, maxBytes: 256 })).text;
+    transport.emit(`\u001b]0;${"t".repeat(300)}`);
+    // Nothing but one open sequence, longer than max_bytes: delivered rather than held forever.
+    expect(await recv()).toBe(`\u001b]0;${"t".repeat(252)}`);
+    expect(await recv()).toBe("t".repeat(48));
+    transport.emit("ok \u001b]0;never ends");
+    expect(await recv()).toBe("ok ");
+    transport.events?.exit(0);
+    expect(await recv()).toBe("\u001b]0;never ends");
+    expect(await recv()).toBe(`\n[session ${id} ended, exit=0]`);
+  });
+
   it("binary output never decodes wider than max_bytes", async () => {
     const { registry, open } = setup();
     const { id, transport } = await open();

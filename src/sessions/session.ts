@@ -1,5 +1,5 @@
 import type { Clock } from "../core/index.js";
-import { utf8Length } from "../core/index.js";
+import { openSequenceStart, utf8Length } from "../core/index.js";
 import type { Recording } from "./recording.js";
 import { type BlockPool, RingBuffer } from "./ring-buffer.js";
 import type { RecvResult, SessionInfo, SessionKind, SessionTransport } from "./types.js";
@@ -124,9 +124,11 @@ export class Session {
   /**
    * Up to `maxBytes` of output as text, also at most `maxBytes` UTF-8 bytes
    * once decoded (replacement marks are wider than the bytes they replace).
-   * A character cut at the limit stays in the decoder for the next read.
+   * A character cut at the limit stays in the decoder for the next read;
+   * with `holdOpen`, a control sequence the text ends inside of stays in
+   * the ring (see holdBack).
    */
-  take(maxBytes: number): { text: string; bytes: number } {
+  take(maxBytes: number, holdOpen = false): { text: string; bytes: number } {
     let n = Math.min(maxBytes, this.#ring.length);
     for (;;) {
       const trial = this.#decoder.clone();
@@ -135,12 +137,38 @@ export class Session {
       for (const view of this.#ring.views(n)) text += trial.decode(view);
       // Every raw byte decodes to at most 3 bytes, so a third of the limit (less what the decoder holds) always fits.
       if (utf8Length(text) <= maxBytes || n <= 1) {
+        const held = holdOpen ? this.#holdBack(text, trial, n) : null;
+        if (held) return held;
         this.#decoder = trial;
         this.#ring.consume(n);
         return { text, bytes: n };
       }
       n = Math.max(1, Math.floor(maxBytes / 3) - 3);
     }
+  }
+
+  /**
+   * Keep a trailing control sequence that has not ended yet (an OSC whose
+   * terminator is still on its way, a CSI cut by the read) in the ring, so
+   * the next read judges it whole instead of the runner removing its first
+   * half and showing the rest as text (ADR 0016). Bounded: a sequence that
+   * fills everything there is to read is delivered as it stands.
+   */
+  #holdBack(text: string, trial: Utf8StreamDecoder, n: number): { text: string; bytes: number } | null {
+    const open = openSequenceStart(text);
+    if (open === -1) return null;
+    const tail = text.slice(open);
+    // A replacement mark hides how many bytes it stood for: no hold, the runner removes the open sequence.
+    if (tail.includes("\uFFFD")) return null;
+    const keep = n - utf8Length(tail) - trial.pendingBytes;
+    if (keep < 0 || (keep === 0 && n < this.#ring.length)) return null;
+    const shorter = this.#decoder.clone();
+    let head = "";
+    for (const view of this.#ring.views(keep)) head += shorter.decode(view);
+    if (head !== text.slice(0, open)) return null;
+    this.#decoder = shorter;
+    this.#ring.consume(keep);
+    return { text: head, bytes: keep };
   }
 
   /** Decoded bytes that can never complete, once the session has ended. */
@@ -160,7 +188,7 @@ export class Session {
     let timedOut = false;
     for (;;) {
       if (this.#ring.length > 0) {
-        const { text, bytes } = this.take(maxBytes);
+        const { text, bytes } = this.take(maxBytes, !this.ended);
         // Only part of a character arrived so far: wait for the rest instead of returning nothing.
         if (text !== "") return { text, ended: false, exitCode: this.exitCode, bytes };
       }

@@ -48,6 +48,7 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
         version: deps.version,
         transport: settings.transport,
         policy_mode: settings.policyMode,
+        terminal_output: settings.terminalOutput,
         runtime: {
           uid: runtime.uid,
           euid: runtime.euid,

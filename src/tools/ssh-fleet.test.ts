@@ -26,6 +26,15 @@ describe("fan-out output fitting", () => {
     );
   });
 
+  it("never leaves half a colour sequence before the marker", () => {
+    for (let limit = 100; limit < 140; limit++) {
+      const fitted = fitForJson("\u001b[31mx".repeat(100), limit);
+      const head = fitted.slice(0, fitted.lastIndexOf("\n\n[TRUNCATED"));
+      const rest = head.replaceAll("\u001b[31mx", "");
+      expect(rest === "" || rest === "\u001b[31m", `${limit}: ${JSON.stringify(rest)}`).toBe(true);
+    }
+  });
+
   it("uses most of the share when it has to cut", () => {
     const fitted = fitForJson("x".repeat(10_000), 1000);
     expect(escapedSize(fitted)).toBeGreaterThan(900);

@@ -1,4 +1,12 @@
-import { clamp, decodeUtf8, describeError, RelayError, utf8Length } from "../core/index.js";
+import {
+  clamp,
+  decodeUtf8,
+  describeError,
+  neutralizeTerminalOutput,
+  openSequenceStart,
+  RelayError,
+  utf8Length,
+} from "../core/index.js";
 import { splitHostList, type TierSpec } from "../policy/index.js";
 import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
 import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
@@ -33,7 +41,10 @@ export function fitForJson(text: string, limit: number, producedBytes?: number):
   let keep = Math.min(bytes.length, limit);
   for (;;) {
     // A cut inside a character decodes to U+FFFD; drop it rather than show a broken glyph.
-    const head = decodeUtf8(bytes.subarray(0, keep)).replace(/\uFFFD$/, "");
+    let head = decodeUtf8(bytes.subarray(0, keep)).replace(/\uFFFD$/, "");
+    // Nor leave half a colour sequence for the marker to complete.
+    const open = openSequenceStart(head);
+    if (open !== -1) head = head.slice(0, open);
     const candidate = `${head}\n\n[TRUNCATED - ${total} bytes total, ${utf8Length(head)} shown]`;
     const size = jsonSize(candidate);
     if (size <= limit) return candidate;
@@ -149,15 +160,26 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
         },
       );
 
+      // Each host's output is made safe for a terminal before it is fitted, so the share counts what is sent.
+      let terminalRemoved = 0;
+      const outputs = runs.map(({ result }) => {
+        if (!result || result.timedOut) return "";
+        const clean = neutralizeTerminalOutput(result.output, settings.terminalOutput);
+        terminalRemoved += clean.removed;
+        return clean.text;
+      });
       const build = (limit: number): string => {
-        const results: HostResult[] = runs.map(({ host, result, error }) => {
+        const results: HostResult[] = runs.map(({ host, result, error }, index) => {
           const name = fitForJson(host, 200);
           if (!result) {
             const { type, message } = describeError(error);
             return {
               host: name,
               exit_code: null,
-              output: fitForJson(`[UNREACHABLE: ${type}: ${message}]`, limit),
+              output: fitForJson(
+                neutralizeTerminalOutput(`[UNREACHABLE: ${type}: ${message}]`, settings.terminalOutput).text,
+                limit,
+              ),
             };
           }
           if (result.timedOut) return { host: name, exit_code: null, output: `[TIMEOUT after ${timeout}s]` };
@@ -165,7 +187,7 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
           return {
             host: name,
             exit_code: result.exitCode,
-            output: fitForJson(result.output, limit, produced),
+            output: fitForJson(outputs[index] ?? "", limit, produced),
           };
         });
         return JSON.stringify({ command: echo, concurrency, timeout, host_count: n, results });
@@ -180,7 +202,12 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
         if (result?.hostKey) keys.push({ name: host, ...result.hostKey });
       }
       const failed = runs.filter((r) => !r.result || r.result.timedOut).length;
-      return { body, json: true, fields: { host_count: n, failed_hosts: failed, host_keys: keys } };
+      return {
+        body,
+        json: true,
+        terminalRemoved,
+        fields: { host_count: n, failed_hosts: failed, host_keys: keys },
+      };
     },
   });
 
