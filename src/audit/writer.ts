@@ -115,7 +115,6 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
   } catch (err) {
     startReason = `${openFailure(err)}; records go to stderr`;
   }
-  const echo = config.stderrEcho && startReason === "";
 
   function toStderrLine(line: string): void {
     try {
@@ -269,7 +268,8 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
       return false;
     }
     lastWriteOk = true;
-    if (echo) toStderrLine(line);
+    // A record that missed the file went to stderr above; one that reached it is echoed only on request.
+    if (config.stderrEcho) toStderrLine(line);
     // The anchor advances only once the line is in the file, so a failed write leaves no gap.
     if (chain !== undefined) anchor = { seq: anchor.seq + 1, prev: chain };
     return true;
