@@ -55,6 +55,7 @@ function faultyIo() {
     allocate: null as AllocateOutcome | null,
     freeBytes: null as number | null,
     allocations: 0,
+    lastAllocation: null as AllocateOutcome | null,
   };
   const io: AuditFileIo = {
     write(fd, bytes, offset, length) {
@@ -75,7 +76,8 @@ function faultyIo() {
     },
     allocate(fd, offset, length) {
       state.allocations += 1;
-      return state.allocate ?? real.allocate(fd, offset, length);
+      state.lastAllocation = state.allocate ?? real.allocate(fd, offset, length);
+      return state.lastAllocation;
     },
     freeBytes: (d) => state.freeBytes ?? real.freeBytes(d),
   };
@@ -178,7 +180,10 @@ describe("reserving room before the work", () => {
     }
     // About 200 bytes a record: 1000 records use three or four chunks.
     expect(state.allocations).toBeLessThanOrEqual(6);
+    expect(verifyAuditChain(path)).toMatchObject({ ok: true, records: 1000 });
     expect(log.reserve()).toBe(true);
+    // The blocks are really there, where the file system can preallocate (tmpfs, ext4, XFS, btrfs).
+    if (state.lastAllocation?.ok !== true) return;
     const fd = openSync(path, "r");
     try {
       const st = fstatSync(fd);
@@ -186,7 +191,6 @@ describe("reserving room before the work", () => {
     } finally {
       closeSync(fd);
     }
-    expect(verifyAuditChain(path)).toMatchObject({ ok: true, records: 1000 });
   });
 
   it("refuses while there is no space, says why, and the first reserve after space returns succeeds", () => {
