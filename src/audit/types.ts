@@ -53,12 +53,16 @@ export interface AuditStatus {
   path: string;
   format: AuditFormat;
   chain: boolean;
-  /** Start-up degradation (no durable sink) or a runtime write failure. */
+  /**
+   * Start-up degradation (the path could not be opened or is not a regular
+   * file of ours), a runtime write failure (sticky), or a failed reserve
+   * (until one succeeds).
+   */
   degraded: boolean;
   degradedReason: string;
   /** Runtime write failures since start. */
   writeFailures: number;
-  /** false after a failed write until a later write succeeds. */
+  /** false after a record did not reach the file, until a later one does. */
   lastWriteOk: boolean;
 }
 
@@ -70,8 +74,16 @@ export interface TailQuery {
 }
 
 export interface AuditLog {
-  /** Append one record. Never throws; returns whether it reached the sink. */
+  /** Append one record. Never throws; returns whether it reached the audit file. */
   append(entry: AuditEntry): boolean;
+  /**
+   * Called before work above Tier 0 runs: whether its record can be written
+   * now. Re-checks the path (reopening it after a rotation, refusing what is
+   * not a regular file of ours), probes a file whose last write failed, and
+   * keeps room allocated past the end of the file so the record cannot fail
+   * for space. Never throws.
+   */
+  reserve(): boolean;
   status(): AuditStatus;
   /** CONTRACT §2.7 audit_tail semantics; never throws. */
   tail(query: TailQuery): string;

@@ -87,8 +87,9 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     });
     if (!decision.allowed) return refuse(decision.reason);
 
-    // Nothing runs that cannot be recorded (Appendix B 11).
-    if (settings.auditFailClosed && decision.tier > 0 && !audit.status().lastWriteOk) {
+    // Nothing runs that cannot be recorded (ADR 0002); reserve is also the probe
+    // that admits the first call once the file takes records again (ADR 0014).
+    if (settings.auditFailClosed && decision.tier > 0 && !audit.reserve()) {
       return refuse(
         "the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses calls above Tier 0 until it can",
       );

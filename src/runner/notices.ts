@@ -152,3 +152,16 @@ export function attachNotices(text: string, notices: readonly string[], json: bo
   }
   return `${text}\n${notices.join("\n")}`;
 }
+
+/**
+ * The line for a call whose work ran but whose audit record (or the record of
+ * one of its verify/rollback steps) did not reach the audit file (ADR 0014).
+ * Shown whatever RELAY_SHELL_UNSAFE_NOTICES says: it is not a risk hint but
+ * the one place the caller learns that what it just did is not on the record.
+ */
+export function auditLostNotice(failClosed: boolean): string {
+  const after = failClosed
+    ? "calls above Tier 0 are refused until the file takes records again"
+    : "RELAY_SHELL_AUDIT_FAIL_CLOSED is off, so calls keep running while it cannot";
+  return `[NOTICE audit this call ran, but its audit record could not be written to the audit file (a copy went to the server's stderr); ${after}]`;
+}

@@ -36,7 +36,11 @@ export interface RecorderDeps {
   logger: Logger;
 }
 
-export type Recorder = (ctx: RecordContext, f: Finish) => StructuredResult;
+export interface Recorder {
+  (ctx: RecordContext, f: Finish): StructuredResult;
+  /** A record of this call (the call itself or a verify/rollback step) did not reach the audit file. */
+  lost(ctx: RecordContext): boolean;
+}
 
 /**
  * Append the record, count the call, describe it. The optional identifiers
@@ -45,7 +49,9 @@ export type Recorder = (ctx: RecordContext, f: Finish) => StructuredResult;
  */
 export function createRecorder(deps: RecorderDeps): Recorder {
   const { settings, audit, metrics, logger } = deps;
-  return (ctx, f) => {
+  // Keyed by the call's context object, so concurrent calls never see each other's losses.
+  const lostFor = new WeakSet<RecordContext>();
+  const record = (ctx: RecordContext, f: Finish): StructuredResult => {
     const written = audit.append({
       tool: f.tool,
       tier: f.tier,
@@ -57,7 +63,10 @@ export function createRecorder(deps: RecorderDeps): Recorder {
       ...(ctx.clientId ? { clientId: ctx.clientId } : {}),
       ...(f.action ? { action: f.action } : {}),
     });
-    if (!written) logger.warn({ tool: f.tool }, "audit record could not be written");
+    if (!written) {
+      lostFor.add(ctx);
+      logger.warn({ tool: f.tool }, "audit record could not be written");
+    }
     metrics.recordCall({ tool: f.tool, tier: f.tier, mode: settings.policyMode, outcome: f.outcome });
     return {
       tool: f.tool,
@@ -75,4 +84,5 @@ export function createRecorder(deps: RecorderDeps): Recorder {
       ...f.fields,
     };
   };
+  return Object.assign(record, { lost: (ctx: RecordContext) => lostFor.has(ctx) });
 }

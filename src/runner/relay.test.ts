@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -23,7 +23,8 @@ describe("Relay.run", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   function setup(env: Record<string, string> = {}, tools: Tool[] = [], gates: Gate[] = []) {
-    const auditPath = join(dir, `audit-${Math.random().toString(16).slice(2)}.jsonl`);
+    const auditPath =
+      env.RELAY_SHELL_AUDIT_PATH ?? join(dir, `audit-${Math.random().toString(16).slice(2)}.jsonl`);
     const settings: Settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath, ...env }, { cwd: dir });
     const audit = createAuditLog(
       { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
@@ -111,28 +112,41 @@ describe("Relay.run", () => {
     expect(r.structured.truncated).toBe(true);
   });
 
-  it("refuses calls above Tier 0 while the audit log cannot be written (fail closed)", async () => {
+  it("fail closed: a lost record is told in a notice, later calls are refused, the first after recovery runs", async () => {
     const runs: string[] = [];
-    const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: "/dev/full" }, { cwd: dir });
-    const audit = createAuditLog(
-      { path: "/dev/full", format: "jsonl", chain: false, stderrEcho: false },
-      {
-        clock: systemClock,
-        stderr: () => undefined,
-      },
+    const auditPath = join(dir, `audit-${Math.random().toString(16).slice(2)}.jsonl`);
+    const { relay, records } = setup(
+      { RELAY_SHELL_AUDIT_PATH: auditPath, RELAY_SHELL_UNSAFE_NOTICES: "false" },
+      [
+        echoTool(runs, async (t) => {
+          // The work takes the audit file away: its own record can no longer be written.
+          if (t === "break") {
+            rmSync(auditPath);
+            mkdirSync(auditPath);
+          }
+          return { body: t, exitCode: 0 };
+        }),
+      ],
     );
-    const relay = createRelay({
-      settings,
-      classifier,
-      audit,
-      metrics: createCallCounter(),
-      tools: [echoTool(runs, async (t) => ({ body: t, exitCode: 0 }))],
-    });
-    await relay.run("echo_tool", { text: "first" }, ctx); // this write fails
-    const r = await relay.run("echo_tool", { text: "second" }, ctx);
-    expect(r.text).toMatch(/^\[DENIED tier 1 \(REVERSIBLE\): the audit log cannot be written/);
-    expect(runs).toEqual(["first"]);
+    const broken = await relay.run("echo_tool", { text: "break" }, ctx);
+    expect(runs).toEqual(["break"]);
+    expect(broken.text).toMatch(
+      /^\[exit 0\]\nbreak\n\[NOTICE audit this call ran, but its audit record could not be written to the audit file .*refused until the file takes records again\]$/,
+    );
+    expect(broken.structured.notices).toHaveLength(1);
+
+    const refused = await relay.run("echo_tool", { text: "second" }, ctx);
+    expect(refused.text).toMatch(/^\[DENIED tier 1 \(REVERSIBLE\): the audit log cannot be written/);
+    expect(refused.structured.notices).toEqual([]);
+    expect(runs).toEqual(["break"]);
+
+    rmdirSync(auditPath);
+    const recovered = await relay.run("echo_tool", { text: "third" }, ctx);
+    expect(recovered.text).toBe("[exit 0]\nthird");
+    expect(runs).toEqual(["break", "third"]);
+    expect(records().map((r) => (r.args as { text: string }).text)).toEqual(["third"]);
   });
+
   it("consults gates only for calls the deny list and the mode admitted", async () => {
     const seen: string[] = [];
     const spy: Gate = {

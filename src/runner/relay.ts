@@ -7,7 +7,7 @@ import type { Classification, Classifier } from "../policy/index.js";
 import { type Admitted, classifyLoose, createAdmission } from "./admission.js";
 import { runFollowUps } from "./follow-up.js";
 import { clampOutput, deniedText, errorText } from "./format.js";
-import { attachNotices, computeNotices } from "./notices.js";
+import { attachNotices, auditLostNotice, computeNotices } from "./notices.js";
 import { createRecorder, type Finish } from "./record.js";
 import type { StructuredResult } from "./structured.js";
 import type { Gate, Tool, ToolContext } from "./tool.js";
@@ -183,7 +183,7 @@ export function createRelay(deps: RelayDeps): Relay {
     }
 
     // 11. Notices, after every record was written: they never change a recorded hash.
-    return withNotices(result, admission, work, action);
+    return withNotices(result, admission, work, action, record.lost(ctx));
   }
 
   function withNotices(
@@ -191,6 +191,7 @@ export function createRelay(deps: RelayDeps): Relay {
     admission: Admitted,
     work: WorkResult,
     action: AuditAction | undefined,
+    recordLost = false,
   ): RunResult {
     const notices = computeNotices({
       enabled: settings.unsafeNotices,
@@ -201,6 +202,7 @@ export function createRelay(deps: RelayDeps): Relay {
       confirmed: action === "confirm_execute",
       fields: work.threw ? undefined : work.fields,
     });
+    if (recordLost) notices.push(auditLostNotice(settings.auditFailClosed));
     if (notices.length === 0) return result;
     const json = !work.threw && work.json && result.structured.verify === undefined;
     result.text = attachNotices(result.text, notices, json);
@@ -237,7 +239,8 @@ export function createRelay(deps: RelayDeps): Relay {
     tools: deps.tools,
     async run(toolName, rawArgs, ctx) {
       try {
-        return await runCall(toolName, rawArgs, ctx);
+        // A context of its own per call: the recorder keys the call's lost records on it.
+        return await runCall(toolName, rawArgs, { ...ctx });
       } catch (err) {
         // A broken invariant inside the pipeline itself: contain it, record it, keep serving.
         logger.error({ err: String(err), tool: toolName }, "runner invariant broken");
