@@ -200,7 +200,7 @@ if (process.argv[1]?.endsWith("extract.ts")) {
   const commit = process.argv[3] ?? "08e345f42639f67d99282813247ac670dc6e87cb";
   const rows = extract(gitDir, commit);
   const out = join(import.meta.dirname, "tldr-subcommands.jsonl");
-  writeFileSync(out, rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
+  writeFileSync(out, `${rows.map((r) => JSON.stringify(r)).join("\n")}\n`);
   const counts = new Map<string, number>();
   for (const r of rows) counts.set(r.label, (counts.get(r.label) ?? 0) + 1);
   console.log(`${rows.length} rows → ${out}`, Object.fromEntries(counts));

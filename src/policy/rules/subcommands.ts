@@ -18,36 +18,17 @@ import { type Args, type Hit, hit } from "./args.js";
  * See docs/adr/0018-long-tail-subcommands.md.
  */
 
+/** A set from space-separated lists of words. */
+function words(...lists: string[]): ReadonlySet<string> {
+  return new Set(lists.flatMap((l) => l.split(" ")));
+}
+
 /** Verbs that delete, uninstall, stop or revoke whatever they are pointed at. */
-const DESTRUCTIVE_VERBS = new Set([
-  "delete",
-  "del",
-  "remove",
-  "rm",
-  "rmi",
-  "rmdir",
-  "destroy",
-  "uninstall",
-  "autoremove",
-  "purge",
-  "prune",
-  "wipe",
-  "erase",
-  "expunge",
-  "nuke",
-  "drop",
-  "kill",
-  "terminate",
-  "reset",
-  "revoke",
-  "unregister",
-  "deregister",
-  "obliterate",
-  "teardown",
-  "undeploy",
-  "unpublish",
+const DESTRUCTIVE_VERBS: ReadonlySet<string> = words(
+  "delete del remove rm rmi rmdir destroy uninstall autoremove purge prune wipe erase expunge nuke",
+  "drop kill terminate reset revoke unregister deregister obliterate teardown undeploy unpublish",
   "deprovision",
-]);
+);
 
 /**
  * Long options that delete (`--delete`, `--remove-all`, `--purge`, `--deleteProperty`).
@@ -66,60 +47,14 @@ const DRY_RUN = /^--dry-?run(?:=|$)/i;
  * group: after `git checkout` or `gh repo clone` the next word is a branch or
  * a name (`git checkout remove-stale-keys`), not a further subcommand.
  */
-const OPERAND_VERBS = new Set([
-  "checkout",
-  "switch",
-  "merge",
-  "rebase",
-  "push",
-  "pull",
-  "fetch",
-  "clone",
-  "add",
-  "commit",
-  "tag",
-  "log",
-  "diff",
-  "blame",
-  "cherry-pick",
-  "revert",
-  "install",
-  "set",
-  "create",
-  "new",
-  "open",
-  "edit",
-  "update",
-  "upgrade",
-  "search",
-  "find",
-  "grep",
-  "echo",
-  "print",
-  "say",
-  "send",
-  "message",
-  "help",
-  "man",
-  "rename",
-  "mv",
-  "cp",
-  "copy",
-  "move",
-]);
+const OPERAND_VERBS: ReadonlySet<string> = words(
+  "checkout switch merge rebase push pull fetch clone add commit tag log diff blame cherry-pick",
+  "revert install set create new open edit update upgrade search find grep echo print say send",
+  "message help man rename mv cp copy move",
+);
 
 /** Verbs that only report. `get` is left out of the lowering for the tools where it fetches (`go get`). */
-const READ_ONLY_VERBS = new Set([
-  "list",
-  "ls",
-  "show",
-  "get",
-  "status",
-  "describe",
-  "view",
-  "info",
-  "inspect",
-]);
+const READ_ONLY_VERBS: ReadonlySet<string> = words("list ls show get status describe view info inspect");
 const GET_FETCHES = new Set(["go", "ghq", "bzr", "brz"]);
 
 /**
@@ -129,18 +64,7 @@ const GET_FETCHES = new Set(["go", "ghq", "bzr", "brz"]);
 const RUNNER_VERBS = new Set(["run", "exec", "x", "dlx", "execute", "shell", "start", "call"]);
 
 /** Programs that run their first operand, so nothing after it is theirs to interpret. */
-const RUNNER_PROGRAMS = new Set([
-  "npx",
-  "bunx",
-  "pnpx",
-  "uvx",
-  "yarn",
-  "pnpm",
-  "bun",
-  "deno",
-  "just",
-  "make",
-]);
+const RUNNER_PROGRAMS: ReadonlySet<string> = words("npx bunx pnpx uvx yarn pnpm bun deno just make");
 
 /**
  * Programs whose first operands are data — text to print or search, files,
@@ -148,158 +72,24 @@ const RUNNER_PROGRAMS = new Set([
  * `echo remove`, `man kill`, `touch reset`. The deletion programs themselves
  * (`rm`, `unlink`, `shred` …) have their own rules.
  */
-const DATA_OPERANDS = new Set([
+const DATA_OPERANDS: ReadonlySet<string> = words(
   // printing and searching text
-  "echo",
-  "printf",
-  "print",
-  "grep",
-  "egrep",
-  "fgrep",
-  "zgrep",
-  "rg",
-  "ag",
-  "ack",
-  "pgrep",
-  "pidof",
-  "look",
-  "sed",
-  "awk",
-  "gawk",
-  "mawk",
-  "jq",
-  "yq",
-  "tr",
-  "cut",
-  "sort",
-  "uniq",
-  "head",
-  "tail",
-  "cat",
-  "tac",
-  "less",
-  "more",
-  "bat",
-  "wc",
-  "nl",
-  "fold",
-  "fmt",
-  "rev",
-  "yes",
-  "banner",
-  "figlet",
-  "toilet",
-  "cowsay",
-  "say",
-  "espeak",
-  "spd-say",
-  "logger",
-  "wall",
-  "write",
-  "notify-send",
-  "zenity",
-  "whiptail",
-  "dialog",
-  "gum",
+  "echo printf print grep egrep fgrep zgrep rg ag ack pgrep pidof look sed awk gawk mawk jq yq tr",
+  "cut sort uniq head tail cat tac less more bat wc nl fold fmt rev yes banner figlet toilet cowsay",
+  "say espeak spd-say logger wall write notify-send zenity whiptail dialog gum",
   // documentation and name lookup
-  "man",
-  "info",
-  "tldr",
-  "tlrc",
-  "cheat",
-  "help",
-  "whatis",
-  "apropos",
-  "which",
-  "whereis",
-  "type",
-  "hash",
-  "alias",
-  "unalias",
-  "compgen",
+  "man info tldr tlrc cheat help whatis apropos which whereis type hash alias unalias compgen",
   "complete",
   // shell builtins with operands
-  "test",
-  "[",
-  "[[",
-  "expr",
-  "let",
-  "export",
-  "set",
-  "unset",
-  "declare",
-  "typeset",
-  "local",
-  "readonly",
-  "read",
-  "shift",
-  "trap",
-  "cd",
-  "pushd",
-  "popd",
-  "builtin",
-  "getopts",
+  "test [ [[ expr let export set unset declare typeset local readonly read shift trap cd pushd popd",
+  "builtin getopts",
   // files named by operands
-  "rm",
-  "unlink",
-  "shred",
-  "srm",
-  "ls",
-  "tree",
-  "stat",
-  "file",
-  "touch",
-  "mkdir",
-  "cp",
-  "mv",
-  "ln",
-  "install",
-  "basename",
-  "dirname",
-  "realpath",
-  "readlink",
-  "locate",
-  "plocate",
-  "mlocate",
-  "fd",
-  "fdfind",
-  "find",
-  "du",
-  "df",
-  "diff",
-  "cmp",
-  "comm",
-  "md5sum",
-  "sha1sum",
-  "sha256sum",
-  "xxd",
-  "hexdump",
-  "od",
-  "strings",
-  "vi",
-  "vim",
-  "nvim",
-  "nano",
-  "emacs",
-  "code",
-  "open",
-  "xdg-open",
+  "rm unlink shred srm ls tree stat file touch mkdir cp mv ln install basename dirname realpath",
+  "readlink locate plocate mlocate fd fdfind find du df diff cmp comm md5sum sha1sum sha256sum xxd",
+  "hexdump od strings vi vim nvim nano emacs code open xdg-open",
   // names of processes, users, hosts
-  "kill",
-  "pkill",
-  "killall",
-  "id",
-  "groups",
-  "finger",
-  "ping",
-  "host",
-  "dig",
-  "nslookup",
-  "whois",
-  "sleep",
-  "seq",
-  "timeout",
-]);
+  "kill pkill killall id groups finger ping host dig nslookup whois sleep seq timeout",
+);
 
 /** Verdicts a subcommand form may lower: the Tier-2 families a table gives for a whole tool. */
 const SUBCOMMAND_FAMILIES: ReadonlySet<Basis> = new Set<Basis>([
@@ -342,7 +132,7 @@ export function subcommandPath(args: Args): string[] {
     if (args.words[i]!.dynamic) return out;
     if (v.startsWith("-") && v.length > 1) continue;
     const prev = args.values[i - 1];
-    if (prev !== undefined && prev.startsWith("-") && prev.length > 1 && !prev.includes("=")) continue;
+    if (prev?.startsWith("-") && prev.length > 1 && !prev.includes("=")) continue;
     const word = v.toLowerCase();
     if (!SUBCOMMAND_SHAPE.test(word)) return out;
     out.push(word);
