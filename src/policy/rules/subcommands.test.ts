@@ -14,7 +14,7 @@ const verdict = (text: string) => {
   const r = classifier.classify(text);
   return { tier: r.tier, basis: r.basis };
 };
-const args = (...values: string[]) => new Args(values.map(literalWord));
+const args = (...values: string[]) => new Args(values.map((v) => literalWord(v)));
 
 describe("subcommand path", () => {
   it("skips options and the word right after a separate option", () => {

@@ -115,8 +115,13 @@ const PATH_DEPTH = 3;
 /** A word shaped like a subcommand: lower-case letters and digits, joined by `-`, `_` or `:`. */
 const SUBCOMMAND_SHAPE = /^[a-z][a-z0-9]*(?:[-_:][a-z0-9]+)*$/;
 
-const verbIn = (word: string, verbs: ReadonlySet<string>): boolean =>
-  word.split(/[-_:]/).some((s) => verbs.has(s));
+/** A word's segments (`kill-server` → kill, server); most words have one, so skip the split then. */
+function segmentsOf(word: string): string[] {
+  return word.includes("-") || word.includes("_") || word.includes(":") ? word.split(/[-_:]/) : [word];
+}
+
+const verbIn = (segments: readonly string[], verbs: ReadonlySet<string>): boolean =>
+  segments.some((s) => verbs.has(s));
 
 /**
  * The subcommand path: the first non-option words after the program, at most
@@ -142,15 +147,21 @@ export function subcommandPath(args: Args): string[] {
 }
 
 /** `delete`, `kill-server`, `apps:destroy` … in the subcommand path of a program that has subcommands. */
-export function destructiveSubcommand(name: string, args: Args): Hit | null {
+export function destructiveSubcommand(name: string, args: Args, path = subcommandPath(args)): Hit | null {
   if (DATA_OPERANDS.has(name)) return null;
-  const longs = args.values.slice(0, args.optionEnd).filter((v) => v.startsWith("--"));
-  if (longs.some((v) => DRY_RUN.test(v))) return null;
-  for (const word of subcommandPath(args)) {
-    if (verbIn(word, DESTRUCTIVE_VERBS)) return hit(2, "destructive_subcommand");
-    if (verbIn(word, RUNNER_VERBS) || verbIn(word, READ_ONLY_VERBS)) return null;
+  let deleting = false;
+  for (let i = 0; i < args.optionEnd; i++) {
+    const v = args.values[i]!;
+    if (!v.startsWith("--")) continue;
+    if (DRY_RUN.test(v)) return null;
+    deleting ||= DESTRUCTIVE_OPTION.test(v);
   }
-  return longs.some((v) => DESTRUCTIVE_OPTION.test(v)) ? hit(2, "destructive_subcommand") : null;
+  for (const word of path) {
+    const segments = segmentsOf(word);
+    if (verbIn(segments, DESTRUCTIVE_VERBS)) return hit(2, "destructive_subcommand");
+    if (verbIn(segments, RUNNER_VERBS) || verbIn(segments, READ_ONLY_VERBS)) return null;
+  }
+  return deleting ? hit(2, "destructive_subcommand") : null;
 }
 
 /**
@@ -164,25 +175,24 @@ export function destructiveSubcommand(name: string, args: Args): Hit | null {
 export function helpRequest(name: string, args: Args): "whole" | "subcommand" | null {
   const v = args.values;
   const last = v[v.length - 1];
-  if (last === undefined || args.anyDynamic() || args.optionEnd < v.length) return null;
+  if (last === undefined) return null;
   const isFlag = HELP_FLAGS.has(last) || (HELP_SHORT.has(last) && !H_IS_HALT.test(name));
-  if (v.length === 1) {
-    if (isFlag) return "whole";
-    return last === "help" ? "subcommand" : null;
-  }
-  const before = (v[0] === "help" ? v.slice(1) : v.slice(0, -1)).map((w) => w.toLowerCase());
   if (!isFlag && last !== "help" && v[0] !== "help") return null;
+  if (args.anyDynamic() || args.optionEnd < v.length) return null;
+  if (v.length === 1) return isFlag ? "whole" : "subcommand";
+  const before = (v[0] === "help" ? v.slice(1) : v.slice(0, -1)).map((w) => w.toLowerCase());
   if (before.length > PATH_DEPTH || !before.every((w) => SUBCOMMAND_SHAPE.test(w))) return null;
   if (RUNNER_PROGRAMS.has(name)) return null;
-  if (before.length > 1 && verbIn(before[0]!, RUNNER_VERBS)) return null;
+  if (before.length > 1 && verbIn(segmentsOf(before[0]!), RUNNER_VERBS)) return null;
   return "subcommand";
 }
 
 /** A read-only verb leads the subcommand path (`conda env list`, `uv pip show x`, `launchctl list`). */
-function readOnlySubcommand(name: string, args: Args): boolean {
-  for (const word of subcommandPath(args)) {
-    if (verbIn(word, DESTRUCTIVE_VERBS) || verbIn(word, RUNNER_VERBS)) return false;
-    if (READ_ONLY_VERBS.has(word) || word.split(/[-_:]/)[0] === "ls" || word.startsWith("list-")) {
+function readOnlySubcommand(name: string, path: readonly string[]): boolean {
+  for (const word of path) {
+    const segments = segmentsOf(word);
+    if (verbIn(segments, DESTRUCTIVE_VERBS) || verbIn(segments, RUNNER_VERBS)) return false;
+    if (READ_ONLY_VERBS.has(word) || segments[0] === "ls" || segments[0] === "list") {
       return !(word === "get" && GET_FETCHES.has(name));
     }
   }
@@ -194,12 +204,14 @@ function readOnlySubcommand(name: string, args: Args): boolean {
  * generic subcommand rules; returns the verdict to record.
  */
 export function subcommandVerdict(name: string, args: Args, table: Hit | null): Hit | null {
+  if (args.length === 0) return table;
   const help = helpRequest(name, args);
   if (help === "whole") return null;
   const lowerable = table === null || (table.tier <= 2 && SUBCOMMAND_FAMILIES.has(table.basis));
   if (help === "subcommand" && lowerable) return null;
-  if (lowerable && table !== null && readOnlySubcommand(name, args)) return null;
-  const generic = destructiveSubcommand(name, args);
+  const path = subcommandPath(args);
+  if (lowerable && table !== null && readOnlySubcommand(name, path)) return null;
+  const generic = destructiveSubcommand(name, args, path);
   if (generic === null) return table;
   return table !== null && table.tier >= generic.tier ? table : generic;
 }
