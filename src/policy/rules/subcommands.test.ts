@@ -145,6 +145,8 @@ describe("help, version and read-only subcommands", () => {
     ["rm -rf --help /", 3],
     ["shutdown -h", 3],
     ["shutdown now -h", 3],
+    ["shutdown -?", 3],
+    ["passwd -?", 3],
     ["kubectl delete ns prod --help", 3],
     ["git push --force --help", 3],
     ["kubectl delete --help; rm -rf /tmp/x", 3],

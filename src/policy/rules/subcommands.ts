@@ -105,7 +105,8 @@ const SUBCOMMAND_FAMILIES: ReadonlySet<Basis> = new Set<Basis>([
 ]);
 
 const HELP_FLAGS = new Set(["--help", "--version", "--usage", "-help", "-version"]);
-const HELP_SHORT = new Set(["-h", "-?"]);
+/** `-?` is left out: unquoted it is a glob, and a file named `-d` would turn it into an option. */
+const HELP_SHORT = new Set(["-h"]);
 /** For these `-h` means halt, not help. */
 const H_IS_HALT = /^(?:shutdown|halt|reboot|poweroff|telinit|init)$/;
 
