@@ -157,6 +157,7 @@ describe("help, version and read-only subcommands", () => {
     ["kubectl delete --help > /etc/motd", 2],
     ["sudo kubectl delete --help", 2],
     ["docker run ubuntu --help", 2],
+    ["docker container run ubuntu --help", 2],
     ["docker rm -f web --help", 2],
     ["mycli delete -- --help", 2],
     ["npx some-package --help", 1],

@@ -184,7 +184,8 @@ export function helpRequest(name: string, args: Args): "whole" | "subcommand" | 
   const before = (v[0] === "help" ? v.slice(1) : v.slice(0, -1)).map((w) => w.toLowerCase());
   if (before.length > PATH_DEPTH || !before.every((w) => SUBCOMMAND_SHAPE.test(w))) return null;
   if (RUNNER_PROGRAMS.has(name)) return null;
-  if (before.length > 1 && verbIn(segmentsOf(before[0]!), RUNNER_VERBS)) return null;
+  // `docker container run image --help`: after a runner verb, the words are the child's.
+  if (before.slice(0, -1).some((w) => verbIn(segmentsOf(w), RUNNER_VERBS))) return null;
   return "subcommand";
 }
 
