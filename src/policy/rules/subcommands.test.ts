@@ -179,6 +179,13 @@ describe("help, version and read-only subcommands", () => {
     for (const row of rows) expect(classifier.classify(`${row.text} --help`).tier, row.text).toBe(3);
   });
 
+  it("does not read a read-only word after another verb as the subcommand", () => {
+    expect(verdict("terraform apply show")).toEqual(verdict("terraform apply plan.out"));
+    expect(verdict("npm publish info")).toEqual(verdict("npm publish dist"));
+    expect(verdict("docker run ls")).toEqual(verdict("docker run alpine"));
+    expect(verdict("terraform apply show").tier).toBe(2);
+  });
+
   it("does not let `go get` pass as a read-only get", () => {
     expect(verdict("go get example.com/mod")).toEqual(verdict("go install example.com/mod"));
   });

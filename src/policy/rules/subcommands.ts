@@ -57,6 +57,19 @@ const OPERAND_VERBS: ReadonlySet<string> = words(
 const READ_ONLY_VERBS: ReadonlySet<string> = words("list ls show get status describe view info inspect");
 const GET_FETCHES = new Set(["go", "ghq", "bzr", "brz"]);
 
+/** Words that name a group of subcommands rather than an action (`conda env …`, `kubectl rollout …`). */
+const GROUP_NOUNS: ReadonlySet<string> = words(
+  "env environment environments pip tool tools worktree module modules profile profiles lfs group groups",
+  "stash remote remotes config cache image images container containers volume volumes network networks",
+  "node nodes pod pods service services plugin plugins repo repos secret secrets key keys package",
+  "packages app apps project projects user users deployment deployments cluster clusters context contexts",
+  "registry system buildx compose machine instance instances bucket buckets vm vms snapshot snapshots",
+  "branch branches auth account accounts org orgs region regions zone zones policy policies role roles",
+  "token tokens workspace workspaces stack stacks rollout extension extensions formula cask channel",
+  "channels server servers subnet subnets port ports kv store storage disk disks device devices unit",
+  "units job jobs task tasks queue queues topic topics model models dataset datasets",
+);
+
 /**
  * Subcommands that run another program with the rest of the line: after them a
  * `--help` may be the child's argument (`docker run image --help` starts the container).
@@ -189,14 +202,19 @@ export function helpRequest(name: string, args: Args): "whole" | "subcommand" | 
   return "subcommand";
 }
 
-/** A read-only verb leads the subcommand path (`conda env list`, `uv pip show x`, `launchctl list`). */
+/**
+ * A read-only verb leads the subcommand path, after nothing but group nouns
+ * (`launchctl list`, `conda env list`, `uv pip show x`). The nouns are listed
+ * because a verb before the read-only word makes it an operand:
+ * `terraform apply show` applies a plan file named `show`.
+ */
 function readOnlySubcommand(name: string, path: readonly string[]): boolean {
   for (const word of path) {
     const segments = segmentsOf(word);
-    if (verbIn(segments, DESTRUCTIVE_VERBS) || verbIn(segments, RUNNER_VERBS)) return false;
     if (READ_ONLY_VERBS.has(word) || segments[0] === "ls" || segments[0] === "list") {
       return !(word === "get" && GET_FETCHES.has(name));
     }
+    if (!GROUP_NOUNS.has(word)) return false;
   }
   return false;
 }
