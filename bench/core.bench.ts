@@ -4,6 +4,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { redactString } from "../src/audit/index.js";
 import { GOLDEN_ROWS } from "../src/policy/golden.js";
 import { createClassifier } from "../src/policy/index.js";
+import { corpusFigures } from "./corpus.bench.js";
 import {
   bareSpawn,
   ROOT,
@@ -161,6 +162,11 @@ async function startupFigures(): Promise<BenchFigure[]> {
 export const coreBench: Bench = {
   name: "core: local exec, classifier, start-up",
   async run() {
-    return [...(await classifierFigures()), ...(await startupFigures()), ...(await execFigures())];
+    return [
+      ...(await classifierFigures()),
+      ...(await corpusFigures()),
+      ...(await startupFigures()),
+      ...(await execFigures()),
+    ];
   },
 };

@@ -37,4 +37,5 @@ export const BASIS_TEXT: Readonly<Record<Basis, string>> = Object.freeze({
   infrastructure_change: "changes provisioned infrastructure",
   nesting_limit: "nested too deep to inspect",
   pattern_fallback: "matched the fallback pattern tables",
+  destructive_subcommand: "runs a destructive subcommand such as delete or uninstall",
 });

@@ -2,6 +2,7 @@ import type { Best } from "./best.js";
 import { classifyOpaque } from "./opaque-rules.js";
 import { redirectHit } from "./redirects.js";
 import { Args, initScript, lookupRule, type Rule } from "./rules/index.js";
+import { subcommandVerdict } from "./rules/subcommands.js";
 import type { ParsedScript, StdinFeed, Unit } from "./script.js";
 import { type Origin, ScriptIndex } from "./script-index.js";
 import type { Basis } from "./types.js";
@@ -122,10 +123,11 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   }
   const rule = lookupRule(c.session.rules, name);
   const parsed = new Args(args);
-  if (rule !== undefined) {
-    const h = rule({ name, path, args: parsed, stdin: c.stdin?.literal ?? null });
-    if (h !== null) c.best.consider(h.tier, h.basis, c.part);
-  } else if (POWER_PREFIX.test(name)) {
+  const tableHit =
+    rule === undefined ? null : rule({ name, path, args: parsed, stdin: c.stdin?.literal ?? null });
+  const h = subcommandVerdict(name, parsed, tableHit);
+  if (h !== null) c.best.consider(h.tier, h.basis, c.part);
+  if (rule === undefined && POWER_PREFIX.test(name)) {
     // `reboot.sh`, `reboot-01.example.com` as a command: assume it does what it is named
     // after (CONTRACT rows 101 and 106 keep the Python result).
     c.best.consider(3, "power_kernel", c.part);

@@ -1,7 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { GOLDEN_ROWS } from "./golden.js";
+import { GOLDEN_ROWS as TABLE_ROWS } from "./golden.js";
+import { LONGTAIL_ROWS } from "./golden-longtail.js";
 import { type Classifier, createClassifier } from "./index.js";
 
+const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS];
 let classifier: Classifier;
 
 beforeAll(async () => {

@@ -45,7 +45,9 @@ export type Basis =
   // nesting too deep to inspect (wrappers, re-parsed strings): treated as unseen
   | "nesting_limit"
   // parser fell back to the pattern tables
-  | "pattern_fallback";
+  | "pattern_fallback"
+  // Tier 2: a destructive verb as the subcommand of a tool no table names (`<tool> delete …`)
+  | "destructive_subcommand";
 
 export interface Classification {
   tier: Tier;

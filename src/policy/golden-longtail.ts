@@ -1,0 +1,64 @@
+import type { GoldenRow } from "./golden.js";
+
+/**
+ * The long tail of command-line tools (docs/adr/0018-long-tail-subcommands.md):
+ * destructive subcommands of tools no rule table names, help and version
+ * requests, read-only subcommands, and the argument positions where a verb is
+ * only a value.
+ */
+export const LONGTAIL_ROWS: readonly GoldenRow[] = [
+  // a destructive verb as the subcommand, at any depth of the subcommand path
+  { text: "asdf uninstall nodejs 18.0.0", tier: 2, basis: "destructive_subcommand" },
+  { text: "glab release delete v1.2.0", tier: 2, basis: "destructive_subcommand" },
+  { text: "aws s3api delete-bucket --bucket logs", tier: 3, basis: "infrastructure_destruction" },
+  { text: "aws cognito-idp admin-delete-user --username bob", tier: 2, basis: "destructive_subcommand" },
+  { text: "ykman fido credentials delete abc", tier: 2, basis: "destructive_subcommand" },
+  { text: "ykman openpgp reset", tier: 2, basis: "destructive_subcommand" },
+  { text: "dokku apps:destroy web", tier: 2, basis: "destructive_subcommand" },
+  { text: "calibredb remove 12", tier: 2, basis: "destructive_subcommand" },
+  { text: "consul kv delete -recurse app/", tier: 2, basis: "destructive_subcommand" },
+  { text: "vault lease revoke -prefix aws/", tier: 2, basis: "destructive_subcommand" },
+  { text: "tmux kill-server", tier: 2, basis: "destructive_subcommand" },
+  {
+    text: "ceph osd pool delete data data --yes-i-really-really-mean-it",
+    tier: 2,
+    basis: "destructive_subcommand",
+  },
+  { text: "mycli --profile prod drop cache", tier: 2, basis: "destructive_subcommand" },
+  { text: "sudo flatpak uninstall --unused", tier: 2, basis: "privilege_escalation" },
+  { text: "xargs -n1 crane delete < tags.txt", tier: 2, basis: "destructive_subcommand" },
+  { text: "env AWS_PROFILE=prod eksctl delete cluster --name c1", tier: 2, basis: "destructive_subcommand" },
+  { text: "gpg-card factory-reset", tier: 2, basis: "destructive_subcommand" },
+  { text: "fdupes --recurse --delete photos", tier: 2, basis: "destructive_subcommand" },
+  // the tables keep their own, higher verdicts
+  { text: "pulumi destroy --stack dev --yes", tier: 3, basis: "infrastructure_destruction" },
+  { text: "zfs destroy tank/old", tier: 3, basis: "storage_destruction" },
+  // a verb that is a value, not a subcommand
+  { text: "grep delete app.log", tier: 1, basis: "default" },
+  { text: "echo remove all", tier: 1, basis: "default" },
+  { text: "tldr uninstall", tier: 1, basis: "default" },
+  { text: "hub commit -m delete", tier: 1, basis: "default" },
+  { text: "hub checkout remove-stale-keys", tier: 1, basis: "default" },
+  { text: "mycli upload path/to/delete", tier: 1, basis: "default" },
+  { text: "hg status --deleted", tier: 1, basis: "default" },
+  { text: "mycli prune --dry-run", tier: 1, basis: "default" },
+  // help and version requests
+  { text: "kubectl delete --help", tier: 1, basis: "default" },
+  { text: "docker rm --help", tier: 1, basis: "default" },
+  { text: "glab release delete -h", tier: 1, basis: "default" },
+  { text: "git help reset", tier: 1, basis: "default" },
+  { text: "aws s3 rm help", tier: 1, basis: "default" },
+  { text: "passwd --help", tier: 1, basis: "default" },
+  { text: "mkfs --version", tier: 1, basis: "default" },
+  { text: "shutdown --help", tier: 1, basis: "default" },
+  { text: "kubectl delete --help; rm -rf /srv/x", tier: 3, basis: "file_destruction" },
+  { text: "rm -rf /srv --help", tier: 3, basis: "file_destruction" },
+  { text: "shutdown -h", tier: 3, basis: "power_kernel" },
+  { text: "docker run alpine --help", tier: 2, basis: "container_change" },
+  { text: "kubectl delete namespace prod --help", tier: 3, basis: "infrastructure_destruction" },
+  // read-only subcommands of tools the tables flag as a whole
+  { text: "conda env list", tier: 1, basis: "default" },
+  { text: "uv pip show requests", tier: 1, basis: "default" },
+  { text: "launchctl list", tier: 1, basis: "default" },
+  { text: "dnf module list nodejs", tier: 1, basis: "default" },
+];
