@@ -31,6 +31,12 @@ export interface ProcessOutcome {
   /** Bytes drained but not kept because the buffer budget was spent. */
   droppedBytes: number;
   durationMs: number;
+  /**
+   * Processes the command started that were still running when it ended (its
+   * leader exited and its output closed, or it timed out) and were stopped.
+   * Absent when there were none.
+   */
+  stoppedProcesses?: number;
 }
 
 export interface ProcessRunner {
