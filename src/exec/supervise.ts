@@ -76,9 +76,10 @@ export function superviseChild(
       untrack();
       // A group we had to stop may still hold members that ignored TERM or never held our
       // pipes; none of them may outlive the call. A group that ended by itself is left alone.
-      if (termSent || killSent) signalGroup(pgid, "SIGKILL");
       // Background jobs, setsid and double-forked daemons alike: one scan, then everything goes.
+      // It runs before any group kill, so what the kill would end unseen is still found and counted.
       const stoppedProcesses = opts.descendants.end();
+      if (termSent || killSent) signalGroup(pgid, "SIGKILL");
       child.stdin?.destroy();
       child.stdout?.destroy();
       child.stderr?.destroy();
@@ -89,17 +90,17 @@ export function superviseChild(
     const kill = (): void => {
       if (killSent || done) return;
       killSent = true;
-      signalGroup(pgid, "SIGKILL");
       // A process that escaped the group may be what holds the pipes open.
       opts.descendants.stopDescendants();
+      signalGroup(pgid, "SIGKILL");
       after(REAP_WAIT_MS, finish);
     };
 
     const terminate = (): void => {
       if (termSent || killSent || done) return;
       termSent = true;
-      signalGroup(pgid, "SIGTERM");
       opts.descendants.signalDescendants("SIGTERM");
+      signalGroup(pgid, "SIGTERM");
       after(opts.killGraceMs, kill);
     };
 
