@@ -52,6 +52,13 @@ export interface SubreaperOptions {
    * process it adopts is then one some command started.
    */
   adopt: boolean;
+  /**
+   * Also reap adopted orphans that exit on their own as soon as any child
+   * exits (SIGCHLD), instead of at the next command's end. For a process
+   * whose tracked work is long-lived (terminal sessions); the launcher, whose
+   * commands end often, does without the extra pass per exit.
+   */
+  reapOnChildExit?: boolean;
 }
 
 /**
@@ -164,6 +171,13 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
     followUp = setTimeout(runFollowUp, delay);
     followUp.unref();
   };
+
+  if (adopting && options.reapOnChildExit) {
+    // Node's signal listeners never keep the process alive; libuv still handles its own children.
+    process.on("SIGCHLD", () => {
+      adoptedOrphans();
+    });
+  }
 
   const scheduleFollowUp = (): void => {
     followUpStep = 0;
