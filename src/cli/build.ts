@@ -122,7 +122,11 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const ready = classifierLoading.then(() => undefined);
   const version = packageVersion();
   // Terminal sessions are forked here, so what they detach is reparented here, and reaped here.
-  const sessionReaper = createSubreaper({ adopt: options.adoptOrphans ?? false, reapOnChildExit: true });
+  const sessionReaper = createSubreaper({
+    adopt: options.adoptOrphans ?? false,
+    lazy: true,
+    reapOnChildExit: true,
+  });
   const sessions = createSessionRegistry(
     {
       maxSessions: settings.maxSessions,

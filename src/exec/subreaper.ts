@@ -53,6 +53,11 @@ export interface SubreaperOptions {
    */
   adopt: boolean;
   /**
+   * Adopt at the first track() instead of now: loading the binding costs
+   * start-up time, and until something is tracked there is nothing to adopt.
+   */
+  lazy?: boolean;
+  /**
    * Also reap adopted orphans that exit on their own as soon as any child
    * exits (SIGCHLD), instead of at the next command's end. For a process
    * whose tracked work is long-lived (terminal sessions); the launcher, whose
@@ -81,7 +86,19 @@ export interface SubreaperOptions {
 export function createSubreaper(options: SubreaperOptions): Subreaper {
   const self = process.pid;
   const ownSid = readProc(self)?.sid ?? -1;
-  const adopting = options.adopt && becomeChildSubreaper();
+  let adopting = false;
+  let adoptTried = false;
+  const adopt = (): void => {
+    if (adoptTried || !options.adopt) return;
+    adoptTried = true;
+    adopting = becomeChildSubreaper();
+    if (adopting && options.reapOnChildExit) {
+      // Node's signal listeners never keep the process alive; libuv still handles its own children.
+      process.on("SIGCHLD", () => {
+        adoptedOrphans();
+      });
+    }
+  };
   const commands = new Set<Command>();
   /** Leaders libuv has not reaped yet: never reaped or walked as orphans here. */
   const libuvChildren = new Set<number>();
@@ -172,12 +189,7 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
     followUp.unref();
   };
 
-  if (adopting && options.reapOnChildExit) {
-    // Node's signal listeners never keep the process alive; libuv still handles its own children.
-    process.on("SIGCHLD", () => {
-      adoptedOrphans();
-    });
-  }
+  if (!options.lazy) adopt();
 
   const scheduleFollowUp = (): void => {
     followUpStep = 0;
@@ -201,9 +213,12 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
   };
 
   return {
-    adopting,
+    get adopting() {
+      return adopting;
+    },
 
     track(leaderPid) {
+      adopt();
       libuvChildren.add(leaderPid);
       const command: Command = {
         leader: leaderPid,
