@@ -147,7 +147,8 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
       const leader = readProc(command.leader);
       if (leader !== null && leader.state !== "Z") {
         for (const info of descendants([leader], WALK_LIMIT)) {
-          if (info.pid === command.leader) continue;
+          // A zombie is dead already, waiting for its parent: nothing to stop, nothing to count.
+          if (info.pid === command.leader || info.state === "Z") continue;
           command.sids.add(info.sid);
           found.push(info);
         }
@@ -159,7 +160,7 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
       if (!ours) continue;
       for (const info of descendants([orphan], WALK_LIMIT)) {
         command.sids.add(info.sid);
-        found.push(info);
+        if (info.state !== "Z") found.push(info);
       }
     }
     return found;
