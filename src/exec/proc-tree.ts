@@ -4,6 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 export interface ProcInfo {
   pid: number;
   ppid: number;
+  pgid: number;
   sid: number;
   /** One-letter state; `Z` is a zombie: dead, waiting to be reaped. */
   state: string;
@@ -26,10 +27,11 @@ export function readProc(pid: number): ProcInfo | null {
   // cstime priority nice num_threads itrealvalue starttime
   const fields = text.slice(close + 2).split(" ");
   const ppid = Number(fields[1]);
+  const pgid = Number(fields[2]);
   const sid = Number(fields[3]);
   const startTime = Number(fields[19]);
-  if (![ppid, sid, startTime].every(Number.isInteger)) return null;
-  return { pid, ppid, sid, state: fields[0] ?? "", startTime };
+  if (![ppid, pgid, sid, startTime].every(Number.isInteger)) return null;
+  return { pid, ppid, pgid, sid, state: fields[0] ?? "", startTime };
 }
 
 /** Still the same process: alive (or a zombie) and started when we first saw it. */

@@ -18,11 +18,21 @@ const FOLLOW_UP_MS = [10, 40, 150, 400, 1000];
 export interface CommandTracker {
   /** libuv has reaped the leader (its 'exit' event): its pid is no longer ours to protect. */
   leaderReaped(): void;
-  /** Send `signal` to everything the command started except the leader (a timeout's first step). */
-  signalDescendants(signal: NodeJS.Signals): void;
-  /** SIGKILL everything the command started except the leader. */
-  stopDescendants(): void;
-  /** The command is over: stop what is left and say how many processes were stopped in all. */
+  /**
+   * Send `signal` to everything the command started except the leader (a
+   * timeout's first step). `first` runs after they were found and before they
+   * are signalled: the leader's group is signalled there, so the leader dies of
+   * the signal rather than reporting a child's death, and what the group signal
+   * ends is still counted.
+   */
+  signalDescendants(signal: NodeJS.Signals, first?: () => void): void;
+  /** SIGKILL everything the command started except the leader; `first` as for signalDescendants. */
+  stopDescendants(first?: () => void): void;
+  /**
+   * The command is over: stop what is left, and say how many of the stopped
+   * processes had escaped the leader's own job (background jobs after the
+   * leader exited, orphans, other process groups).
+   */
   end(): number;
 }
 
@@ -43,6 +53,18 @@ interface Command {
   sids: Set<number>;
   /** Every process signalled on its behalf, by pid, with its start time. */
   stopped: Map<number, number>;
+  /**
+   * The stopped processes the caller is told about: all but the leader's own
+   * job, i.e. members of its process group still below it when it was
+   * stopped, which a timeout always killed and which the timeout already reports.
+   */
+  reported: Set<number>;
+}
+
+/** A process to stop, and whether stopping it is news to the caller. */
+interface Found {
+  info: ProcInfo;
+  reported: boolean;
 }
 
 export interface SubreaperOptions {
@@ -140,8 +162,8 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
   };
 
   /** Everything `command` started that still lives, leader excluded. */
-  const collect = (command: Command): ProcInfo[] => {
-    const found: ProcInfo[] = [];
+  const collect = (command: Command): Found[] => {
+    const found: Found[] = [];
     if (libuvChildren.has(command.leader)) {
       // The pid is still libuv's child, so it cannot have been reused.
       const leader = readProc(command.leader);
@@ -150,7 +172,7 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
           // A zombie is dead already, waiting for its parent: nothing to stop, nothing to count.
           if (info.pid === command.leader || info.state === "Z") continue;
           command.sids.add(info.sid);
-          found.push(info);
+          found.push({ info, reported: info.pgid !== command.leader });
         }
       }
     }
@@ -160,15 +182,16 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
       if (!ours) continue;
       for (const info of descendants([orphan], WALK_LIMIT)) {
         command.sids.add(info.sid);
-        if (info.state !== "Z") found.push(info);
+        if (info.state !== "Z") found.push({ info, reported: true });
       }
     }
     return found;
   };
 
-  const signalAll = (command: Command, found: readonly ProcInfo[], signal: NodeJS.Signals): void => {
-    for (const info of found) {
+  const signalAll = (command: Command, found: readonly Found[], signal: NodeJS.Signals): void => {
+    for (const { info, reported } of found) {
       if (!command.stopped.has(info.pid)) command.stopped.set(info.pid, info.startTime);
+      if (reported) command.reported.add(info.pid);
       signalPid(info.pid, signal);
     }
   };
@@ -199,11 +222,12 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
     followUp.unref();
   };
 
-  const stop = (command: Command): void => {
+  const stop = (command: Command, first?: () => void): void => {
     const found = collect(command);
+    first?.();
     // Processes seen earlier (a timeout's TERM) and no longer found: the same process, if still there.
     for (const [pid, startTime] of command.stopped) {
-      if (!found.some((info) => info.pid === pid) && isSameProcess(pid, startTime)) {
+      if (!found.some(({ info }) => info.pid === pid) && isSameProcess(pid, startTime)) {
         signalPid(pid, "SIGKILL");
       }
     }
@@ -226,6 +250,7 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
         leaderStart: readProc(leaderPid)?.startTime ?? 0,
         sids: new Set([leaderPid]),
         stopped: new Map(),
+        reported: new Set(),
       };
       commands.add(command);
       let ended = false;
@@ -233,11 +258,18 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
         leaderReaped() {
           libuvChildren.delete(leaderPid);
         },
-        signalDescendants(signal) {
-          if (!ended) signalAll(command, collect(command), signal);
+        signalDescendants(signal, first) {
+          if (ended) {
+            first?.();
+            return;
+          }
+          const found = collect(command);
+          first?.();
+          signalAll(command, found, signal);
         },
-        stopDescendants() {
-          if (!ended) stop(command);
+        stopDescendants(first) {
+          if (ended) first?.();
+          else stop(command, first);
         },
         end() {
           if (!ended) {
@@ -245,7 +277,7 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
             ended = true;
             commands.delete(command);
           }
-          return command.stopped.size;
+          return command.reported.size;
         },
       };
     },

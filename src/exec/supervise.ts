@@ -77,7 +77,7 @@ export function superviseChild(
       // A group we had to stop may still hold members that ignored TERM or never held our
       // pipes; none of them may outlive the call. A group that ended by itself is left alone.
       // Background jobs, setsid and double-forked daemons alike: one scan, then everything goes.
-      // It runs before any group kill, so what the kill would end unseen is still found and counted.
+      // It runs before the group kill, so what the kill would end unseen is still found and counted.
       const stoppedProcesses = opts.descendants.end();
       if (termSent || killSent) signalGroup(pgid, "SIGKILL");
       child.stdin?.destroy();
@@ -91,16 +91,14 @@ export function superviseChild(
       if (killSent || done) return;
       killSent = true;
       // A process that escaped the group may be what holds the pipes open.
-      opts.descendants.stopDescendants();
-      signalGroup(pgid, "SIGKILL");
+      opts.descendants.stopDescendants(() => signalGroup(pgid, "SIGKILL"));
       after(REAP_WAIT_MS, finish);
     };
 
     const terminate = (): void => {
       if (termSent || killSent || done) return;
       termSent = true;
-      opts.descendants.signalDescendants("SIGTERM");
-      signalGroup(pgid, "SIGTERM");
+      opts.descendants.signalDescendants("SIGTERM", () => signalGroup(pgid, "SIGTERM"));
       after(opts.killGraceMs, kill);
     };
 
