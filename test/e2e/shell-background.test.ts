@@ -142,6 +142,28 @@ describe("nothing a command started survives the server", () => {
     expect(await waitUntil(() => sleepers(m).length === 0, 5000)).toBe(true);
   }, 20_000);
 
+  it("even an orphan no running command could be sure of, when it is killed with SIGKILL", async () => {
+    const first = marker();
+    const daemon = marker();
+    const s = await startServer();
+    // The first command started before the daemon, so neither may claim it while both run.
+    const calls = [s.call("shell_exec", { command: `sleep ${first}`, timeout: 600 }).catch(() => undefined)];
+    await until(() => sleepers(first).length === 1, 5000);
+    calls.push(
+      s
+        .call("shell_exec", {
+          command: `setsid -f sleep ${daemon} >/dev/null 2>&1; sleep ${first}`,
+          timeout: 600,
+        })
+        .catch(() => undefined),
+    );
+    await until(() => sleepers(daemon).length === 1 && sleepers(first).length === 2, 5000);
+    process.kill(s.pid, "SIGKILL");
+    await Promise.all(calls);
+    expect(await waitUntil(() => sleepers(daemon).length + sleepers(first).length === 0, 5000)).toBe(true);
+    await s.close().catch(() => undefined);
+  }, 20_000);
+
   it("when it is killed with SIGKILL", async () => {
     const m = marker();
     const { s, call } = await busyServer(m);
