@@ -25,7 +25,8 @@ export const CLOSE_DEADLINE_MS = 5000;
 export function serveLauncher(host: NodeJS.Process): void {
   if (host.send === undefined) throw new Error("the process launcher needs an IPC channel to its parent");
   // Every orphan a command leaves comes back here, however it detached, so nothing it started
-  // outlives the call, and nothing at all outlives the launcher (docs/adr/0019).
+  // outlives the call, and nothing at all outlives the launcher
+  // (docs/adr/0019-one-shot-commands-stop-what-they-start.md).
   const runner = createProcessRunner({ subreaper: createSubreaper({ adopt: true }) });
   const inflight = new Map<number, AbortController>();
   let unsent = 0;

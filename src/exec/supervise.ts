@@ -29,7 +29,10 @@ export interface SuperviseOptions {
 export interface SupervisedExit {
   exitCode: number | null;
   timedOut: boolean;
-  /** Processes the child started that were still running when the run ended, and were stopped. */
+  /**
+   * Processes the child started that were still running when the run ended, and were stopped;
+   * on a timeout, the members of its own group still below it are the timeout's and not counted.
+   */
   stoppedProcesses: number;
 }
 
@@ -74,11 +77,11 @@ export function superviseChild(
       timers.clear();
       opts.signal?.removeEventListener("abort", onAbort);
       untrack();
-      // A group we had to stop may still hold members that ignored TERM or never held our
-      // pipes; none of them may outlive the call. A group that ended by itself is left alone.
       // Background jobs, setsid and double-forked daemons alike: one scan, then everything goes.
       // It runs before the group kill, so what the kill would end unseen is still found and counted.
       const stoppedProcesses = opts.descendants.end();
+      // A group we had to stop may still hold members that ignored TERM or never held our
+      // pipes; none of them may outlive the call.
       if (termSent || killSent) signalGroup(pgid, "SIGKILL");
       child.stdin?.destroy();
       child.stdout?.destroy();

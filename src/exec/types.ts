@@ -34,7 +34,8 @@ export interface ProcessOutcome {
   /**
    * Processes the command started that were still running when it ended (its
    * leader exited and its output closed, or it timed out) and were stopped.
-   * Absent when there were none.
+   * On a timeout, its own job (members of its process group still below it)
+   * is what timed out and is not counted. Absent when there were none.
    */
   stoppedProcesses?: number;
 }
