@@ -6,7 +6,7 @@ import { createConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, systemClock } from "../core/index.js";
-import { createLauncherRunner, type ProcessRunner } from "../exec/index.js";
+import { createLauncherRunner, createSubreaper, type ProcessRunner } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createConfirmGate, createFollowUpVetter, createRelay, type Relay } from "../runner/index.js";
@@ -50,6 +50,12 @@ export interface BuildOptions {
   env: Readonly<Record<string, string | undefined>>;
   logger: Logger;
   clock?: Clock;
+  /**
+   * Make this process the subreaper of what its terminal sessions detach
+   * (ADR 0019). Only for a process that is the server and nothing else: an
+   * embedding process (a test runner) would hand it orphans of its own.
+   */
+  adoptOrphans?: boolean;
 }
 
 const SUDO_CANDIDATES = ["/usr/bin/sudo", "/bin/sudo", "/usr/local/bin/sudo"];
@@ -115,6 +121,12 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const classifier = deferredClassifier(classifierLoading);
   const ready = classifierLoading.then(() => undefined);
   const version = packageVersion();
+  // Terminal sessions are forked here, so what they detach is reparented here, and reaped here.
+  const sessionReaper = createSubreaper({
+    adopt: options.adoptOrphans ?? false,
+    lazy: true,
+    reapOnChildExit: true,
+  });
   const sessions = createSessionRegistry(
     {
       maxSessions: settings.maxSessions,
@@ -140,7 +152,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     : null;
   const tools = [
     ...createShellTools({ settings, processes, baseEnv: options.env }),
-    ...createSessionTools({ settings, sessions, baseEnv: options.env }),
+    ...createSessionTools({ settings, sessions, baseEnv: options.env, reaper: sessionReaper }),
     ...createSshTools({ settings, ssh, processes, baseEnv: options.env }),
     ...createSshSpawnTools({ settings, ssh, sessions }),
     ...createSshTransferTools({ settings, ssh, clock }),
@@ -187,6 +199,8 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     close() {
       // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
       sessions.closeAll();
+      // Orphans no session could be sure of, kept alive until now.
+      sessionReaper.killStrays();
       processes.killAll();
       processes.close();
       // Listeners go before the connections they ride on.

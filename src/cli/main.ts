@@ -212,7 +212,7 @@ async function main(): Promise<void> {
   const logger: Logger = pino({ base: { svc: "relay-shell" } }, pino.destination(2));
   let built: Awaited<ReturnType<typeof buildServer>>;
   try {
-    built = await buildServer({ settings, env, logger });
+    built = await buildServer({ settings, env, logger, adoptOrphans: true });
   } catch (err) {
     fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -8,6 +8,7 @@ import {
   type WireRequest,
 } from "./launcher-protocol.js";
 import { createProcessRunner } from "./process-runner.js";
+import { createSubreaper } from "./subreaper.js";
 
 /**
  * How long a closing launcher waits for its killed children to be reaped and
@@ -23,7 +24,10 @@ export const CLOSE_DEADLINE_MS = 5000;
  */
 export function serveLauncher(host: NodeJS.Process): void {
   if (host.send === undefined) throw new Error("the process launcher needs an IPC channel to its parent");
-  const runner = createProcessRunner();
+  // Every orphan a command leaves comes back here, however it detached, so nothing it started
+  // outlives the call, and nothing at all outlives the launcher
+  // (docs/adr/0019-one-shot-commands-stop-what-they-start.md).
+  const runner = createProcessRunner({ subreaper: createSubreaper({ adopt: true }) });
   const inflight = new Map<number, AbortController>();
   let unsent = 0;
   let closing = false;

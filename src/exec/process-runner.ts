@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { type Clock, RelayError, systemClock } from "../core/index.js";
 import { createOutputSink } from "./output-sink.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
+import { createSubreaper, type Subreaper } from "./subreaper.js";
 import { superviseChild } from "./supervise.js";
 import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
 
@@ -9,6 +10,12 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
 
 export interface ProcessRunnerDeps {
   clock?: Clock;
+  /**
+   * Finds and stops what each command leaves running. The default does not
+   * adopt orphans (only the process launcher does), so it reaches what is
+   * still below a live leader, not what was reparented away.
+   */
+  subreaper?: Subreaper;
 }
 
 /**
@@ -17,10 +24,13 @@ export interface ProcessRunnerDeps {
  * Each child is a session and process-group leader (detached), so timeouts,
  * aborts and killAll() reach its grandchildren too. Children stay referenced
  * on the event loop: the caller is awaiting the outcome, and at shutdown
- * killAll() ends them rather than leaving them behind.
+ * killAll() ends them rather than leaving them behind. What a command leaves
+ * running when it ends (background jobs, daemons) is stopped and counted in
+ * its outcome.
  */
 export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner {
   const clock = deps.clock ?? systemClock;
+  const subreaper = deps.subreaper ?? createSubreaper({ adopt: false });
   const live = new Set<() => void>();
 
   const track = (kill: () => void): (() => void) => {
@@ -37,15 +47,23 @@ export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner
       return { exitCode: null, timedOut: false, ...sink.drained(), durationMs: clock.monotonic() - started };
     }
     const child = await startChild(plan, request, serverCwd);
-    const result = await superviseChild(child, child.pid as number, {
+    const pid = child.pid as number;
+    const result = await superviseChild(child, pid, {
       timeoutMs: request.timeoutMs,
       killGraceMs: request.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
       signal,
       sink,
       stdin: plan.stdin,
       track,
+      descendants: subreaper.track(pid),
     });
-    return { ...result, ...sink.drained(), durationMs: clock.monotonic() - started };
+    const { stoppedProcesses, ...exit } = result;
+    return {
+      ...exit,
+      ...sink.drained(),
+      ...(stoppedProcesses > 0 ? { stoppedProcesses } : {}),
+      durationMs: clock.monotonic() - started,
+    };
   }
 
   return {
@@ -53,6 +71,7 @@ export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner
     active: () => live.size,
     killAll: () => {
       for (const kill of [...live]) kill();
+      subreaper.killStrays();
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { ChildProcess } from "node:child_process";
 import type { OutputSink, StreamName } from "./output-sink.js";
 import { signalGroup, toExitCode } from "./process-group.js";
+import type { CommandTracker } from "./subreaper.js";
 
 /** How long to wait for the reap (and the pipes) after SIGKILL before giving up on the child. */
 export const REAP_WAIT_MS = 3000;
@@ -21,11 +22,18 @@ export interface SuperviseOptions {
   stdin: Buffer | undefined;
   /** Called once with a hard-kill handle; the returned function is called when the run ends. */
   track(kill: () => void): () => void;
+  /** Everything the child starts, wherever it went (setsid, double fork): stopped when the run ends. */
+  descendants: CommandTracker;
 }
 
 export interface SupervisedExit {
   exitCode: number | null;
   timedOut: boolean;
+  /**
+   * Processes the child started that were still running when the run ended, and were stopped;
+   * on a timeout, the members of its own group still below it are the timeout's and not counted.
+   */
+  stoppedProcesses: number;
 }
 
 /**
@@ -33,6 +41,8 @@ export interface SupervisedExit {
  * stdin, drain stdout/stderr into the sink, enforce the timeout and abort by
  * TERM then KILL of the whole group, and resolve once the child has exited and
  * its pipes are closed, or once the bounded waits have run out. Never rejects.
+ * Whatever the child started and left running is stopped then: a one-shot
+ * command does not outlive its call.
  */
 export function superviseChild(
   child: ChildProcess,
@@ -67,27 +77,31 @@ export function superviseChild(
       timers.clear();
       opts.signal?.removeEventListener("abort", onAbort);
       untrack();
+      // Background jobs, setsid and double-forked daemons alike: one scan, then everything goes.
+      // It runs before the group kill, so what the kill would end unseen is still found and counted.
+      const stoppedProcesses = opts.descendants.end();
       // A group we had to stop may still hold members that ignored TERM or never held our
-      // pipes; none of them may outlive the call. A group that ended by itself is left alone.
+      // pipes; none of them may outlive the call.
       if (termSent || killSent) signalGroup(pgid, "SIGKILL");
       child.stdin?.destroy();
       child.stdout?.destroy();
       child.stderr?.destroy();
       const exitCode = timedOut || exit === undefined ? null : toExitCode(exit.code, exit.signal);
-      resolve({ exitCode, timedOut });
+      resolve({ exitCode, timedOut, stoppedProcesses });
     };
 
     const kill = (): void => {
       if (killSent || done) return;
       killSent = true;
-      signalGroup(pgid, "SIGKILL");
+      // A process that escaped the group may be what holds the pipes open.
+      opts.descendants.stopDescendants(() => signalGroup(pgid, "SIGKILL"));
       after(REAP_WAIT_MS, finish);
     };
 
     const terminate = (): void => {
       if (termSent || killSent || done) return;
       termSent = true;
-      signalGroup(pgid, "SIGTERM");
+      opts.descendants.signalDescendants("SIGTERM", () => signalGroup(pgid, "SIGTERM"));
       after(opts.killGraceMs, kill);
     };
 
@@ -104,6 +118,8 @@ export function superviseChild(
     });
 
     child.once("exit", (code, signal) => {
+      // libuv has collected the status: from here on the pid is not ours to protect.
+      opts.descendants.leaderReaped();
       if (done) return;
       exit = { code, signal };
       clearTimeout(timeoutTimer);

@@ -31,6 +31,13 @@ export interface ProcessOutcome {
   /** Bytes drained but not kept because the buffer budget was spent. */
   droppedBytes: number;
   durationMs: number;
+  /**
+   * Processes the command started that were still running when it ended (its
+   * leader exited and its output closed, or it timed out) and were stopped.
+   * On a timeout, its own job (members of its process group still below it)
+   * is what timed out and is not counted. Absent when there were none.
+   */
+  stoppedProcesses?: number;
 }
 
 export interface ProcessRunner {

@@ -109,8 +109,21 @@ function hostKeyLine(fields: Record<string, unknown> | undefined): string | null
 }
 
 /**
- * At most two lines: the tier line (Tier 2 and 3 only), then the host-key
- * line (a host dialled with checking off, or whose key was learned now).
+ * Processes a one-shot command left running, stopped when it ended
+ * (docs/adr/0019-one-shot-commands-stop-what-they-start.md): the caller
+ * learns that its daemon is gone, and where long-lived work belongs.
+ */
+function stoppedProcessesLine(fields: Record<string, unknown> | undefined): string | null {
+  const count = fields?.stopped_processes;
+  if (typeof count !== "number" || !Number.isSafeInteger(count) || count <= 0) return null;
+  const what = count === 1 ? "1 background process was" : `${count} background processes were`;
+  return `[NOTICE ${what} stopped: what a one-shot command starts ends with it; use shell_spawn for long-lived work]`;
+}
+
+/**
+ * At most three lines: the tier line (Tier 2 and 3 only), then the host-key
+ * line (a host dialled with checking off, or whose key was learned now), then
+ * the line about background processes a one-shot command left and lost.
  * Never throws: a notice that cannot be computed is simply not shown.
  */
 export function computeNotices(input: NoticeInput): string[] {
@@ -121,6 +134,8 @@ export function computeNotices(input: NoticeInput): string[] {
     if (tier !== null) lines.push(tier);
     const keys = hostKeyLine(input.fields);
     if (keys !== null) lines.push(keys);
+    const stopped = stoppedProcessesLine(input.fields);
+    if (stopped !== null) lines.push(stopped);
     return lines;
   } catch {
     // A malformed field from a tool must not fail a call that already ran and was recorded.

@@ -7,6 +7,8 @@ export { clampTerminalSize, MAX_TERMINAL_SIDE } from "./terminal-size.js";
 export type {
   AddedSession,
   AddSessionRequest,
+  DescendantReaper,
+  DescendantTracker,
   KillResult,
   Reaped,
   ReapReason,

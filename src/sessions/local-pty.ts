@@ -6,7 +6,7 @@ import { holdTerminalEvents, RelayError } from "../core/index.js";
 import { readStat, sessionMembers, signalGroup, signalSession } from "./process-tree.js";
 import { ptyBinding } from "./pty-binding.js";
 import { signalNumber } from "./signals.js";
-import type { SessionTransport } from "./types.js";
+import type { DescendantReaper, SessionTransport } from "./types.js";
 
 export interface LocalPtyRequest {
   /** argv[0] is looked up on the PATH of `env`, as the child's execvp would. */
@@ -37,8 +37,10 @@ const { SIGHUP, SIGTERM, SIGCONT, SIGKILL } = osConstants.signals;
  * process group), so closing the session can find and kill everything it
  * started. A missing program or working directory is reported here, before
  * anything is forked, instead of as text the child prints before dying.
+ * With a `reaper`, processes that left the terminal's session (setsid,
+ * daemons) die with the session too.
  */
-export function openLocalPty(request: LocalPtyRequest): SessionTransport {
+export function openLocalPty(request: LocalPtyRequest, reaper?: DescendantReaper): SessionTransport {
   const argv0 = request.argv[0];
   if (argv0 === undefined || argv0 === "") throw new RelayError("ValueError", "empty command");
   const cwd = checkCwd(request.cwd === "" ? process.cwd() : request.cwd);
@@ -59,6 +61,8 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
     (code, signal) => onChildExit(signal ? -signal : code),
   );
   const pid = forked.pid;
+  // The PTY library waits for this pid itself; the tracker must not reap it before that.
+  const escaped = reaper?.track(pid);
   const masterFd = forked.fd;
   const leaderStart = readStat(pid)?.startTime ?? null;
   const graceMs = request.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
@@ -119,6 +123,7 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
    */
   function onChildExit(code: number | null): void {
     exited = true;
+    escaped?.leaderReaped();
     // Looked at once, now: later the child's pid may be reused, and with it the session id.
     leftovers = sessionMembers(pid).length > 0;
     const deadline = performance.now() + DRAIN_AFTER_EXIT_MS;
@@ -216,9 +221,13 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
         // HUP is what a closing terminal sends; an interactive shell ignores TERM but not HUP.
         // CONT lets stopped jobs receive both.
         signalAll([SIGHUP, SIGTERM, SIGCONT]);
-        if (await settle(graceMs)) return;
-        signalAll([SIGKILL]);
-        await settle(KILL_WAIT_MS);
+        // What left the terminal's session has no terminal to hang up: it gets TERM now and KILL below.
+        escaped?.signalDescendants("SIGTERM");
+        if (!(await settle(graceMs))) {
+          signalAll([SIGKILL]);
+          await settle(KILL_WAIT_MS);
+        }
+        escaped?.end();
       })();
       return closing;
     },
@@ -228,6 +237,7 @@ export function openLocalPty(request: LocalPtyRequest): SessionTransport {
       if (drainTimer) clearTimeout(drainTimer);
       master.destroy();
       signalAll([SIGKILL]);
+      escaped?.end();
       releaseSlave();
     },
   };

@@ -32,6 +32,26 @@ export interface SessionTransport {
   destroy(): void;
 }
 
+/**
+ * Finds what a terminal's processes started and left, wherever it went: a
+ * process that called setsid() leaves the terminal's session, and once its
+ * parent dies only a subreaper still knows it (docs/adr/0019). The server
+ * supplies one; without it, a session reaches only its own session's members.
+ */
+export interface DescendantReaper {
+  /** Start tracking the processes of a terminal whose leader (a session leader) was just forked. */
+  track(leaderPid: number): DescendantTracker;
+}
+
+export interface DescendantTracker {
+  /** The leader's exit status was collected by its owner: its pid is no longer protected. */
+  leaderReaped(): void;
+  /** Send a signal to everything the leader started, leader excluded. */
+  signalDescendants(signal: NodeJS.Signals): void;
+  /** SIGKILL what is left of it and stop tracking; returns how many processes were signalled in all. */
+  end(): number;
+}
+
 /** Settings slice of the registry (CONTRACT §4.3), in milliseconds and bytes. */
 export interface SessionRegistryConfig {
   maxSessions: number;

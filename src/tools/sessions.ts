@@ -3,7 +3,12 @@ import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, splitShellWords } from "../exec/index.js";
 import type { TierSpec } from "../policy/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
-import { clampTerminalSize, openLocalPty, type SessionRegistry } from "../sessions/index.js";
+import {
+  clampTerminalSize,
+  type DescendantReaper,
+  openLocalPty,
+  type SessionRegistry,
+} from "../sessions/index.js";
 import { joinProbe } from "./shell.js";
 
 export interface SessionToolDeps {
@@ -11,6 +16,8 @@ export interface SessionToolDeps {
   sessions: SessionRegistry;
   /** The server's own environment: the base every overlay starts from. */
   baseEnv: Readonly<Record<string, string | undefined>>;
+  /** Catches what a terminal's processes start and detach, so it dies with the session (ADR 0019). */
+  reaper?: DescendantReaper;
 }
 
 /** Keystrokes and spawned programs are classified like commands: benign input is Tier 1. */
@@ -90,7 +97,10 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       sessions.assertCapacity();
       const env = buildEnv(baseEnv, a.env_json);
       for (const name of TERMINAL_VARS) delete env[name];
-      const transport = openLocalPty({ argv, cwd: a.cwd, env, cols: size.cols, rows: size.rows });
+      const transport = openLocalPty(
+        { argv, cwd: a.cwd, env, cols: size.cols, rows: size.rows },
+        deps.reaper,
+      );
       const title = argv.join(" ");
       const added = await sessions.add({
         kind: "local",

@@ -16,6 +16,10 @@ const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: false };
 const RESULT_FIELDS = {
   duration_ms: { type: "number", description: "wall time of the process" },
   output_bytes: { type: "integer", description: "bytes the process wrote in all" },
+  stopped_processes: {
+    type: "integer",
+    description: "processes the command started that were still running when it ended, and were stopped",
+  },
 };
 
 /** Non-empty parts joined by newlines: the probe holds every byte the executor sees (CONTRACT §5.4). */
@@ -28,7 +32,11 @@ export function clampTimeout(seconds: number, settings: Settings): number {
 }
 
 function toOutcome(result: ProcessOutcome, timeoutSeconds: number): ToolOutcome {
-  const fields = { duration_ms: Math.round(result.durationMs), output_bytes: result.totalBytes };
+  const fields = {
+    duration_ms: Math.round(result.durationMs),
+    output_bytes: result.totalBytes,
+    stopped_processes: result.stoppedProcesses ?? 0,
+  };
   if (result.timedOut) return { body: "", timedOutAfter: timeoutSeconds, fields };
   return {
     body: result.output,
@@ -55,8 +63,10 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     title: "Run a local command",
     description:
       "Run one non-interactive command on the relay host through /bin/sh and return `[exit N]` and its output " +
-      "when it runs and exits. For a multi-line script use shell_script; for anything that needs a tty, " +
-      "a prompt, or keeps running, use shell_spawn.",
+      "when it runs and exits. Everything the command starts ends with it: a background job (`&`, nohup, " +
+      "setsid) still running when it exits, or at its timeout, is stopped and the result says so. " +
+      "For a multi-line script use shell_script; for anything that needs a tty, a prompt, or keeps " +
+      "running (a server, a watcher), use shell_spawn.",
     params: {
       command: { type: "string", description: "command line, run with /bin/sh -c", noNul: true },
       timeout: {
@@ -135,7 +145,9 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     description:
       "Run a multi-line script on the relay host, fed on stdin to bash, sh or python3, and return `[exit N]` " +
       "and its merged output when it runs and exits. bash and sh scripts start with strict mode " +
-      "(set -eu, plus pipefail for bash) unless strict=false. For one command use shell_exec.",
+      "(set -eu, plus pipefail for bash) unless strict=false. Like shell_exec, anything the script leaves " +
+      "running in the background is stopped when it ends; use shell_spawn for long-lived work. " +
+      "For one command use shell_exec.",
     params: {
       script: { type: "string", description: "the script text" },
       interpreter: { type: "string", description: "bash, sh or python3", default: "bash" },

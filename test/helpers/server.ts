@@ -11,6 +11,8 @@ export interface TestServer {
   client: Client;
   dir: string;
   auditPath: string;
+  /** The server process. */
+  pid: number;
   /** Call a tool (as `clientId` in the request `_meta` when given) and return its text and structuredContent. */
   call(
     name: string,
@@ -62,6 +64,7 @@ export async function startServer(settings: Record<string, string> = {}): Promis
     client,
     dir,
     auditPath,
+    pid: transport.pid ?? -1,
     async call(name, args = {}, clientId) {
       const result = await client.callTool({
         name,
