@@ -79,6 +79,10 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
     },
     budget: () => clampOutput(settings.maxOutput, settings),
     policyText: (a) => widenHostTokens(a.hosts, splitHostList(a.hosts)),
+    targets: (a) => [
+      ...splitHostList(a.hosts).map((host) => ({ kind: "host" as const, value: host })),
+      { kind: "port", value: String(a.port) },
+    ],
     auditArgs: (a) => ({ hosts: a.hosts, port: a.port, key_types: a.key_types }),
     async run(a, ctx) {
       const checked = validateKeyscan(a.hosts, a.port, a.key_types);
