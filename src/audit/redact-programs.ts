@@ -231,10 +231,6 @@ function valueExtent(text: string, at: number): Extent {
   return { start: at, end, tokenStart: at, next: end };
 }
 
-function isSingleLetterFlag(flag: string): boolean {
-  return flag.length === 2 && flag.charCodeAt(0) === 0x2d && flag.charCodeAt(1) !== 0x2d;
-}
-
 /**
  * A flag word against the rule: `--flag=value` carries its value inline, and
  * for getopt-style programs `-Xvalue` too, while `-abX` is a cluster whose last
