@@ -85,6 +85,9 @@ const KEPT: readonly string[] = [
   "docker login registry.example",
   "git clone https://git.example/r.git",
   "make -j4 install",
+  "mysql -u root -p mydb",
+  "sshpass -f /run/pw ssh -p 22 host",
+  "sshpass -e ssh -p 22 host",
 ];
 
 describe("credential shapes", () => {
