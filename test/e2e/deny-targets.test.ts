@@ -188,13 +188,16 @@ describe("the deny list sees every target of a call", () => {
     ["a backslash", "touch c\\anary"],
     ["a variable", "n=can; touch ${n}ary"],
     ["printf escapes", "touch \"$(printf '\\143anary')\""],
-  ])("the deny list is a regex over text: %s gets past it (docs/policy.md says so)", async (_label, command) => {
-    const dir = join(s.dir, "plain");
-    rmSync(join(dir, "canary"), { force: true });
-    const r = await s.call("shell_exec", { command, cwd: dir });
-    expect(r.text).toMatch(/^\[exit 0\]/);
-    expect(existsSync(join(dir, "canary"))).toBe(true);
-  });
+  ])(
+    "the deny list is a regex over text: %s gets past it (docs/policy.md says so)",
+    async (_label, command) => {
+      const dir = join(s.dir, "plain");
+      rmSync(join(dir, "canary"), { force: true });
+      const r = await s.call("shell_exec", { command, cwd: dir });
+      expect(r.text).toMatch(/^\[exit 0\]/);
+      expect(existsSync(join(dir, "canary"))).toBe(true);
+    },
+  );
 
   it("an allow pattern is not satisfied by a target: guarded mode stays as narrow", async () => {
     const g = await startServer({
