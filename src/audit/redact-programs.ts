@@ -202,11 +202,6 @@ function valueSpan(text: string, v: Extent, kind: Expect, rule: ProgramRule): Sp
   return sep === -1 || sep + 1 >= value.length ? null : { start: start + sep + 1, end };
 }
 
-/**
- * Where a value that starts at `at` ends: a quoted token whole (spaces and
- * command boundaries inside it included), else a bare run that stops at a
- * quote (the end of a JSON string) or a command boundary.
- */
 interface Extent {
   /** The content, inside any quotes. */
   start: number;
@@ -216,6 +211,11 @@ interface Extent {
   next: number;
 }
 
+/**
+ * Where a value that starts at `at` ends: a quoted token whole (spaces and
+ * command boundaries inside it included), else a bare run that stops at a
+ * quote (the end of a JSON string) or a command boundary.
+ */
 function valueExtent(text: string, at: number): Extent {
   const quoted = scanQuotedAt(text, at);
   if (quoted !== null) {
