@@ -2,6 +2,7 @@ import type { Settings } from "../config/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import { type PolicyTarget, type TierSpec, widenHostTokens } from "../policy/index.js";
 import type { ConnectionOverrides, HostKeyReport, SshService, SshTarget } from "../ssh/index.js";
+import { withAddressForms } from "./targets.js";
 
 export interface SshToolDeps {
   settings: Settings;
@@ -124,7 +125,7 @@ export function sshTargets(ssh: SshService, host: string, a?: ConnectionArgs): P
   } catch {
     // Unresolvable: run() fails on the same resolve before anything is dialled.
   }
-  return out;
+  return withAddressForms(out);
 }
 
 export const HOST_KEY_FIELD = {

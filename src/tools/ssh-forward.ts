@@ -11,6 +11,7 @@ import {
   toOverrides,
 } from "./ssh-common.js";
 import { MUTATING_TIER } from "./ssh-transfer.js";
+import { withAddressForms } from "./targets.js";
 
 export interface SshForwardToolDeps {
   ssh: SshService;
@@ -47,7 +48,7 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
         { kind: "host", value: spec.dest.host },
       );
     }
-    return out;
+    return withAddressForms(out);
   };
 
   const forward = defineTool({

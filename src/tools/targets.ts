@@ -1,6 +1,6 @@
 import { realpathSync } from "node:fs";
 import { basename, dirname, posix, resolve } from "node:path";
-import type { PolicyTarget, TargetKind } from "../policy/index.js";
+import { canonicalIpForms, type PolicyTarget, type TargetKind } from "../policy/index.js";
 
 /**
  * The physical path of `path` (symlinks followed, `..` applied after them, as
@@ -39,6 +39,20 @@ export function localPathTargets(kind: TargetKind, path: string): PolicyTarget[]
 /** The working directory of a local call; empty = the server's own, which the caller does not choose. */
 export function cwdTargets(cwd: string): PolicyTarget[] {
   return localPathTargets("cwd", cwd);
+}
+
+/**
+ * The targets with the canonical spellings of every `host` that is an address
+ * added (`2130706433`, `127.1` and `0x7f.1` are `127.0.0.1`), so an anchored
+ * pattern on an address sees it however it was written.
+ */
+export function withAddressForms(targets: readonly PolicyTarget[]): PolicyTarget[] {
+  const out = [...targets];
+  for (const t of targets) {
+    if (t.kind !== "host") continue;
+    for (const form of canonicalIpForms(t.value)) out.push({ kind: "host", value: form });
+  }
+  return out;
 }
 
 /**

@@ -218,3 +218,50 @@ describe("the deny list sees every target of a call", () => {
     }
   });
 });
+
+describe("an anchored host pattern sees every spelling of an address", () => {
+  let s: TestServer;
+  let t: Trap;
+  let home: string;
+
+  beforeAll(async () => {
+    t = await trap();
+    home = mkdtempSync(join(tmpdir(), "relay-deny-address-"));
+    mkdirSync(join(home, ".ssh"), { mode: 0o700 });
+    const { privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: "pkcs1", format: "pem" },
+      publicKeyEncoding: { type: "pkcs1", format: "pem" },
+    });
+    writeFileSync(join(home, ".ssh", "id_rsa"), privateKey, { mode: 0o600 });
+    s = await startServer({
+      HOME: home,
+      RELAY_SHELL_POLICY_DENY: "^host=127\\.0\\.0\\.1$",
+      RELAY_SHELL_SSH_CONFIG: join(home, "no-ssh-config"),
+      RELAY_SHELL_SSH_KNOWN_HOSTS: "accept-new",
+      RELAY_SHELL_SSH_KNOWN_HOSTS_FILE: join(home, "known_hosts"),
+      RELAY_SHELL_SSH_CONNECT_TIMEOUT: "3",
+    });
+  });
+
+  afterAll(async () => {
+    await s?.close();
+    t?.server.close();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  it.each(["127.0.0.1", "2130706433", "127.1", "0x7f.0.0.1", "someone@127.1"])(
+    "ssh_exec to %s is refused before any dial",
+    async (host) => {
+      const r = await s.call("ssh_exec", { host, port: t.port, command: "true" });
+      expect(r.text).toMatch(DENIED);
+      expect(t.connections).toBe(0);
+    },
+  );
+
+  it("a forward destination spelled as one number", async () => {
+    const r = await s.call("ssh_forward", { host: "localhost", port: t.port, spec: "L:0:2130706433:80" });
+    expect(r.text).toMatch(DENIED);
+    expect(t.connections).toBe(0);
+  });
+});
