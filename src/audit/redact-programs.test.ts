@@ -88,6 +88,9 @@ const KEPT: readonly string[] = [
   "mysql -u root -p mydb",
   "sshpass -f /run/pw ssh -p 22 host",
   "sshpass -e ssh -p 22 host",
+  "docker run --user 1000:1000 img",
+  "chown -R www:www /srv/app",
+  'curl -u "$API_USER" https://x',
 ];
 
 describe("credential shapes", () => {
