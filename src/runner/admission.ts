@@ -83,7 +83,7 @@ export function createAdmission(deps: AdmissionDeps): Admit {
         auditArgs,
         classification: { tier: 3, basis: "default", part: "" },
         tier: 3,
-        reason: "targets unchecked",
+        reason: targets === null ? "targets unknown" : "targets too large",
         text: deniedText(
           3,
           targets === null
