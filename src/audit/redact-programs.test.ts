@@ -55,6 +55,10 @@ const SHAPES: ReadonlyArray<readonly [string, string]> = [
   ['bash -c "sshpass -p @S@ ssh h"', 'bash -c "sshpass -p [REDACTED] ssh h"'],
   ['{"CMD": "sshpass -p @S@ ssh h"}', '{"CMD": "sshpass -p [REDACTED] ssh h"}'],
   ["sudo -u ops curl -u admin:@S@ http://x", "sudo -u ops curl -u admin:[REDACTED] http://x"],
+  [
+    "vault login hvs.CAESI@S@abcdefghijklmnopqrstuvwxyz && vault status",
+    "vault login [REDACTED] && vault status",
+  ],
 ];
 
 /** Useful evidence that must survive: flags that look like password flags to other programs. */
@@ -91,11 +95,14 @@ const KEPT: readonly string[] = [
   "docker run --user 1000:1000 img",
   "chown -R www:www /srv/app",
   'curl -u "$API_USER" https://x',
+  "vault login -method=oidc",
+  "ls hvs.short",
 ];
 
 describe("credential shapes", () => {
   it.each(SHAPES)("%j", (input, expected) => {
-    expect(redactString(input.replaceAll("@S@", "Wk7q-p4ss.word"))).toBe(expected);
+    const value = input.includes("hvs.") ? "Wk7qp4ssword" : "Wk7q-p4ss.word";
+    expect(redactString(input.replaceAll("@S@", value))).toBe(expected);
   });
 
   it.each(KEPT)("keeps %j", (text) => {
@@ -103,16 +110,16 @@ describe("credential shapes", () => {
   });
 });
 
-const secretChars = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._~+=^*!-"];
-// Secrets inside a URL cannot hold `@`, `/` or `:` unescaped; elsewhere they may.
-const secret = (shape: string) =>
-  fc
-    .string({
-      unit: fc.constantFrom(...secretChars, ...(shape.includes("://") ? [] : ["@", "/", ":", "%"])),
-      minLength: 6,
-      maxLength: 40,
-    })
+const ALNUM = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"];
+// Secrets inside a URL cannot hold `@`, `/` or `:` unescaped, a token recognised by its shape is
+// alphanumeric; elsewhere a secret may hold punctuation.
+const secret = (shape: string) => {
+  const punctuation = shape.includes("hvs.") ? [] : [..."._~+=^*!-"];
+  const urlUnsafe = shape.includes("://") || shape.includes("hvs.") ? [] : ["@", "/", ":", "%"];
+  return fc
+    .string({ unit: fc.constantFrom(...ALNUM, ...punctuation, ...urlUnsafe), minLength: 6, maxLength: 40 })
     .map((s) => `Q${s}`);
+};
 
 // Surroundings in the test's own words (no `Q`), including flags that only look like secrets.
 const surroundings = fc

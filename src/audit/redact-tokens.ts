@@ -79,6 +79,8 @@ const TOKEN_SHAPES: readonly TokenShape[] = [
   { anchors: ["sk_", "rk_"], pattern: /\b[sr]k_(?:test|live|prod)_[0-9A-Za-z]{10,}/ },
   { anchors: ["glpat-"], pattern: /(?<![A-Za-z0-9_-])glpat-[0-9A-Za-z_-]{20,}/ },
   { anchors: ["npm_"], pattern: /\bnpm_[A-Za-z0-9]{36,}/ },
+  // HashiCorp Vault service, batch and recovery tokens (`vault login hvs.…` passes one positionally).
+  { anchors: ["hvs.", "hvb.", "hvr."], pattern: /(?<![A-Za-z0-9_.-])hv[sbr]\.[A-Za-z0-9_-]{24,}/ },
   { anchors: ["pypi-AgEIcHlwaS5vcmc"], pattern: /(?<![A-Za-z0-9_-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]*/ },
   {
     anchors: [".ey"],
