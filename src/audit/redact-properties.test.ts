@@ -4,11 +4,12 @@ import { redactArgs, redactString, scrubSecrets } from "./redact.js";
 
 const cp = (s: string): number => [...s].length;
 
-// No rule can fire without one of the letters e k w z g x y (either case), an
-// upper-case I, `_` or `@`: every keyword, flag, header, anchor and the
-// placeholder itself needs at least one of them.
+// No rule can fire without one of the letters c e k p w z g x y (either case),
+// an upper-case I, `_` or `@`: every keyword, flag, header, anchor, program
+// name (`curl`, `sqlcmd`, `http`, `pass:`) and the placeholder itself needs at
+// least one of them.
 const SAFE_CHARS = [
-  ..."abcdfhijlmnopqrstuvABCDFHJLMNOPQRSTUV0123456789",
+  ..."abdfhijlmnoqrstuvABDFHJLMNOQRSTUV0123456789",
   ..." \t\n\r-=:'\"/\\.|&;,()[]{}#%+!?<>*~$^`",
   "é",
   "ß",
@@ -112,6 +113,31 @@ const FRAGMENTS = [
   "}",
   "é",
   "😀",
+  "sshpass",
+  "curl",
+  "-u",
+  "-su",
+  "htpasswd",
+  "-b",
+  "-nb",
+  "docker",
+  "login",
+  "smbclient",
+  "-U",
+  "%",
+  "openssl",
+  "-passin",
+  "pass:",
+  "DB_PASS",
+  "SECRET_KEY",
+  "--db-password",
+  "credentials",
+  "[",
+  "]",
+  "redis-cli",
+  "-a",
+  "ldapsearch",
+  "-w",
 ];
 const secretish = fc.array(fc.constantFrom(...FRAGMENTS), { maxLength: 30 }).map((parts) => parts.join(""));
 

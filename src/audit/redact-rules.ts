@@ -16,8 +16,34 @@ import {
   scanWhile,
 } from "./redact-scan.js";
 
-/** The value after a key: the inside of a quoted value (quotes kept), or a bare run. */
+/**
+ * End of a JSON object or array that opens at `at`: the matching bracket
+ * outside strings, or the end of the text when it never closes (the rest may
+ * lie beyond the scan window).
+ */
+function structureEnd(text: string, at: number): number {
+  let depth = 0;
+  for (let i = at; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      const quoted = scanQuotedAt(text, i);
+      i = (quoted?.end ?? text.length) - 1;
+    } else if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return text.length;
+}
+
+/**
+ * The value after a key: the inside of a quoted value (quotes kept), a whole
+ * JSON object or array (`"credentials": {…}`), or a bare run.
+ */
 function keyedValueSpan(text: string, at: number): Span | null {
+  const open = text.charCodeAt(at);
+  if (open === 0x7b || open === 0x5b) return { start: at, end: structureEnd(text, at) };
   const quoted = scanQuotedAt(text, at);
   if (quoted !== null) {
     return quoted.contentEnd > quoted.contentStart
@@ -119,11 +145,17 @@ export function bearerTokens(text: string, into: Span[]): void {
 // `client_secret:`) match; the AWS spelling comes before plain `secret` so the
 // `_PATH`-suffixed variable fails on both and is left alone.
 const KEYWORD =
-  /(?:api[_-]?key|secret[_-]?access[_-]?key|secret|token|password|passwd|pwd|credential)((?:\\?["'])?)[ \t]*[:=][ \t]*/i;
+  /(?:api[_-]?key|secret[_-]?access[_-]?key|secret|token|password|passwd|pwd|credentials?)((?:\\?["'])?)[ \t]*[:=][ \t]*/i;
+// Names that end in a secret word after a separator (`DB_PASS`, `SECRET_KEY`,
+// `db.pass`, `--vault-token=`), and `pass` on its own (`pass:x` to OpenSSL).
+// `_KEY` needs the underscore: `--ssh-key=` and `-newkey` name files and algorithms.
+const SUFFIXED_NAME =
+  /(?:(?<=[A-Za-z0-9])(?:[_.-](?:pass|passwd|pwd|token|secret|passphrase)|_key)|(?<![A-Za-z0-9_.-])pass)((?:\\?["'])?)[ \t]*[:=][ \t]*/i;
 
-/** `password: x`, `token=x`, `"api_key": "x"`, `AWS_SECRET_ACCESS_KEY=x` … */
+/** `password: x`, `token=x`, `"api_key": "x"`, `AWS_SECRET_ACCESS_KEY=x`, `DB_PASS=x`, `SECRET_KEY="x"` … */
 export function keywordAssignments(text: string, into: Span[]): void {
   collectSpans(text, KEYWORD, (m) => keyedValueSpan(text, m.index + m[0].length), into);
+  collectSpans(text, SUFFIXED_NAME, (m) => keyedValueSpan(text, m.index + m[0].length), into);
 }
 
 const AZURE_KEY = /(?<![A-Za-z0-9_])(?:AccountKey|SharedAccessKey)=/i;
@@ -169,7 +201,13 @@ export function azureKeys(text: string, into: Span[]): void {
 
 // The dash may not follow a letter or digit, so `Get-Credential -Message hi`
 // is a cmdlet name and not a flag.
-const CLI_FLAG = /(?<![A-Za-z0-9_])--?(?:password|passwd|pwd|secret|token|api[-_]?key|credential)[= \t]+/i;
+const CLI_FLAG =
+  /(?<![A-Za-z0-9_])--?(?:password|passwd|pass|pwd|secret|token|api[-_]?key|credentials?)[= \t]+/i;
+// `--db-password x`, `--http-password x`, `--vault-token x`: a long option whose
+// last part is a secret word. Anchored at the start of the dash run, so each
+// word is tried once.
+const COMPOUND_FLAG =
+  /(?<![A-Za-z0-9_-])--?[A-Za-z0-9]+(?:[-_][A-Za-z0-9]+)*?[-_](?:password|passwd|pass|pwd|secret|token|api[-_]?key|credentials?)[= \t]+/i;
 
 /**
  * `--password x`, `--token=x`, `-Credential x`: the whole value, quotes
@@ -177,9 +215,13 @@ const CLI_FLAG = /(?<![A-Za-z0-9_])--?(?:password|passwd|pwd|secret|token|api[-_
  * following `--long-option` means the flag had no inline value.
  */
 export function cliFlags(text: string, into: Span[]): void {
+  for (const flag of [CLI_FLAG, COMPOUND_FLAG]) flagValues(text, flag, into);
+}
+
+function flagValues(text: string, flag: RegExp, into: Span[]): void {
   collectSpans(
     text,
-    CLI_FLAG,
+    flag,
     (m) => {
       const at = m.index + m[0].length;
       const quoted = scanQuotedAt(text, at);

@@ -1,9 +1,8 @@
 /**
  * Whole-match redaction of credentials that are recognisable by shape alone:
- * private-key blocks and provider tokens. Also the MySQL `-p<password>` form,
- * which is only a secret when a MySQL client is in the same string.
+ * private-key blocks and provider tokens.
  */
-import { collectSpans, isSpace, type Span, scanBare, scanQuotedAt, scanWhile } from "./redact-scan.js";
+import { collectSpans, isSpace, type Span, scanWhile } from "./redact-scan.js";
 
 const KEY_HEADER = /-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/;
 const KEY_FOOTER = /-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----/;
@@ -80,6 +79,8 @@ const TOKEN_SHAPES: readonly TokenShape[] = [
   { anchors: ["sk_", "rk_"], pattern: /\b[sr]k_(?:test|live|prod)_[0-9A-Za-z]{10,}/ },
   { anchors: ["glpat-"], pattern: /(?<![A-Za-z0-9_-])glpat-[0-9A-Za-z_-]{20,}/ },
   { anchors: ["npm_"], pattern: /\bnpm_[A-Za-z0-9]{36,}/ },
+  // HashiCorp Vault service, batch and recovery tokens (`vault login hvs.…` passes one positionally).
+  { anchors: ["hvs.", "hvb.", "hvr."], pattern: /(?<![A-Za-z0-9_.-])hv[sbr]\.[A-Za-z0-9_-]{24,}/ },
   { anchors: ["pypi-AgEIcHlwaS5vcmc"], pattern: /(?<![A-Za-z0-9_-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]*/ },
   {
     anchors: [".ey"],
@@ -93,25 +94,4 @@ export function providerTokens(text: string, into: Span[]): void {
   for (const shape of TOKEN_SHAPES) {
     if (shape.anchors.some((anchor) => text.includes(anchor))) collectSpans(text, shape.pattern, whole, into);
   }
-}
-
-const MYSQL_CLIENT = /(?<![A-Za-z0-9_])(?:mysql|mariadb|mycli)/i;
-// Not after a letter, digit or dash: `--protocol`, `ssh-p` are not this flag.
-const COMPACT_PASSWORD = /(?<![A-Za-z0-9_-])-p(?=[^\s=-])/;
-
-/**
- * `mysql -psecret` → `mysql -p[REDACTED]`. `-p<x>` means a port or something
- * else for most programs (`ssh -p22`, `nmap -p1-1000`), so it is only touched
- * when a MySQL-family client is named in the same string.
- */
-export function mysqlCompactPasswords(text: string, into: Span[]): void {
-  if (!MYSQL_CLIENT.test(text)) return;
-  const valueAfter = (m: RegExpExecArray): Span | null => {
-    const at = m.index + m[0].length;
-    const quoted = scanQuotedAt(text, at);
-    if (quoted !== null) return { start: at, end: quoted.end };
-    const end = scanBare(text, at, false);
-    return end > at ? { start: at, end } : null;
-  };
-  collectSpans(text, COMPACT_PASSWORD, valueAfter, into);
 }

@@ -4,6 +4,7 @@
  * cut to a bounded length.
  */
 import { decodeUtf8 } from "../core/index.js";
+import { programSecrets } from "./redact-programs.js";
 import {
   authorizationHeaders,
   azureKeys,
@@ -14,7 +15,7 @@ import {
   urlCredentials,
 } from "./redact-rules.js";
 import { applySpans, PLACEHOLDER, type Span } from "./redact-scan.js";
-import { mysqlCompactPasswords, privateKeyBlocks, providerTokens } from "./redact-tokens.js";
+import { privateKeyBlocks, providerTokens } from "./redact-tokens.js";
 
 /** Code points kept from each string. */
 export const REDACT_KEEP = 500;
@@ -41,7 +42,7 @@ function scrubOnce(text: string, windowCut: boolean): string {
   secureStringLiterals(text, spans);
   privateKeyBlocks(text, spans);
   providerTokens(text, spans);
-  mysqlCompactPasswords(text, spans);
+  programSecrets(text, spans);
   return applySpans(text, spans);
 }
 

@@ -156,7 +156,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     ...createSshTools({ settings, ssh, processes, baseEnv: options.env }),
     ...createSshSpawnTools({ settings, ssh, sessions }),
     ...createSshTransferTools({ settings, ssh, clock }),
-    ...createSshForwardTools({ ssh, forwards }),
+    ...createSshForwardTools({ ssh, forwards, bindAny: settings.forwardBindAny }),
     ...createDiagnosticsTools({
       settings,
       audit,

@@ -1,7 +1,15 @@
 export { BASIS_TEXT } from "./basis-text.js";
 export { createClassifier, MAX_DEPTH, PARSE_LIMIT } from "./classify.js";
 export { canonicalIpForms, splitHostList, widenHostTokens } from "./ip-widen.js";
-export { assessTier, decide, type PolicyConfig, policyProbe } from "./policy.js";
+export {
+  assessTier,
+  decide,
+  type PolicyConfig,
+  type PolicyTarget,
+  policyProbe,
+  type TargetKind,
+  targetLines,
+} from "./policy.js";
 export type {
   Basis,
   Classification,

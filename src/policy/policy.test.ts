@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Tier } from "../core/index.js";
 import { widenHostTokens } from "./ip-widen.js";
-import { assessTier, decide, type PolicyConfig, policyProbe } from "./policy.js";
+import { assessTier, decide, type PolicyConfig, policyProbe, targetLines } from "./policy.js";
 import type { Classification, ClassifyOptions, PolicyMode } from "./types.js";
 
 const re = (source: string) => new RegExp(source, "iu");
@@ -228,5 +228,65 @@ describe("assessTier", () => {
       basis: "default",
       part: "",
     });
+  });
+});
+
+describe("target lines (ADR 0020)", () => {
+  const targets = targetLines([
+    { kind: "cwd", value: "/tmp/canary-dir" },
+    { kind: "host", value: "db1" },
+    { kind: "cwd", value: "/tmp/canary-dir" },
+  ]);
+
+  it("are `kind=value`, each distinct line once, in order", () => {
+    expect(targets).toEqual(["cwd=/tmp/canary-dir", "host=db1"]);
+  });
+
+  it("a deny pattern that matches only a target refuses, in every mode", () => {
+    for (const mode of MODES) {
+      const d = decide(config({ mode, deny: re("canary") }), "shell_exec", "touch ./x", cls(1), targets);
+      expect(d).toEqual({ ...cls(1), allowed: false, reason: "matched RELAY_SHELL_POLICY_DENY" });
+    }
+  });
+
+  it("anchors apply to one target line, and never join the probe to a target", () => {
+    const deny = (source: string) =>
+      decide(config({ deny: re(source) }), "shell_exec", "touch ./x", cls(1), targets).allowed;
+    expect(deny("^cwd=/tmp/canary-dir$")).toBe(false);
+    expect(deny("^host=db1$")).toBe(false);
+    expect(deny("^cwd=/tmp$")).toBe(true);
+    // The probe and the targets are separate strings: no pattern spans them.
+    expect(deny("x\\s+cwd=")).toBe(true);
+    expect(deny("canary-dir\\s+host")).toBe(true);
+    // Existing anchored patterns keep their meaning on the probe.
+    expect(deny("^shell_exec touch")).toBe(false);
+    expect(deny("\\./x$")).toBe(false);
+  });
+
+  it("an allow pattern is never satisfied by a target (guarded does not get wider)", () => {
+    const c = config({ mode: "guarded", allow: re("canary|^cwd=") });
+    const d = decide(c, "shell_exec", "apt install x", cls(2), targets);
+    expect(d.allowed).toBe(false);
+    expect(d.reason).toMatch(/^guarded mode refuses Tier 2/);
+    // The same allow pattern still admits when the probe itself matches.
+    expect(decide(c, "shell_exec", "apt install canary", cls(2), targets).allowed).toBe(true);
+  });
+
+  it("a deny match on a target wins over an allow match on the probe", () => {
+    const c = config({ mode: "guarded", deny: re("^host=db1$"), allow: re("apt") });
+    expect(decide(c, "ssh_exec", "apt install x\ndb1", cls(2), targets).allowed).toBe(false);
+  });
+
+  it("without a deny list, targets change no decision, even with an allow pattern written for them (property)", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...MODES), fc.constantFrom(...TIERS), fc.string(), (mode, tier, value) => {
+        const lines = targetLines([{ kind: "cwd", value }]);
+        const literal = `cwd=${value}`.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&");
+        const c = config({ mode, allow: re(literal) });
+        expect(decide(c, "shell_exec", "ls", cls(tier), lines)).toEqual(
+          decide(c, "shell_exec", "ls", cls(tier)),
+        );
+      }),
+    );
   });
 });

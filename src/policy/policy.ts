@@ -49,12 +49,52 @@ export function policyProbe(tool: string, policyText: string): string {
   return pythonStrip(`${tool} ${policyText}`);
 }
 
+/**
+ * A place a call acts that its policy text may not show (ADR 0020): the
+ * working directory, a host, a user, a transfer path, a listen address, the
+ * interpreter. The deny list sees each as its own line `kind=value`.
+ */
+export interface PolicyTarget {
+  kind: TargetKind;
+  value: string;
+}
+
+export type TargetKind =
+  | "cwd"
+  | "interpreter"
+  | "host"
+  | "user"
+  | "port"
+  | "jump"
+  | "local"
+  | "remote"
+  | "listen"
+  | "dest";
+
+/**
+ * The lines the deny list is matched against besides the probe: `kind=value`
+ * for each target, in order, each distinct line once. Every line is searched
+ * on its own, so `^` and `$` in a pattern mean the start and end of one target.
+ */
+export function targetLines(targets: readonly PolicyTarget[]): string[] {
+  const seen = new Set<string>();
+  for (const { kind, value } of targets) seen.add(`${kind}=${value}`);
+  return [...seen];
+}
+
 function searches(regex: RegExp, probe: string): boolean {
   // A global or sticky regex keeps lastIndex between calls and would skip
   // matches; search with a stateless copy instead of mutating shared settings.
   const stateless =
     regex.global || regex.sticky ? new RegExp(regex.source, regex.flags.replace(/[gy]/g, "")) : regex;
   return stateless.test(probe);
+}
+
+function denies(deny: RegExp, probe: string, targets: readonly string[], maxProbe: number): boolean {
+  if (searches(deny, probe)) return true;
+  // The runner refuses target lines longer than its input bound before this point; the cut only
+  // bounds a direct caller.
+  return targets.some((line) => searches(deny, line.length > maxProbe ? line.slice(0, maxProbe) : line));
 }
 
 function assertMaxProbe(maxProbe: number): void {
@@ -64,15 +104,20 @@ function assertMaxProbe(maxProbe: number): void {
 }
 
 /**
- * Admission (CONTRACT §5.2): the deny list first in every mode, then the
- * mode. The classification is carried into the decision whatever the answer,
- * so a refused call still records its tier.
+ * Admission: the deny list first in every mode, then the mode. The
+ * classification is carried into the decision whatever the answer, so a
+ * refused call still records its tier.
+ *
+ * `targets` are the call's target lines (`targetLines`): the deny list is
+ * searched in each of them as well as in the probe, but the allow list only in
+ * the probe, so a target can refuse a call and never admit one (ADR 0020).
  */
 export function decide(
   config: PolicyConfig,
   tool: string,
   policyText: string,
   classification: Classification,
+  targets: readonly string[] = [],
 ): PolicyDecision {
   assertMaxProbe(config.maxProbe);
   const full = policyProbe(tool, policyText);
@@ -87,7 +132,7 @@ export function decide(
   });
   const label = `Tier ${tier} (${tierName(tier)})`;
 
-  if (config.deny !== null && searches(config.deny, probe)) {
+  if (config.deny !== null && denies(config.deny, probe, targets, config.maxProbe)) {
     return verdict(false, "matched RELAY_SHELL_POLICY_DENY");
   }
   switch (config.mode) {

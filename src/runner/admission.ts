@@ -1,7 +1,7 @@
 import { type AuditLog, redactArgs } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
 import { describeError, type Tier, tierName, utf8Length } from "../core/index.js";
-import { assessTier, type Classification, type Classifier, decide } from "../policy/index.js";
+import { assessTier, type Classification, type Classifier, decide, targetLines } from "../policy/index.js";
 import { deniedText } from "./format.js";
 import type { Tool } from "./tool.js";
 
@@ -74,9 +74,28 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       };
     }
 
+    // Targets the deny list sees besides the probe (ADR 0020): unscanned text refuses here too.
+    const targets = callTargets(tool, args);
+    const targetBytes = targets === null ? 0 : targets.reduce((sum, line) => sum + utf8Length(line), 0);
+    if (targets === null || targetBytes > settings.maxInput) {
+      return {
+        admitted: false,
+        auditArgs,
+        classification: { tier: 3, basis: "default", part: "" },
+        tier: 3,
+        reason: targets === null ? "targets unknown" : "targets too large",
+        text: deniedText(
+          3,
+          targets === null
+            ? "the targets of the call could not be determined for the deny list"
+            : `targets of ${targetBytes} bytes exceed RELAY_SHELL_MAX_INPUT (${settings.maxInput})`,
+        ),
+      };
+    }
+
     // The deny list first, then the mode.
     const classification = assessTier(tool.tier, policyText, classifier);
-    const decision = decide(policyConfig, tool.name, policyText, classification);
+    const decision = decide(policyConfig, tool.name, policyText, classification, targets);
     const refuse = (reason: string): Refused => ({
       admitted: false,
       auditArgs,
@@ -104,6 +123,16 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       reason: decision.reason,
     };
   };
+}
+
+/** The call's target lines, or null when the tool failed to name them (fail closed). */
+function callTargets(tool: Tool, args: unknown): string[] | null {
+  if (!tool.targets) return [];
+  try {
+    return targetLines(tool.targets(args));
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { AuditAction } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Tier } from "../core/index.js";
-import type { TierSpec } from "../policy/index.js";
+import type { PolicyTarget, TierSpec } from "../policy/index.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
 
 /** What a tool learns about the call it serves. */
@@ -69,6 +69,12 @@ export interface ToolDef<P extends ParamTable> {
   policyText(args: ArgsOf<P>): string;
   /** The target and parameters to record (raw; the runner redacts). */
   auditArgs(args: ArgsOf<P>): Record<string, unknown>;
+  /**
+   * Where the call acts beyond its policy text (working directory, hosts,
+   * users, paths, listen address, interpreter): the deny list sees each as its
+   * own line (ADR 0020). Never throws; what cannot be resolved is left out.
+   */
+  targets?(args: ArgsOf<P>): PolicyTarget[];
   /** JSON Schema of each tool-specific structuredContent field. */
   resultFields?: Record<string, Record<string, unknown>>;
   /**
@@ -101,6 +107,7 @@ export interface Tool {
   budget(args: unknown): number;
   policyText(args: unknown): string;
   auditArgs(args: unknown): Record<string, unknown>;
+  readonly targets?: (args: unknown) => PolicyTarget[];
   readonly followUp?: (args: unknown, command: string) => unknown;
   readonly auditAction?: AuditAction;
   readonly auditInvalid?: (raw: Record<string, unknown>) => Record<string, unknown>;
@@ -112,6 +119,7 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
   // Only values produced by `parse` reach the other functions, so the cast is sound.
   const typed = (args: unknown) => args as ArgsOf<P>;
   const followUp = def.followUp;
+  const targets = def.targets;
   return {
     name: def.name,
     title: def.title,
@@ -124,6 +132,7 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
     budget: (args) => def.budget(typed(args)),
     policyText: (args) => def.policyText(typed(args)),
     auditArgs: (args) => def.auditArgs(typed(args)),
+    ...(targets ? { targets: (args: unknown) => targets(typed(args)) } : {}),
     ...(followUp ? { followUp: (args: unknown, command: string) => followUp(typed(args), command) } : {}),
     ...(def.auditAction ? { auditAction: def.auditAction } : {}),
     ...(def.auditInvalid ? { auditInvalid: def.auditInvalid } : {}),

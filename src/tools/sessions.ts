@@ -10,6 +10,7 @@ import {
   type SessionRegistry,
 } from "../sessions/index.js";
 import { joinProbe } from "./shell.js";
+import { cwdTargets } from "./targets.js";
 
 export interface SessionToolDeps {
   settings: Settings;
@@ -79,6 +80,11 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     },
     budget: () => 4096,
     policyText: (a) => joinProbe(a.command, a.env_json),
+    // An empty command starts bash, which the policy text does not show.
+    targets: (a) => [
+      ...cwdTargets(a.cwd),
+      ...(a.command.trim() === "" ? [{ kind: "interpreter" as const, value: DEFAULT_ARGV.join(" ") }] : []),
+    ],
     auditArgs: (a) => {
       const size = clampTerminalSize(a.cols, a.rows);
       return {

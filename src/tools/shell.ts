@@ -3,6 +3,7 @@ import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, type ProcessOutcome, type ProcessRunner, splitShellWords } from "../exec/index.js";
 import type { TierSpec } from "../policy/index.js";
 import { annotationsFor, defineTool, type Tool, type ToolOutcome } from "../runner/index.js";
+import { cwdTargets } from "./targets.js";
 
 export interface ShellToolDeps {
   settings: Settings;
@@ -103,6 +104,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     resultFields: RESULT_FIELDS,
     budget: (a) => a.max_output,
     policyText: (a) => joinProbe(a.command, a.stdin, a.env_json),
+    targets: (a) => cwdTargets(a.cwd),
     auditArgs: (a) => ({
       command: a.command,
       timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
@@ -170,6 +172,15 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     resultFields: RESULT_FIELDS,
     budget: () => 65536,
     policyText: (a) => joinProbe(a.script, a.env_json),
+    // The interpreter as typed and the program it selects.
+    targets: (a) => [
+      ...cwdTargets(a.cwd),
+      { kind: "interpreter", value: a.interpreter },
+      ...(INTERPRETERS[a.interpreter.trim().toLowerCase()]?.argv.slice(0, 1) ?? []).map((value) => ({
+        kind: "interpreter" as const,
+        value,
+      })),
+    ],
     auditArgs: (a) => ({
       interpreter: a.interpreter,
       strict: a.strict,

@@ -1,7 +1,8 @@
 import type { Settings } from "../config/index.js";
 import type { ProcessRunner } from "../exec/index.js";
-import { type TierSpec, widenHostTokens } from "../policy/index.js";
-import type { ConnectionOverrides, HostKeyReport, SshService } from "../ssh/index.js";
+import { type PolicyTarget, type TierSpec, widenHostTokens } from "../policy/index.js";
+import type { ConnectionOverrides, HostKeyReport, SshService, SshTarget } from "../ssh/index.js";
+import { withAddressForms } from "./targets.js";
 
 export interface SshToolDeps {
   settings: Settings;
@@ -93,6 +94,38 @@ export function sshProbe(ssh: SshService, head: string, typed: readonly string[]
   }
   const text = extra.length > 0 ? `${head} ${extra.join(" ")}` : head;
   return widenHostTokens(text, [...typed, ...extra]);
+}
+
+function endpointTargets(t: SshTarget): PolicyTarget[] {
+  return [
+    { kind: "host", value: t.host },
+    { kind: "user", value: t.user },
+    { kind: "port", value: String(t.port) },
+  ];
+}
+
+/**
+ * Where an SSH call lands, for the deny list (ADR 0020): the host as typed,
+ * the names it reaches (an alias's HostName, jump hops), and once resolved the
+ * dialled host, user and port of the target and of every hop. A host that
+ * does not resolve keeps what was typed; the call then fails before dialling.
+ */
+export function sshTargets(ssh: SshService, host: string, a?: ConnectionArgs): PolicyTarget[] {
+  const out: PolicyTarget[] = [{ kind: "host", value: host }];
+  if (a !== undefined && a.user !== "") out.push({ kind: "user", value: a.user });
+  for (const name of ssh.directory.reachedNames(host, a?.jump ?? "")) {
+    if (name !== "") out.push({ kind: "host", value: name });
+  }
+  try {
+    const target = ssh.directory.resolve(host, a === undefined ? {} : toOverrides(a));
+    out.push(...endpointTargets(target));
+    for (const hop of target.jump) {
+      out.push({ kind: "jump", value: `${hop.user}@${hop.host}:${hop.port}` }, ...endpointTargets(hop));
+    }
+  } catch {
+    // Unresolvable: run() fails on the same resolve before anything is dialled.
+  }
+  return withAddressForms(out);
 }
 
 export const HOST_KEY_FIELD = {

@@ -11,7 +11,7 @@ import { splitHostList, type TierSpec } from "../policy/index.js";
 import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
 import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
 import { clampTimeout } from "./shell.js";
-import { REMOTE_COMMAND_TIER, type SshToolDeps, sshProbe } from "./ssh-common.js";
+import { REMOTE_COMMAND_TIER, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
 
 const HOST_CAP = 100;
 const NO_HOSTS = "[no hosts configured; pass hosts= or add an inventory]";
@@ -105,6 +105,11 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       const listed = a.hosts.trim() === "" ? hosts.join(", ") : a.hosts;
       return sshProbe(ssh, `${a.command}\n${listed}`, hosts);
     },
+    // Past the cap run() refuses before dialling, so the hosts beyond it never act.
+    targets: (a) =>
+      targetsOf(a.hosts)
+        .slice(0, HOST_CAP)
+        .flatMap((host) => sshTargets(ssh, host)),
     auditArgs: (a) => ({
       command: a.command,
       hosts: a.hosts,
@@ -237,6 +242,10 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       const hosts = targetsOf(a.hosts);
       return sshProbe(ssh, a.hosts.trim() === "" ? hosts.join(" ") : a.hosts, hosts);
     },
+    targets: (a) =>
+      targetsOf(a.hosts)
+        .slice(0, HOST_CAP)
+        .flatMap((host) => sshTargets(ssh, host)),
     auditArgs: (a) => ({ hosts: a.hosts === "" ? "inventory" : a.hosts }),
     async run(a, ctx) {
       const hosts = targetsOf(a.hosts);

@@ -1,4 +1,4 @@
-import { type TierSpec, widenHostTokens } from "../policy/index.js";
+import { type PolicyTarget, type TierSpec, widenHostTokens } from "../policy/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { type ForwardRegistry, type ForwardSpec, parseForwardSpec, type SshService } from "../ssh/index.js";
 import {
@@ -7,13 +7,17 @@ import {
   HOST_KEY_FIELD,
   hostKeyFields,
   sshProbe,
+  sshTargets,
   toOverrides,
 } from "./ssh-common.js";
 import { MUTATING_TIER } from "./ssh-transfer.js";
+import { withAddressForms } from "./targets.js";
 
 export interface SshForwardToolDeps {
   ssh: SshService;
   forwards: ForwardRegistry;
+  /** RELAY_SHELL_FORWARD_BIND_ANY: listeners bind every interface (`*`) instead of 127.0.0.1. */
+  bindAny: boolean;
 }
 
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
@@ -29,7 +33,23 @@ function specOf(text: string): ForwardSpec | null {
 }
 
 export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
-  const { ssh, forwards } = deps;
+  const { ssh, forwards, bindAny } = deps;
+
+  /** The listen address (on the relay host for L and D, on the SSH host for R) and the destination. */
+  const forwardTargets = (text: string): PolicyTarget[] => {
+    const spec = specOf(text);
+    if (spec === null) return [];
+    const out: PolicyTarget[] = [
+      { kind: "listen", value: `${bindAny ? "*" : "127.0.0.1"}:${spec.listenPort}` },
+    ];
+    if (spec.dest !== null) {
+      out.push(
+        { kind: "dest", value: `${spec.dest.host}:${spec.dest.port}` },
+        { kind: "host", value: spec.dest.host },
+      );
+    }
+    return withAddressForms(out);
+  };
 
   const forward = defineTool({
     name: "ssh_forward",
@@ -67,6 +87,7 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       const probe = sshProbe(ssh, `forward ${a.spec}\n${a.host}`, [a.host], a.jump);
       return dest ? widenHostTokens(probe, [dest]) : probe;
     },
+    targets: (a) => [...sshTargets(ssh, a.host, a), ...forwardTargets(a.spec)],
     auditArgs: (a) => ({ host: a.host, spec: a.spec, ...connectionAudit(ssh, a.host, a) }),
     async run(a, ctx) {
       // A malformed spec fails here, before anything is dialled.

@@ -4,6 +4,7 @@ import { splitHostList, type TierSpec, widenHostTokens } from "../policy/index.j
 import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
 import { toListing } from "../ssh/index.js";
 import { REMOTE_COMMAND_TIER, type SshToolDeps } from "./ssh-common.js";
+import { withAddressForms } from "./targets.js";
 
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
 const KEYSCAN_CAP = 32;
@@ -79,6 +80,10 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
     },
     budget: () => clampOutput(settings.maxOutput, settings),
     policyText: (a) => widenHostTokens(a.hosts, splitHostList(a.hosts)),
+    targets: (a) => [
+      ...withAddressForms(splitHostList(a.hosts).map((host) => ({ kind: "host" as const, value: host }))),
+      { kind: "port", value: String(a.port) },
+    ],
     auditArgs: (a) => ({ hosts: a.hosts, port: a.port, key_types: a.key_types }),
     async run(a, ctx) {
       const checked = validateKeyscan(a.hosts, a.port, a.key_types);

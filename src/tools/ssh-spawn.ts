@@ -9,6 +9,7 @@ import {
   hostKeyFields,
   REMOTE_COMMAND_TIER,
   sshProbe,
+  sshTargets,
   toOverrides,
 } from "./ssh-common.js";
 
@@ -52,6 +53,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
     },
     budget: () => 4096,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
+    targets: (a) => sshTargets(ssh, a.host, a),
     auditArgs: (a) => {
       const size = clampTerminalSize(a.cols, a.rows);
       return {

@@ -10,8 +10,10 @@ import {
   HOST_KEY_FIELD,
   hostKeyFields,
   sshProbe,
+  sshTargets,
   toOverrides,
 } from "./ssh-common.js";
+import { localPathTargets, remotePathTargets } from "./targets.js";
 
 export interface SshTransferToolDeps {
   settings: Settings;
@@ -119,6 +121,11 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
           [a.host],
           a.jump,
         ),
+      targets: (a) => [
+        ...sshTargets(ssh, a.host, a),
+        ...localPathTargets("local", a.local_path),
+        ...remotePathTargets(a.remote_path),
+      ],
       auditArgs: (a) => ({
         host: a.host,
         local: a.local_path,

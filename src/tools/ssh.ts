@@ -9,6 +9,7 @@ import {
   REMOTE_COMMAND_TIER,
   type SshToolDeps,
   sshProbe,
+  sshTargets,
   toOverrides,
 } from "./ssh-common.js";
 import { createSshFleetTools } from "./ssh-fleet.js";
@@ -47,6 +48,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
     },
     budget: () => 65536,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
+    targets: (a) => sshTargets(ssh, a.host, a),
     auditArgs: (a) => ({
       host: a.host,
       command: a.command,
