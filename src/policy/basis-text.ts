@@ -37,4 +37,7 @@ export const BASIS_TEXT: Readonly<Record<Basis, string>> = Object.freeze({
   infrastructure_change: "changes provisioned infrastructure",
   nesting_limit: "nested too deep to inspect",
   pattern_fallback: "matched the fallback pattern tables",
+  script_file: "runs a script file the classifier cannot read",
+  opaque_program: "runs code the classifier cannot read",
+  startup_env: "sets an environment variable that makes programs load code",
 });

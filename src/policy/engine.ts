@@ -34,6 +34,11 @@ export interface Session {
   nested(text: string, best: Best, part: string, stdin: StdinCtx | null): void;
   /** Classify PowerShell/cmd text one level deeper. */
   nestedWindows(text: string, best: Best, part: string): void;
+  /**
+   * Classify a Python program one level deeper. `feed` is the stdin it was
+   * read from, when the program arrived on a command's standard input.
+   */
+  nestedPython(source: string, best: Best, part: string, feed: StdinFeed | null): void;
 }
 
 const PS_OPERATOR =
@@ -57,7 +62,7 @@ const POWER_PREFIX = /^(?:shutdown|reboot|halt|poweroff)[-._]/;
 const MAX_UNWRAP = 32;
 
 /** Commands that delete whatever they are handed, when run per input item (xargs rm, find -exec rm). */
-const MASS_DELETE = new Set(["rm", "unlink", "shred", "srm"]);
+const MASS_DELETE = new Set(["rm", "unlink", "shred", "srm", "rmdir"]);
 
 export interface ArgvCtx {
   session: Session;

@@ -9,5 +9,7 @@ export type {
   ClassifyOptions,
   PolicyDecision,
   PolicyMode,
+  ProgramInput,
+  ProgramLanguage,
   TierSpec,
 } from "./types.js";

@@ -1,0 +1,822 @@
+import type { Best } from "./best.js";
+import { analyzeInline } from "./opaque.js";
+import {
+  BUILTINS,
+  DANGEROUS_MODULES,
+  DECODERS,
+  DOWNLOADS,
+  INTROSPECTION,
+  NETWORK_MODULES,
+  PY_CALLS,
+  type PyAction,
+  SAFE_MEMBERS,
+  SAFE_PATH_METHODS,
+  UNKNOWN_METHODS,
+} from "./python-rules.js";
+import type { SyntaxNode, SyntaxTree } from "./syntax.js";
+import { DYNAMIC, dynamicWord, literalWord, type Word } from "./words.js";
+
+/**
+ * Classifies a Python program from its tree-sitter syntax tree. Imports and
+ * simple assignments are collected first (flow-insensitively, so a name
+ * bound anywhere to `os.system` counts everywhere), then every call is
+ * resolved to a qualified name and judged:
+ *
+ * - process execution hands its literal command to the shell classifier (a
+ *   string as a command line, a list as an argv);
+ * - deletions, writes, renames and permission changes are judged as the
+ *   shell command that does the same (`shutil.rmtree(p)` as `rm -rf p`,
+ *   `open(p, "w")` as `> p`), so paths weigh the same in both languages;
+ * - code the classifier cannot see (eval/exec of a non-literal, importlib,
+ *   deserialisers, interpreter introspection, the network) is opaque;
+ * - in a program that imports a dangerous module, a call that resolves to no
+ *   known-safe name is opaque too.
+ */
+
+/** Where a finding goes: the shell classifier, the rule tables, another Python program. */
+export interface PythonHost {
+  best: Best;
+  /** A shell command line run by the program (os.system). */
+  shell(command: Word, part: string): void;
+  /** An argv run by the program, or the shell command equivalent to what it does. */
+  argv(words: Word[], part: string): void;
+  /** A write through a path, judged as a redirection `op` onto `target`. */
+  write(op: ">" | ">>" | "<>", target: Word, part: string): void;
+  /** Python source the program runs (exec of a literal). */
+  python(source: string, part: string): void;
+}
+
+/** A resolved reference: a qualified name, and the literal path of a path object. */
+interface Ref {
+  name: string;
+  path?: Word;
+}
+
+const UNKNOWN = "?";
+const LOCAL = "<local>";
+const PATH_OBJECT = "pathlib.Path()";
+const MAX_RESOLVE = 8;
+
+const LOOPS = new Set([
+  "for_statement",
+  "while_statement",
+  "list_comprehension",
+  "set_comprehension",
+  "dictionary_comprehension",
+  "generator_expression",
+]);
+
+const PATH_CLASSES = new Set([
+  "pathlib.Path",
+  "pathlib.PurePath",
+  "pathlib.PosixPath",
+  "pathlib.PurePosixPath",
+  "pathlib.WindowsPath",
+]);
+
+class Program {
+  private readonly tree: SyntaxTree;
+  private readonly host: PythonHost;
+  /** name → qualified names it was imported as. */
+  private readonly imports = new Map<string, string[]>();
+  /** name → expressions assigned to it. */
+  private readonly assigns = new Map<string, SyntaxNode[]>();
+  /** Names bound some other way (def, class, parameters, loop targets ...). */
+  private readonly locals = new Set<string>();
+  private readonly stars: string[] = [];
+  /** Modules imported, by any spelling (import, from, __import__ of a literal). */
+  readonly modules = new Set<string>();
+
+  constructor(tree: SyntaxTree, host: PythonHost) {
+    this.tree = tree;
+    this.host = host;
+  }
+
+  text(node: SyntaxNode): string {
+    return this.tree.source.slice(node.start, node.end);
+  }
+
+  private field(node: SyntaxNode, name: string): SyntaxNode | undefined {
+    return node.children.find((c) => c.field === name);
+  }
+
+  private named(node: SyntaxNode): SyntaxNode[] {
+    return node.children.filter((c) => c.named && c.type !== "comment");
+  }
+
+  private addImport(name: string, qualified: string): void {
+    const list = this.imports.get(name);
+    if (list === undefined) this.imports.set(name, [qualified]);
+    else list.push(qualified);
+    this.modules.add(qualified.split(".")[0]!);
+  }
+
+  /** Every name a target binds (`a`, `a, b`, `(a, [b, *c])`), as locals. */
+  private bindTargets(node: SyntaxNode): void {
+    const stack = [node];
+    while (stack.length > 0) {
+      const n = stack.pop()!;
+      if (n.type === "identifier") this.locals.add(this.text(n));
+      else if (n.type !== "attribute" && n.type !== "subscript") stack.push(...n.children);
+    }
+  }
+
+  /** Pass 1: imports, assignments and other bindings, anywhere in the program. */
+  collect(): void {
+    const stack = [this.tree.root];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      switch (node.type) {
+        case "import_statement":
+          for (const c of node.children) {
+            if (c.field !== "name") continue;
+            if (c.type === "aliased_import") {
+              const full = this.field(c, "name");
+              const alias = this.field(c, "alias");
+              if (full !== undefined && alias !== undefined)
+                this.addImport(this.text(alias), this.text(full));
+            } else {
+              const full = this.text(c).replace(/\s+/g, "");
+              this.addImport(full.split(".")[0]!, full.split(".")[0]!);
+              this.modules.add(full.split(".")[0]!);
+            }
+          }
+          continue;
+        case "import_from_statement": {
+          const mod = this.field(node, "module_name");
+          const from = mod === undefined ? "" : this.text(mod).replace(/\s+/g, "");
+          const base = from.startsWith(".") ? LOCAL : from;
+          for (const c of node.children) {
+            if (c.type === "wildcard_import") this.stars.push(base);
+            if (c.field !== "name") continue;
+            if (c.type === "aliased_import") {
+              const full = this.field(c, "name");
+              const alias = this.field(c, "alias");
+              if (full !== undefined && alias !== undefined)
+                this.addImport(this.text(alias), `${base}.${this.text(full)}`);
+            } else {
+              this.addImport(this.text(c), `${base}.${this.text(c)}`);
+            }
+          }
+          if (base !== LOCAL) this.modules.add(base.split(".")[0]!);
+          continue;
+        }
+        case "assignment":
+        case "named_expression":
+        case "augmented_assignment": {
+          const left = this.field(node, node.type === "named_expression" ? "name" : "left");
+          const right = this.field(node, node.type === "named_expression" ? "value" : "right");
+          if (left?.type === "identifier" && right !== undefined && node.type !== "augmented_assignment") {
+            const name = this.text(left);
+            const list = this.assigns.get(name);
+            if (list === undefined) this.assigns.set(name, [right]);
+            else list.push(right);
+          } else if (left !== undefined) {
+            this.bindTargets(left);
+          }
+          break;
+        }
+        case "function_definition":
+        case "class_definition": {
+          const name = this.field(node, "name");
+          if (name !== undefined) this.locals.add(this.text(name));
+          break;
+        }
+        case "parameters":
+        case "lambda_parameters":
+          for (const p of node.children) {
+            const id = p.type === "identifier" ? p : this.field(p, "name");
+            if (id !== undefined) this.bindTargets(id);
+            else this.bindTargets(p);
+          }
+          break;
+        case "for_statement":
+        case "for_in_clause": {
+          const left = this.field(node, "left");
+          if (left !== undefined) this.bindTargets(left);
+          break;
+        }
+        case "as_pattern_target":
+        case "global_statement":
+        case "nonlocal_statement":
+          this.bindTargets(node);
+          break;
+        case "call":
+          this.collectDynamicImport(node);
+          break;
+      }
+      stack.push(...node.children);
+    }
+  }
+
+  /** `__import__("os")` and `importlib.import_module("os")` count as imports of `os`. */
+  private collectDynamicImport(call: SyntaxNode): void {
+    const fn = this.field(call, "function");
+    if (fn === undefined) return;
+    const t = this.text(fn);
+    if (t !== "__import__" && !t.endsWith("import_module")) return;
+    const arg = this.positional(call)[0];
+    const value = arg === undefined ? null : this.stringValue(arg, 0);
+    if (value !== null && !value.dynamic) this.modules.add(value.value.split(".")[0]!);
+  }
+
+  private positional(call: SyntaxNode): SyntaxNode[] {
+    const args = this.field(call, "arguments");
+    if (args === undefined || args.type !== "argument_list") return args === undefined ? [] : [args];
+    return this.named(args).filter((a) => a.type !== "keyword_argument");
+  }
+
+  private keyword(call: SyntaxNode, name: string): SyntaxNode | undefined {
+    const args = this.field(call, "arguments");
+    if (args === undefined) return undefined;
+    for (const a of args.children) {
+      if (a.type !== "keyword_argument") continue;
+      const n = this.field(a, "name");
+      if (n !== undefined && this.text(n) === name) return this.field(a, "value");
+    }
+    return undefined;
+  }
+
+  private arg(call: SyntaxNode, index: number, name: string): SyntaxNode | undefined {
+    return this.positional(call)[index] ?? this.keyword(call, name);
+  }
+
+  private hasSplat(call: SyntaxNode): boolean {
+    const args = this.field(call, "arguments");
+    return args?.children.some((a) => a.type === "list_splat" || a.type === "dictionary_splat") ?? false;
+  }
+
+  /** What a name stands for: its imports, what was assigned to it, a builtin, or a star import. */
+  private resolveName(name: string, depth: number): Ref[] {
+    const out: Ref[] = [];
+    for (const q of this.imports.get(name) ?? []) out.push({ name: q });
+    for (const value of this.assigns.get(name) ?? []) {
+      const refs = depth < MAX_RESOLVE ? this.resolve(value, depth + 1) : [{ name: UNKNOWN }];
+      out.push(...refs);
+    }
+    if (this.locals.has(name)) out.push({ name: LOCAL });
+    if (out.length > 0) return out;
+    if (BUILTINS.has(name)) return [{ name: `builtins.${name}` }];
+    if (this.stars.length > 0) return this.stars.map((m) => ({ name: `${m}.${name}` }));
+    return [{ name: `<free>.${name}` }];
+  }
+
+  /** Resolve an expression to what it refers to. */
+  resolve(node: SyntaxNode, depth: number): Ref[] {
+    switch (node.type) {
+      case "identifier":
+        return this.resolveName(this.text(node), depth);
+      case "parenthesized_expression": {
+        const inner = this.named(node)[0];
+        return inner === undefined ? [{ name: UNKNOWN }] : this.resolve(inner, depth);
+      }
+      case "attribute": {
+        const object = this.field(node, "object");
+        const attr = this.field(node, "attribute");
+        if (object === undefined || attr === undefined) return [{ name: UNKNOWN }];
+        const name = this.text(attr);
+        return this.resolve(object, depth).map((r) => ({
+          name: r.name === LOCAL || r.name.startsWith("<free>") ? `${UNKNOWN}.${name}` : `${r.name}.${name}`,
+          ...(r.path !== undefined ? { path: r.path } : {}),
+        }));
+      }
+      case "call": {
+        const fn = this.field(node, "function");
+        if (fn === undefined) return [{ name: UNKNOWN }];
+        const refs = this.resolve(fn, depth);
+        const out: Ref[] = [];
+        for (const r of refs) {
+          const action = PY_CALLS.get(r.name);
+          if (action === "import") {
+            const arg = this.positional(node)[0];
+            const value = arg === undefined ? null : this.stringValue(arg, 0);
+            out.push({ name: value === null || value.dynamic ? UNKNOWN : value.value });
+          } else if (action === "getattr") {
+            const [object, attr] = this.positional(node);
+            const value = attr === undefined ? null : this.stringValue(attr, 0);
+            if (object === undefined || value === null || value.dynamic) out.push({ name: UNKNOWN });
+            else
+              for (const o of this.resolve(object, depth + 1)) out.push({ name: `${o.name}.${value.value}` });
+          } else if (PATH_CLASSES.has(r.name) || r.name === `${PATH_OBJECT}.resolve`) {
+            out.push({ name: PATH_OBJECT, path: this.pathOf(node, r) });
+          } else {
+            out.push({ name: UNKNOWN });
+          }
+        }
+        return out;
+      }
+      case "binary_operator": {
+        // `Path("/srv") / "data"` is still a path.
+        const left = this.field(node, "left");
+        if (left !== undefined && this.resolve(left, depth).some((r) => r.name === PATH_OBJECT)) {
+          const right = this.field(node, "right");
+          const l = this.resolve(left, depth).find((r) => r.name === PATH_OBJECT)?.path;
+          const r = right === undefined ? null : this.stringValue(right, 0);
+          const joined =
+            l === undefined ? dynamicWord(this.text(node)) : joinPath(l, r ?? dynamicWord(this.text(node)));
+          return [{ name: PATH_OBJECT, path: joined }];
+        }
+        return [{ name: UNKNOWN }];
+      }
+      default:
+        return [{ name: UNKNOWN }];
+    }
+  }
+
+  private pathOf(call: SyntaxNode, ref: Ref): Word {
+    if (ref.path !== undefined) return ref.path;
+    const parts = this.positional(call);
+    if (parts.length === 0) return literalWord(".");
+    let out: Word | null = null;
+    for (const p of parts) {
+      const v = this.stringValue(p, 0) ?? dynamicWord(this.text(p));
+      out = out === null ? v : joinPath(out, v);
+    }
+    return out!;
+  }
+
+  /** The string an expression evaluates to, with DYNAMIC for unknown stretches; null when it is no string. */
+  stringValue(node: SyntaxNode, depth: number): Word | null {
+    if (depth > MAX_RESOLVE) return null;
+    const text = this.text(node);
+    switch (node.type) {
+      case "string":
+        return this.stringLiteral(node);
+      case "concatenated_string": {
+        let out = "";
+        for (const c of this.named(node)) out += this.stringLiteral(c)?.value ?? DYNAMIC;
+        return wordOf(out, text);
+      }
+      case "parenthesized_expression": {
+        const inner = this.named(node)[0];
+        return inner === undefined ? null : this.stringValue(inner, depth + 1);
+      }
+      case "binary_operator": {
+        const left = this.field(node, "left");
+        const right = this.field(node, "right");
+        const op = node.children.find((c) => c.field === "operator");
+        const l = left === undefined ? null : this.stringValue(left, depth + 1);
+        if (op !== undefined && this.text(op) === "%" && l !== null)
+          return wordOf(l.value.replace(/%[-#0 +]*\d*(?:\.\d+)?[sdrifx]/g, DYNAMIC), text);
+        if (op === undefined || this.text(op) !== "+") return null;
+        const r = right === undefined ? null : this.stringValue(right, depth + 1);
+        if (l === null && r === null) return null;
+        return wordOf((l?.value ?? DYNAMIC) + (r?.value ?? DYNAMIC), text);
+      }
+      case "call": {
+        // "...".format(x), " ".join([...])
+        const fn = this.field(node, "function");
+        if (fn?.type !== "attribute") return null;
+        const object = this.field(fn, "object");
+        const method = this.field(fn, "attribute");
+        const base = object === undefined ? null : this.stringValue(object, depth + 1);
+        if (base === null || method === undefined) return null;
+        const m = this.text(method);
+        if (m === "format") return wordOf(base.value.replace(/\{[^{}]*\}/g, DYNAMIC), text);
+        if (m === "join") {
+          const list = this.positional(node)[0];
+          const items = list === undefined ? null : this.listValue(list, depth + 1);
+          return items === null
+            ? wordOf(DYNAMIC, text)
+            : wordOf(items.map((w) => w.value).join(base.value), text);
+        }
+        if (m === "strip" || m === "lower" || m === "upper" || m === "encode" || m === "decode") return base;
+        return null;
+      }
+      case "identifier": {
+        const values = this.assigns.get(text);
+        if (values === undefined || values.length !== 1 || this.imports.has(text)) return null;
+        return this.stringValue(values[0]!, depth + 1);
+      }
+      default:
+        return null;
+    }
+  }
+
+  private stringLiteral(node: SyntaxNode): Word | null {
+    if (node.type !== "string") return null;
+    const start = node.children.find((c) => c.type === "string_start");
+    const raw = start !== undefined && /r/i.test(this.text(start));
+    let out = "";
+    for (const c of node.children) {
+      if (c.type === "string_content") out += this.contentText(c, raw);
+      else if (c.type === "escape_sequence") out += raw ? this.text(c) : decodeEscape(this.text(c));
+      else if (c.type === "interpolation") out += DYNAMIC;
+    }
+    return wordOf(out, this.text(node));
+  }
+
+  /** string_content may itself hold escape sequences and interpolations as children. */
+  private contentText(node: SyntaxNode, raw: boolean): string {
+    if (node.children.length === 0) return this.text(node);
+    let out = "";
+    let at = node.start;
+    for (const c of node.children) {
+      out += this.tree.source.slice(at, c.start);
+      if (c.type === "interpolation") out += DYNAMIC;
+      else if (c.type === "escape_sequence") out += raw ? this.text(c) : decodeEscape(this.text(c));
+      else out += this.text(c);
+      at = c.end;
+    }
+    return out + this.tree.source.slice(at, node.end);
+  }
+
+  /** The elements of a list or tuple of strings (unknown elements are dynamic words); null when no list. */
+  listValue(node: SyntaxNode, depth: number): Word[] | null {
+    if (depth > MAX_RESOLVE) return null;
+    switch (node.type) {
+      case "list":
+      case "tuple":
+        return this.named(node).map((e) => this.stringValue(e, depth + 1) ?? dynamicWord(this.text(e)));
+      case "parenthesized_expression": {
+        const inner = this.named(node)[0];
+        return inner === undefined ? null : this.listValue(inner, depth + 1);
+      }
+      case "identifier": {
+        const values = this.assigns.get(this.text(node));
+        if (values === undefined || values.length !== 1) return null;
+        return this.listValue(values[0]!, depth + 1);
+      }
+      case "call": {
+        // shlex.split("...")
+        const fn = this.field(node, "function");
+        if (fn === undefined || !this.text(fn).endsWith("split")) return null;
+        const s = this.positional(node)[0];
+        const v = s === undefined ? null : this.stringValue(s, depth + 1);
+        return v === null
+          ? null
+          : v.value
+              .split(/\s+/)
+              .filter((x) => x !== "")
+              .map((x) => wordOf(x, x));
+      }
+      case "binary_operator": {
+        const left = this.field(node, "left");
+        const right = this.field(node, "right");
+        const l = left === undefined ? null : this.listValue(left, depth + 1);
+        const r = right === undefined ? null : this.listValue(right, depth + 1);
+        if (l === null && r === null) return null;
+        return [...(l ?? [dynamicWord(this.text(node))]), ...(r ?? [dynamicWord(this.text(node))])];
+      }
+      default:
+        return null;
+    }
+  }
+
+  /** Pass 2: judge every call and every reference that escapes resolution. */
+  judge(): void {
+    const stack: { node: SyntaxNode; loop: boolean }[] = [{ node: this.tree.root, loop: false }];
+    const best = this.host.best;
+    while (stack.length > 0 && !best.done) {
+      const { node, loop } = stack.pop()!;
+      const inLoop = loop || LOOPS.has(node.type);
+      if (node.type === "call") this.judgeCall(node, inLoop);
+      else if (node.type === "attribute") this.judgeAttribute(node);
+      else if (node.type === "argument_list" || node.type === "list" || node.type === "tuple")
+        for (const v of this.named(node)) this.judgeValue(v, inLoop);
+      else if (
+        node.type === "keyword_argument" ||
+        node.type === "default_parameter" ||
+        node.type === "pair"
+      ) {
+        const v = this.field(node, "value");
+        if (v !== undefined) this.judgeValue(v, inLoop);
+      } else if (node.type === "return_statement" || node.type === "yield")
+        for (const v of this.named(node)) this.judgeValue(v, inLoop);
+      else if (node.type === "assignment") {
+        const left = this.field(node, "left");
+        const right = this.field(node, "right");
+        if (left !== undefined && left.type !== "identifier" && right !== undefined)
+          this.judgeValue(right, inLoop);
+      }
+      for (let i = node.children.length - 1; i >= 0; i--)
+        stack.push({ node: node.children[i]!, loop: inLoop });
+    }
+  }
+
+  /** `sys.modules`, `x.__globals__`, `().__class__.__subclasses__()`: a way around name resolution. */
+  private judgeAttribute(node: SyntaxNode): void {
+    const attr = this.field(node, "attribute");
+    if (attr === undefined) return;
+    const name = this.text(attr);
+    if (!INTROSPECTION.has(name)) return;
+    if (name === "modules" && !this.resolve(node, 0).some((r) => r.name === "sys.modules")) return;
+    this.host.best.consider(2, "opaque_program", this.text(node));
+  }
+
+  /** A dangerous module or function used as a value (passed, stored, put in a list): its use is unseen. */
+  private judgeValue(node: SyntaxNode, inLoop: boolean): void {
+    if (node.type !== "identifier" && node.type !== "attribute") return;
+    const part = this.text(node);
+    for (const r of this.resolve(node, 0)) {
+      const action = PY_CALLS.get(r.name) ?? this.memberAction(r.name);
+      if (action === "rmtree" || action === "delete" || action === "rmdir")
+        this.host.best.consider(3, "file_destruction", part);
+      else if (action === "shell" || action === "subprocess" || action === "exec" || action === "spawn")
+        this.host.best.consider(3, "dynamic_command", part);
+      else if (action !== undefined && action !== "getattr" && action !== "fork")
+        this.host.best.consider(2, "opaque_program", part);
+      else if (DANGEROUS_MODULES.has(r.name)) this.host.best.consider(2, "opaque_program", part);
+      void inLoop;
+    }
+  }
+
+  private memberAction(name: string): PyAction | undefined {
+    const dot = name.lastIndexOf(".");
+    if (dot < 0) return undefined;
+    const owner = name.slice(0, dot);
+    const member = name.slice(dot + 1);
+    if (owner === UNKNOWN) return UNKNOWN_METHODS.get(member);
+    if (owner === PATH_OBJECT) return SAFE_PATH_METHODS.has(member) ? undefined : UNKNOWN_METHODS.get(member);
+    return undefined;
+  }
+
+  private judgeCall(call: SyntaxNode, inLoop: boolean): void {
+    const fn = this.field(call, "function");
+    if (fn === undefined) return;
+    const part = this.text(call);
+    const best = this.host.best;
+    const dangerous = this.importsDangerous();
+    for (const ref of this.resolve(fn, 0)) {
+      if (best.done) return;
+      const action = PY_CALLS.get(ref.name) ?? this.memberAction(ref.name);
+      if (action !== undefined) {
+        this.act(action, call, ref, part, inLoop);
+        continue;
+      }
+      const root = ref.name.split(".")[0]!;
+      if (root === "builtins") {
+        // A builtin without a rule (print, len, sorted ...) computes or prints.
+      } else if (ref.name.startsWith("<free>.")) {
+        // An unbound, non-builtin name: it exists only if something put it there at run time.
+        if (dangerous) best.consider(2, "opaque_program", part);
+      } else if (NETWORK_MODULES.has(root) && !SAFE_MEMBERS.has(ref.name)) {
+        best.consider(2, "opaque_program", part);
+      } else if (DANGEROUS_MODULES.has(root) && !SAFE_MEMBERS.has(ref.name) && !this.safeMember(ref.name)) {
+        best.consider(2, "opaque_program", part);
+      } else if (ref.name === UNKNOWN && fn.type !== "attribute" && dangerous) {
+        // f()() or (lambda: ...)(): a callee computed at run time.
+        best.consider(2, "opaque_program", part);
+      }
+    }
+  }
+
+  private safeMember(name: string): boolean {
+    if (name.startsWith("os.path.") || name.startsWith("os.environ.")) return true;
+    if (name.startsWith(`${PATH_OBJECT}.`)) return SAFE_PATH_METHODS.has(name.slice(PATH_OBJECT.length + 1));
+    if (name.startsWith("pathlib.Path.")) return SAFE_PATH_METHODS.has(name.slice("pathlib.Path.".length));
+    // Exception classes and constants of a dangerous module.
+    const member = name.slice(name.lastIndexOf(".") + 1);
+    return /^[A-Z][A-Za-z]*(?:Error|Exception|Expired)$/.test(member) || /^[A-Z_0-9]+$/.test(member);
+  }
+
+  importsDangerous(): boolean {
+    for (const m of this.modules) if (DANGEROUS_MODULES.has(m)) return true;
+    return this.stars.some((m) => DANGEROUS_MODULES.has(m.split(".")[0]!));
+  }
+
+  /** The path a call acts on: its receiver (a path object), else argument `index`. */
+  private target(call: SyntaxNode, ref: Ref, index: number, name: string): Word {
+    if (ref.name.startsWith(`${PATH_OBJECT}.`)) return ref.path ?? dynamicWord(this.text(call));
+    if (ref.name.startsWith(`${UNKNOWN}.`)) {
+      const receiver = this.field(this.field(call, "function")!, "object");
+      return receiver === undefined
+        ? dynamicWord(this.text(call))
+        : (this.stringValue(receiver, 0) ?? dynamicWord(this.text(receiver)));
+    }
+    return this.value(this.arg(call, index, name), call);
+  }
+
+  private value(node: SyntaxNode | undefined, call: SyntaxNode): Word {
+    if (node === undefined) return dynamicWord(this.text(call));
+    if (node.type === "integer") return literalWord(this.text(node).replace(/^0o/i, ""));
+    const refs = this.resolve(node, 0);
+    const path = refs.find((r) => r.name === PATH_OBJECT)?.path;
+    if (path !== undefined) return path;
+    return this.stringValue(node, 0) ?? dynamicWord(this.text(node));
+  }
+
+  private commandLine(node: SyntaxNode | undefined, call: SyntaxNode, part: string): void {
+    if (node === undefined) {
+      this.host.best.consider(3, "dynamic_command", part);
+      return;
+    }
+    const list = this.listValue(node, 0);
+    if (list !== null) {
+      if (list.length > 0) this.host.argv(list, part);
+      return;
+    }
+    const line = this.stringValue(node, 0);
+    if (line === null) this.host.best.consider(3, "dynamic_command", part);
+    else this.host.shell(line, part);
+    void call;
+  }
+
+  private act(action: PyAction, call: SyntaxNode, ref: Ref, part: string, inLoop: boolean): void {
+    const host = this.host;
+    const pos = this.positional(call);
+    const arg = (i: number) => this.value(pos[i], call);
+    switch (action) {
+      case "shell":
+        this.commandLine(this.arg(call, 0, "cmd") ?? this.keyword(call, "command"), call, part);
+        return;
+      case "subprocess":
+        this.commandLine(this.arg(call, 0, "args") ?? this.keyword(call, "argv"), call, part);
+        return;
+      case "exec":
+      case "spawn":
+      case "posix_spawn": {
+        const at = action === "spawn" ? 1 : 0;
+        const program = arg(at);
+        const name = ref.name.slice(ref.name.lastIndexOf(".") + 1);
+        let rest: Word[] | null;
+        if (action === "posix_spawn" || name.replace(/^(?:exec|spawn)/, "").startsWith("v")) {
+          const list = pos[at + 1] === undefined ? null : this.listValue(pos[at + 1]!, 0);
+          rest = list === null ? [dynamicWord(part)] : list.slice(1);
+        } else {
+          const end = name.endsWith("e") ? pos.length - 1 : pos.length;
+          rest = pos.slice(at + 2, end).map((p) => this.value(p, call));
+        }
+        if (this.hasSplat(call)) rest.push(dynamicWord(part));
+        host.argv([program, ...rest], part);
+        return;
+      }
+      case "exec_args":
+        host.argv(
+          pos.map((p) => this.value(p, call)),
+          part,
+        );
+        return;
+      case "rmtree":
+        host.argv([literalWord("rm"), literalWord("-rf"), this.target(call, ref, 0, "path")], part);
+        return;
+      case "delete":
+      case "rmdir": {
+        if (inLoop) host.best.consider(3, "file_destruction", part);
+        const tool = action === "delete" ? "unlink" : "rmdir";
+        host.argv([literalWord(tool), this.target(call, ref, 0, "path")], part);
+        return;
+      }
+      case "open": {
+        const own = ref.name.startsWith(`${PATH_OBJECT}.`) || ref.name.startsWith(`${UNKNOWN}.`);
+        const modeNode = own ? this.arg(call, 0, "mode") : this.arg(call, 1, "mode");
+        if (modeNode === undefined) return;
+        const mode = this.stringValue(modeNode, 0);
+        const target = this.target(call, ref, 0, "file");
+        if (mode === null || mode.dynamic) host.write(">", target, part);
+        else if (/[wx]/.test(mode.value)) host.write(">", target, part);
+        else if (/a/.test(mode.value)) host.write(">>", target, part);
+        else if (/\+/.test(mode.value)) host.write("<>", target, part);
+        return;
+      }
+      case "os_open": {
+        const flags = pos[1] === undefined ? "" : this.text(pos[1]);
+        if (/O_(?:WRONLY|RDWR|TRUNC|APPEND|CREAT)/.test(flags))
+          host.write(/O_TRUNC/.test(flags) ? ">" : "<>", arg(0), part);
+        return;
+      }
+      case "write":
+        host.write(">", this.target(call, ref, 0, "path"), part);
+        return;
+      case "move":
+      case "copy": {
+        const own = ref.name.startsWith(`${PATH_OBJECT}.`) || ref.name.startsWith(`${UNKNOWN}.`);
+        const from = this.target(call, ref, 0, "src");
+        const to = own ? arg(0) : arg(1);
+        host.argv([literalWord(action === "move" ? "mv" : "cp"), from, to], part);
+        return;
+      }
+      case "chmod": {
+        const own = ref.name.startsWith(`${PATH_OBJECT}.`) || ref.name.startsWith(`${UNKNOWN}.`);
+        host.argv([literalWord("chmod"), own ? arg(0) : arg(1), this.target(call, ref, 0, "path")], part);
+        return;
+      }
+      case "chown":
+        host.argv([literalWord("chown"), arg(1), this.target(call, ref, 0, "path")], part);
+        return;
+      case "symlink":
+      case "link": {
+        const own = ref.name.startsWith(`${PATH_OBJECT}.`);
+        const flag = action === "symlink" ? [literalWord("-s")] : [];
+        const pair = own ? [arg(0), this.target(call, ref, 0, "")] : [arg(0), arg(1)];
+        host.argv([literalWord("ln"), ...flag, ...pair], part);
+        return;
+      }
+      case "truncate":
+        host.argv([literalWord("truncate"), literalWord("-s"), arg(1), arg(0)], part);
+        return;
+      case "kill": {
+        const sig = pos[1] === undefined ? "" : this.text(pos[1]).replace(/^signal\.(?:SIG)?/, "");
+        host.argv([literalWord("kill"), literalWord(`-${sig}`), arg(0)], part);
+        return;
+      }
+      case "fork":
+        if (inLoop) host.best.consider(3, "fork_bomb", part);
+        return;
+      case "code":
+        this.code(call, part);
+        return;
+      case "import": {
+        const name = pos[0] === undefined ? null : this.stringValue(pos[0], 0);
+        if (name === null || name.dynamic || ref.name.startsWith("importlib"))
+          host.best.consider(2, "opaque_program", part);
+        return;
+      }
+      case "getattr": {
+        const name = pos[1] === undefined ? null : this.stringValue(pos[1], 0);
+        if (name !== null && !name.dynamic) return;
+        const object = pos[0];
+        const refs = object === undefined ? [] : this.resolve(object, 0);
+        if (this.importsDangerous() || refs.some((r) => DANGEROUS_MODULES.has(r.name.split(".")[0]!)))
+          host.best.consider(2, "opaque_program", part);
+        return;
+      }
+      case "introspect":
+        if (this.importsDangerous()) host.best.consider(2, "opaque_program", part);
+        return;
+      case "opaque":
+      case "network":
+        host.best.consider(2, "opaque_program", part);
+        return;
+    }
+  }
+
+  /** eval/exec/compile: a literal program is read like any other; decoded or downloaded code is not. */
+  private code(call: SyntaxNode, part: string): void {
+    const source = this.positional(call)[0];
+    const best = this.host.best;
+    if (source === undefined) return;
+    const literal = this.stringValue(source, 0);
+    if (literal !== null && !literal.dynamic) {
+      this.host.python(literal.value, part);
+      return;
+    }
+    const text = this.text(source);
+    const inner = source.type === "identifier" ? this.assignedText(this.text(source)) : text;
+    if (DOWNLOADS.test(inner)) best.consider(3, "remote_code", part);
+    else if (DECODERS.test(inner)) best.consider(3, "decoded_code", part);
+    else best.consider(2, "opaque_program", part);
+  }
+
+  private assignedText(name: string): string {
+    return (this.assigns.get(name) ?? []).map((n) => this.text(n)).join("\n");
+  }
+}
+
+function wordOf(value: string, text: string): Word {
+  return value.includes(DYNAMIC)
+    ? { value, dynamic: true, subst: [], procSub: false, glob: false, text }
+    : literalWord(value, text);
+}
+
+function joinPath(a: Word, b: Word): Word {
+  const value = b.value.startsWith("/") ? b.value : `${a.value.replace(/\/$/, "")}/${b.value}`;
+  return wordOf(value, `${a.text}/${b.text}`);
+}
+
+const ESCAPES: Record<string, string> = {
+  n: "\n",
+  t: "\t",
+  r: "\r",
+  "0": "\0",
+  "\\": "\\",
+  "'": "'",
+  '"': '"',
+};
+
+function decodeEscape(seq: string): string {
+  const c = seq[1] ?? "";
+  if (c in ESCAPES) return ESCAPES[c]!;
+  if (c === "x" || c === "u" || c === "U") {
+    const code = Number.parseInt(seq.slice(2), 16);
+    return Number.isFinite(code) && code <= 0x10ffff ? String.fromCodePoint(code) : seq;
+  }
+  if (/[0-7]/.test(c)) return String.fromCharCode(Number.parseInt(seq.slice(1), 8));
+  if (c === "\n") return "";
+  return seq;
+}
+
+/**
+ * Classify one Python program into `host.best`. A tree with syntax errors is
+ * still walked (tree-sitter recovers around the error), its findings count,
+ * and because what the grammar could not read may still run, it is at least
+ * Tier 2 (opaque_program) and Tier 3 when the text visibly deletes.
+ */
+export function classifyPython(tree: SyntaxTree | null, source: string, host: PythonHost): void {
+  if (tree === null || tree.hasError) {
+    const found = analyzeInline(source);
+    host.best.consider(
+      found.destructive ? 3 : 2,
+      found.destructive ? "file_destruction" : "opaque_program",
+      source,
+    );
+    for (const line of found.commands) {
+      if (host.best.done) return;
+      host.shell(literalWord(line), source);
+    }
+    if (tree === null) return;
+  }
+  const program = new Program(tree, host);
+  program.collect();
+  program.judge();
+}
