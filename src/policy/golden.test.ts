@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { GOLDEN_ROWS } from "./golden.js";
+import { PROGRAM_ROWS } from "./golden-python.js";
 import { type Classifier, createClassifier } from "./index.js";
 
 let classifier: Classifier;
@@ -22,4 +23,19 @@ describe("golden table", () => {
     if (row.tier === 1) expect(got.part).toBe("");
     else expect(got.part).not.toBe("");
   });
+});
+
+describe("golden table: programs with their interpreter, stdin and env", () => {
+  it.each(PROGRAM_ROWS.map((r, i) => ({ ...r, i, text: r.input.program })))(
+    "#$i $input.language $text → $tier $basis",
+    (row) => {
+      const { program, stdin, env } = row.input;
+      // The joined text is what the deny list sees; the parts decide the tier.
+      const joined = [program, stdin, env].filter((p) => p !== "").join("\n");
+      const got = classifier.classify(joined, { input: row.input });
+      expect({ tier: got.tier, basis: got.basis }).toEqual({ tier: row.tier, basis: row.basis });
+      if (row.tier === 1) expect(got.part).toBe("");
+      else expect(got.part).not.toBe("");
+    },
+  );
 });
