@@ -51,6 +51,8 @@ export const PY_CALLS: ReadonlyMap<string, PyAction> = new Map<string, PyAction>
     SUBPROCESS.map((n) => `subprocess.${n}`),
   ),
   ...entries("subprocess", ["pty.spawn", "os.popen2", "os.popen3", "os.popen4"]),
+  ...entries("shell", ["pexpect.spawn", "pexpect.run", "pexpect.popen_spawn.PopenSpawn", "invoke.run"]),
+  ...entries("shell", ["fabric.api.local", "fabric.api.run", "fabric.api.sudo"]),
   ...entries(
     "exec",
     OS_EXEC.map((n) => `os.${n}`),
@@ -70,6 +72,7 @@ export const PY_CALLS: ReadonlyMap<string, PyAction> = new Map<string, PyAction>
   ...entries("delete", ["pathlib.Path().unlink"]),
   ...entries("rmdir", ["os.rmdir", "os.removedirs", "pathlib.Path.rmdir", "pathlib.Path().rmdir"]),
   ...entries("open", ["builtins.open", "io.open", "codecs.open", "gzip.open", "bz2.open", "lzma.open"]),
+  ...entries("open", ["io.FileIO", "_io.open", "_io.FileIO", "os.fdopen"]),
   ...entries("open", ["pathlib.Path().open", "pathlib.Path.open"]),
   ...entries("os_open", ["os.open"]),
   ...entries("write", ["pathlib.Path().write_text", "pathlib.Path().write_bytes"]),
@@ -152,6 +155,16 @@ export const DANGEROUS_MODULES = new Set([
   "runpy",
   "code",
   "codeop",
+  // packages that run commands by attribute name or string
+  "sh",
+  "plumbum",
+  "pexpect",
+  "invoke",
+  "fabric",
+  "sarge",
+  "envoy",
+  "delegator",
+  "_io",
 ]);
 
 /** Modules whose calls reach the network: what comes back can steer the program. */

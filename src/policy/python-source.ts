@@ -31,7 +31,11 @@ export class PythonSource {
   }
 
   text(node: SyntaxNode): string {
-    return this.tree.source.slice(node.start, node.end);
+    const t = this.tree.source.slice(node.start, node.end);
+    // Python reads identifiers in NFKC form: `ｏｓ` is `os`.
+    if ((node.type === "identifier" || node.type === "dotted_name") && /[^ -~\t\n\r]/.test(t))
+      return t.normalize("NFKC");
+    return t;
   }
 
   protected field(node: SyntaxNode, name: string): SyntaxNode | undefined {

@@ -54,9 +54,26 @@ interface Ref {
 }
 
 const UNKNOWN = "?";
+/** Modules that other modules import and so expose as attributes. */
+const REEXPORTED = new Set([...DANGEROUS_MODULES, ...NETWORK_MODULES, "io", "codecs", "sys", "asyncio"]);
 /** Names of the interpreter's own tables: `__builtins__["exec"]` reaches any builtin. */
 const INTERNALS = new Set(["__builtins__", "__loader__", "__spec__"]);
 const PATH_OBJECT = "pathlib.Path()";
+
+/** Nodes whose elements are values: a function or module among them leaves name resolution. */
+const VALUE_LISTS = new Set([
+  "argument_list",
+  "list",
+  "tuple",
+  "set",
+  "expression_list",
+  "pattern_list",
+  "return_statement",
+  "yield",
+  "conditional_expression",
+  "boolean_operator",
+  "lambda",
+]);
 
 const LOOPS = new Set([
   "for_statement",
@@ -91,9 +108,12 @@ class Program extends PythonSource {
       out.push(...refs);
     }
     if (this.locals.has(name)) out.push({ name: LOCAL });
+    // A star import may rebind any name, a local one or a builtin (`from os import *` replaces `open`),
+    // depending on the order at run time: both count.
+    if (!BUILTINS.has(name) || name === "open")
+      for (const m of this.stars) out.push({ name: `${m}.${name}` });
     if (out.length > 0) return out;
     if (BUILTINS.has(name)) return [{ name: `builtins.${name}` }];
-    if (this.stars.length > 0) return this.stars.map((m) => ({ name: `${m}.${name}` }));
     return [{ name: `<free>.${name}` }];
   }
 
@@ -173,34 +193,37 @@ class Program extends PythonSource {
 
   /** The string an expression evaluates to, with DYNAMIC for unknown stretches; null when it is no string. */
   judge(): void {
-    const stack: { node: SyntaxNode; loop: boolean }[] = [{ node: this.tree.root, loop: false }];
+    const stack: { node: SyntaxNode; loop: boolean; inClass: boolean }[] = [
+      { node: this.tree.root, loop: false, inClass: false },
+    ];
     const best = this.host.best;
     while (stack.length > 0 && !best.done) {
-      const { node, loop } = stack.pop()!;
+      const { node, loop, inClass: outerClass } = stack.pop()!;
       const inLoop = loop || LOOPS.has(node.type);
+      // A class attribute (`class A: run = os.system`) is reached as `A.run`, which is not resolved.
+      const inClass =
+        node.type === "class_definition" ? true : node.type === "function_definition" ? false : outerClass;
       if (node.type === "call") this.judgeCall(node, inLoop);
       else if (node.type === "attribute") this.judgeAttribute(node);
       else if (node.type === "identifier" && INTERNALS.has(this.text(node)))
         best.consider(2, "opaque_program", this.text(node));
-      else if (node.type === "argument_list" || node.type === "list" || node.type === "tuple")
-        for (const v of this.named(node)) this.judgeValue(v, inLoop);
+      else if (VALUE_LISTS.has(node.type)) for (const v of this.named(node)) this.judgeValue(v);
       else if (
         node.type === "keyword_argument" ||
         node.type === "default_parameter" ||
+        node.type === "typed_default_parameter" ||
         node.type === "pair"
       ) {
         const v = this.field(node, "value");
-        if (v !== undefined) this.judgeValue(v, inLoop);
-      } else if (node.type === "return_statement" || node.type === "yield")
-        for (const v of this.named(node)) this.judgeValue(v, inLoop);
-      else if (node.type === "assignment") {
-        const left = this.field(node, "left");
-        const right = this.field(node, "right");
-        if (left !== undefined && left.type !== "identifier" && right !== undefined)
-          this.judgeValue(right, inLoop);
+        if (v !== undefined) this.judgeValue(v);
+      } else if (node.type === "assignment" || node.type === "named_expression") {
+        const left = this.field(node, node.type === "assignment" ? "left" : "name");
+        const right = this.field(node, node.type === "assignment" ? "right" : "value");
+        if (left !== undefined && right !== undefined && (left.type !== "identifier" || inClass))
+          this.judgeValue(right);
       }
       for (let i = node.children.length - 1; i >= 0; i--)
-        stack.push({ node: node.children[i]!, loop: inLoop });
+        stack.push({ node: node.children[i]!, loop: inLoop, inClass });
     }
   }
 
@@ -215,7 +238,7 @@ class Program extends PythonSource {
   }
 
   /** A dangerous module or function used as a value (passed, stored, put in a list): its use is unseen. */
-  private judgeValue(node: SyntaxNode, inLoop: boolean): void {
+  private judgeValue(node: SyntaxNode): void {
     if (node.type !== "identifier" && node.type !== "attribute") return;
     const part = this.text(node);
     for (const r of this.resolve(node, 0)) {
@@ -227,7 +250,6 @@ class Program extends PythonSource {
       else if (action !== undefined && action !== "getattr" && action !== "fork")
         this.host.best.consider(2, "opaque_program", part);
       else if (DANGEROUS_MODULES.has(r.name)) this.host.best.consider(2, "opaque_program", part);
-      void inLoop;
     }
   }
 
@@ -247,8 +269,9 @@ class Program extends PythonSource {
     const part = this.text(call);
     const best = this.host.best;
     const dangerous = this.importsDangerous();
-    for (const ref of this.resolve(fn, 0)) {
+    for (const found of this.resolve(fn, 0)) {
       if (best.done) return;
+      const ref = reexported(found);
       const action = PY_CALLS.get(ref.name) ?? this.memberAction(ref.name);
       if (action !== undefined) {
         this.act(action, call, ref, part, inLoop);
@@ -471,6 +494,19 @@ class Program extends PythonSource {
   private assignedText(name: string): string {
     return (this.assigns.get(name) ?? []).map((n) => this.text(n)).join("\n");
   }
+}
+
+/**
+ * A module reached through another one (`os.path.os.system`, `shutil.os.remove`,
+ * `tempfile.shutil.rmtree`) is that module: judge the name from its last
+ * dangerous component on.
+ */
+function reexported(ref: Ref): Ref {
+  const parts = ref.name.split(".");
+  for (let i = parts.length - 2; i > 0; i--) {
+    if (REEXPORTED.has(parts[i]!)) return { ...ref, name: parts.slice(i).join(".") };
+  }
+  return ref;
 }
 
 /**
