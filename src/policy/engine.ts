@@ -1,4 +1,5 @@
 import type { Best } from "./best.js";
+import { startupHookInUnit } from "./env-hooks.js";
 import { classifyOpaque } from "./opaque-rules.js";
 import { redirectHit } from "./redirects.js";
 import { Args, initScript, lookupRule, type Rule } from "./rules/index.js";
@@ -173,6 +174,8 @@ export function classifyUnits(
     if (best.done) return;
     const c: ArgvCtx = { session, index, stdin: stdinOf(unit, index, inherited), best, part: unit.text };
     argvHit(unit.words, c, 0);
+    const hook = startupHookInUnit(unit);
+    if (hook !== null) best.consider(2, "startup_env", unit.text);
     for (const r of unit.redirects) {
       const h = redirectHit(r, unit);
       if (h !== null) best.consider(h.tier, h.basis, r.text);

@@ -170,6 +170,14 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
   sh("ls", 1, "default", "", '{"LD_PRELOAD": null, "LANG": "C"}'),
   py("print(1)", 2, "startup_env", '{"PYTHONPATH": "/tmp/evil"}'),
   bash("true", 2, "startup_env", '{"BASH_ENV": "/tmp/x.sh"}'),
+  // the same variables set in shell text
+  sh("BASH_ENV=/tmp/x.sh bash -c true", 2, "startup_env"),
+  sh("LD_PRELOAD=/tmp/x.so ls", 2, "startup_env"),
+  sh("env NODE_OPTIONS='--require /tmp/x.js' node -v", 2, "startup_env"),
+  sh("export PYTHONSTARTUP=/tmp/x.py; python3 -V", 2, "startup_env"),
+  sh("declare -x ENV=/tmp/x.sh", 2, "startup_env"),
+  sh("FOO=1 LANG=C ls", 1, "default"),
+  sh("echo LD_PRELOAD=/tmp/x.so", 1, "default"),
   // script files handed to an interpreter
   sh("bash file.sh", 2, "script_file"),
   sh("sh ./f", 2, "script_file"),
