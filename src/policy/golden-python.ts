@@ -42,7 +42,7 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
     "service_change",
   ),
   py("import subprocess\nsubprocess.Popen(['sudo', 'apt', 'install', 'x'])", 2, "privilege_escalation"),
-  py("import pty\npty.spawn(['bash', '-c', 'rm -rf /srv'])", 3, "file_destruction"),
+  py("import pty\npty.spawn (['bash', '-c', 'rm -rf /srv'])", 3, "file_destruction"),
   py("import os\nos.execvp('rm', ['rm', '-rf', '/srv'])", 3, "file_destruction"),
   py("import os\nos.spawnlp(os.P_WAIT, 'shutdown', 'shutdown', '-h', 'now')", 3, "power_kernel"),
   py("import os\ncmd = 'rm -rf /srv'\nos.system(cmd)", 3, "file_destruction"),
@@ -98,7 +98,7 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
   py("import os\nos.symlink('/etc/passwd', '/tmp/p')", 2, "filesystem_change"),
   py("import os\nos.truncate('/etc/fstab', 0)", 3, "file_destruction"),
   py("import os\nos.kill(1, 9)", 3, "process_kill"),
-  py("import os\nwhile True:\n    os.fork()", 3, "fork_bomb"),
+  py("import os\nwhile True:\n    os.fork ()", 3, "fork_bomb"),
   // code the classifier cannot see
   py("exec(\"import shutil; shutil.rmtree('/srv')\")", 3, "file_destruction"),
   py("eval(compile('import os; os.system(\"reboot\")', 'x', 'exec'))", 3, "power_kernel"),

@@ -83,6 +83,10 @@ function cases(dir: string, hook: string, pyHook: string): Array<[string, Case]>
       },
     ],
     [
+      "BASH_ENV set in the command",
+      { tool: "shell_exec", args: { command: "BASH_ENV=HOOK bash -c true" }, tier: 2, basis: "startup_env" },
+    ],
+    [
       "PYTHONPATH in env_json",
       {
         tool: "shell_script",
