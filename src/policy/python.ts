@@ -389,7 +389,8 @@ class Program extends PythonSource {
     return this.stringValue(node, 0) ?? dynamicWord(this.text(node));
   }
 
-  private commandLine(node: SyntaxNode | undefined, call: SyntaxNode, part: string): void {
+  /** What a process call runs: a string is a shell command line, a list an argv, anything else unknown. */
+  private commandLine(node: SyntaxNode | undefined, part: string): void {
     if (node === undefined) {
       this.host.best.consider(3, "dynamic_command", part);
       return;
@@ -402,7 +403,6 @@ class Program extends PythonSource {
     const line = this.stringValue(node, 0);
     if (line === null) this.host.best.consider(3, "dynamic_command", part);
     else this.host.shell(line, part);
-    void call;
   }
 
   private act(action: PyAction, call: SyntaxNode, ref: Ref, part: string, inLoop: boolean): void {
@@ -411,10 +411,10 @@ class Program extends PythonSource {
     const arg = (i: number) => this.value(pos[i], call);
     switch (action) {
       case "shell":
-        this.commandLine(this.arg(call, 0, "cmd") ?? this.keyword(call, "command"), call, part);
+        this.commandLine(this.arg(call, 0, "cmd") ?? this.keyword(call, "command"), part);
         return;
       case "subprocess":
-        this.commandLine(this.arg(call, 0, "args") ?? this.keyword(call, "argv"), call, part);
+        this.commandLine(this.arg(call, 0, "args") ?? this.keyword(call, "argv"), part);
         return;
       case "exec":
       case "spawn":
