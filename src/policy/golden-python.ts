@@ -98,6 +98,16 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
   py("import os\nos.symlink('/etc/passwd', '/tmp/p')", 2, "filesystem_change"),
   py("import os\nos.truncate('/etc/fstab', 0)", 3, "file_destruction"),
   py("import os\nos.kill(1, 9)", 3, "process_kill"),
+  py(
+    "import sqlite3\ndb = sqlite3.connect('app.db')\ndb.execute('DROP TABLE users')",
+    3,
+    "data_store_destruction",
+  ),
+  py(
+    "import sqlite3\ncur = sqlite3.connect('app.db').cursor()\ncur.executescript('delete from t; truncate table logs')",
+    3,
+    "data_store_destruction",
+  ),
   py("import os\nwhile True:\n    os.fork ()", 3, "fork_bomb"),
   // code the classifier cannot see
   py("exec(\"import shutil; shutil.rmtree('/srv')\")", 3, "file_destruction"),
@@ -136,6 +146,11 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
   py("def main():\n    print('hi')\n\nif __name__ == '__main__':\n    main()", 1, "default"),
   py("import sys\nprint(sys.version)", 1, "default"),
   py("import socket\nprint(socket.gethostname())", 1, "default"),
+  py(
+    "import sqlite3\ndb = sqlite3.connect('app.db')\nprint(db.execute('SELECT name FROM users').fetchall())",
+    1,
+    "default",
+  ),
   py("import os  # os.system('rm -rf /srv')\nprint(os.getcwd())", 1, "default"),
   // text Python cannot read is opaque (the grammar may lag behind the interpreter)
   py("echo 'print(1)'", 2, "opaque_program"),

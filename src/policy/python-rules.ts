@@ -28,6 +28,7 @@ export type PyAction =
   | "link"
   | "truncate" // os.truncate(path, length)
   | "kill" // os.kill(pid, sig)
+  | "sql" // cursor.execute(sql): arg 0 is SQL text
   | "fork" // os.fork: only a signal inside a loop
   | "code" // eval / exec / compile: arg 0 is Python source
   | "import" // __import__ / importlib.import_module: arg 0 names a module
@@ -125,6 +126,10 @@ export const UNKNOWN_METHODS: ReadonlyMap<string, PyAction> = new Map<string, Py
   ["posix_spawnp", "posix_spawn"],
   ["create_subprocess_shell", "shell"],
   ["create_subprocess_exec", "exec_args"],
+  // DB-API cursors and connections: what they run is SQL
+  ["execute", "sql"],
+  ["executemany", "sql"],
+  ["executescript", "sql"],
   ...OS_EXEC.map((n): [string, PyAction] => [n, "exec"]),
   ...OS_SPAWN.map((n): [string, PyAction] => [n, "spawn"]),
 ]);

@@ -506,6 +506,12 @@ class Program extends PythonSource {
       case "fork":
         if (inLoop) host.best.consider(3, "fork_bomb", part);
         return;
+      case "sql": {
+        // Judged as the same statement given to an SQL client (DROP, TRUNCATE ...).
+        const sql = pos[0] === undefined ? null : this.stringValue(pos[0], 0);
+        if (sql !== null) host.argv([literalWord("psql"), literalWord("-c"), sql], part);
+        return;
+      }
       case "code":
         this.code(call, part);
         return;
