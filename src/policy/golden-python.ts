@@ -159,6 +159,8 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
   sh("python3", 3, "file_destruction", "import os\nos.system('rm -rf /srv/data')"),
   sh("python3 -", 2, "inline_interpreter", "print(1)"),
   sh("sudo python3 -", 3, "file_destruction", "import shutil\nshutil.rmtree('/srv')"),
+  sh("ipython -c \"import os; os.remove('/tmp/c/f')\"", 2, "inline_interpreter"),
+  sh("python3.11 -I - <<'EOF'\nimport os\nos.system('reboot')\nEOF", 3, "power_kernel"),
   sh("perl", 2, "opaque_program", "print 1"),
   sh("ruby -", 2, "opaque_program", "puts 1"),
   sh("node", 2, "opaque_program", "console.log(1)"),

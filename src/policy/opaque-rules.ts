@@ -43,7 +43,12 @@ export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: 
   if (interp !== null) {
     const inv = interpreterInvocation(interp, args);
     if (inv.kind === "module") argvHit(inv.argv, c, unwraps + 1);
-    else runInvocation(inv, interp === "python" || interp === "pypy" ? "python" : "program", c);
+    else
+      runInvocation(
+        inv,
+        interp === "python" || interp === "pypy" || interp === "ipython" ? "python" : "program",
+        c,
+      );
     return true;
   }
   switch (name) {
