@@ -38,4 +38,7 @@ export const BASIS_TEXT: Readonly<Record<Basis, string>> = Object.freeze({
   nesting_limit: "nested too deep to inspect",
   pattern_fallback: "matched the fallback pattern tables",
   destructive_subcommand: "runs a destructive subcommand such as delete or uninstall",
+  script_file: "runs a script file the classifier cannot read",
+  opaque_program: "runs code the classifier cannot read",
+  startup_env: "sets an environment variable that makes programs load code",
 });

@@ -1,11 +1,14 @@
 import { Best, toPart } from "./best.js";
 import { classifyUnits, type Session, type StdinCtx } from "./engine.js";
+import { startupHooks } from "./env-hooks.js";
 import { fallbackClassify } from "./fallback.js";
 import { plainScript } from "./fast-path.js";
+import { pythonInto as pythonProgramInto } from "./python-host.js";
+import { type PythonSyntax, preparePythonSyntax } from "./python-syntax.js";
 import { buildRuleTable, type Rule } from "./rules/index.js";
-import type { ParsedScript } from "./script.js";
+import type { ParsedScript, StdinFeed } from "./script.js";
 import { type BashSyntax, loadBashSyntax } from "./syntax.js";
-import type { Classification, Classifier, ClassifyOptions } from "./types.js";
+import type { Classification, Classifier, ClassifyOptions, ProgramInput } from "./types.js";
 import { walkScript } from "./walker.js";
 import { classifyWindowsCommand, DOWNLOADS, tokenizeWindows } from "./windows.js";
 
@@ -29,9 +32,12 @@ function reparseBudget(length: number): number {
 
 interface Run {
   syntax: BashSyntax;
+  python: PythonSyntax;
   rules: ReadonlyMap<string, Rule>;
   windows: boolean;
   budget: { bytes: number };
+  /** The tool's stdin, and whether a Python interpreter read it as its program. */
+  stdin: { feed: StdinFeed | null; readAsPython: boolean };
 }
 
 function session(run: Run, depth: number): Session {
@@ -43,7 +49,25 @@ function session(run: Run, depth: number): Session {
       if (!spend(run, depth + 1, text, best, part)) return;
       windowsInto(run, depth + 1, text, best);
     },
+    nestedPython: (source, best, part, feed) => {
+      if (feed !== null && feed === run.stdin.feed) run.stdin.readAsPython = true;
+      pythonInto(run, depth + 1, source, best, part);
+    },
   };
+}
+
+/** Classify a Python program, charged to the same depth and byte budgets as nested shell text. */
+function pythonInto(run: Run, depth: number, source: string, best: Best, part: string): void {
+  if (best.done || !spend(run, depth, source, best, part)) return;
+  pythonProgramInto(
+    {
+      parse: (text) => (text.length > PARSE_LIMIT ? null : run.python.parse(text)),
+      session: session(run, depth),
+      python: (text, p) => pythonInto(run, depth + 1, text, best, p),
+    },
+    source,
+    best,
+  );
 }
 
 /** Charge a nested text to the depth and byte budgets; past either, it is unseen (Tier 3). */
@@ -202,39 +226,90 @@ function windowsInto(run: Run, depth: number, text: string, best: Best): void {
  * text (a variable may hold the payload, row 81) and the line itself is kept
  * away from the shell parser, which would only see a malformed word.
  */
-function splitEnvOverlay(text: string): { body: string; values: string[] } {
+function splitEnvOverlay(text: string): { body: string; values: string[]; env: Record<string, unknown> } {
   const nl = text.lastIndexOf("\n");
-  if (nl < 0) return { body: text, values: [] };
-  const last = text.slice(nl + 1).trim();
-  if (!last.startsWith("{") || !last.endsWith("}")) return { body: text, values: [] };
+  if (nl < 0) return { body: text, values: [], env: {} };
+  const { values, env } = parseEnvOverlay(text.slice(nl + 1));
+  return env === null ? { body: text, values: [], env: {} } : { body: text.slice(0, nl), values, env };
+}
+
+/** An env_json overlay: its values as text, or env null when the text is not a JSON object. */
+function parseEnvOverlay(text: string): { values: string[]; env: Record<string, unknown> | null } {
+  const last = text.trim();
+  if (!last.startsWith("{") || !last.endsWith("}")) return { values: [], env: null };
   let parsed: unknown;
   try {
     parsed = JSON.parse(last);
   } catch {
     // Not JSON after all: it is shell text like the rest.
-    return { body: text, values: [] };
+    return { values: [], env: null };
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
-    return { body: text, values: [] };
+    return { values: [], env: null };
   const values = Object.values(parsed as Record<string, unknown>).map((v) =>
     typeof v === "string" ? v : JSON.stringify(v),
   );
-  return { body: text.slice(0, nl), values };
+  return { values, env: parsed as Record<string, unknown> };
+}
+
+/** Environment values are classified as command text; variables that load code are opaque. */
+function envInto(run: Run, values: string[], env: Record<string, unknown>, best: Best): void {
+  for (const hook of startupHooks(env)) best.consider(2, "startup_env", hook);
+  for (const v of values) nestedScript(run, 1, v, best, v, null);
+}
+
+/**
+ * A local command tool's input, in its parts: the program in its own
+ * language, the tool's stdin bound to the standard input of the program's
+ * top-level commands, the environment overlay. Stdin that no Python
+ * interpreter read as its program is also judged as shell text, as in the
+ * joined form, since what reads it is not always visible.
+ */
+function inputInto(run: Run, input: ProgramInput, best: Best): void {
+  const clean = (t: string) => (t.includes("\0") ? t.replaceAll("\0", " ") : t);
+  const program = clean(input.program);
+  const stdinText = clean(input.stdin);
+  if (input.language === "python") {
+    pythonInto(run, 0, program, best, program);
+  } else {
+    const feed: StdinFeed | null = stdinText === "" ? null : { text: stdinText, dynamic: false, subst: [] };
+    run.stdin.feed = feed;
+    const ctx = feed === null ? null : { piped: false, origin: null, feed, literal: stdinText };
+    scriptInto(run, 0, program, best, ctx);
+    if (feed !== null && stdinText !== program && !run.stdin.readAsPython && !best.done)
+      nestedScript(run, 1, stdinText, best, stdinText, null);
+  }
+  if (input.env === "" || best.done) return;
+  const { values, env } = parseEnvOverlay(clean(input.env));
+  if (env === null) nestedScript(run, 1, clean(input.env), best, input.env, null);
+  else envInto(run, values, env, best);
 }
 
 function classifyText(
   syntax: BashSyntax,
+  python: PythonSyntax,
   rules: ReadonlyMap<string, Rule>,
   text: string,
   options?: ClassifyOptions,
 ): Classification {
   const windows = options?.windows === true;
-  const run: Run = { syntax, rules, windows, budget: { bytes: reparseBudget(text.length) } };
+  const run: Run = {
+    syntax,
+    python,
+    rules,
+    windows,
+    budget: { bytes: reparseBudget(text.length) },
+    stdin: { feed: null, readAsPython: false },
+  };
   const best = new Best();
+  if (options?.input !== undefined) {
+    inputInto(run, options.input, best);
+    return best.result();
+  }
   // tree-sitter reads a NUL as the end of input; what follows must not become invisible.
-  const { body, values } = splitEnvOverlay(text.includes("\0") ? text.replaceAll("\0", " ") : text);
+  const { body, values, env } = splitEnvOverlay(text.includes("\0") ? text.replaceAll("\0", " ") : text);
   scriptInto(run, 0, body, best, null);
-  for (const v of values) nestedScript(run, 1, v, best, v, null);
+  envInto(run, values, env, best);
   if (windows && !best.done) windowsInto(run, 0, text, best);
   return best.result();
 }
@@ -255,11 +330,13 @@ function safeFallback(text: string): Classification {
 /** Load the shell grammar once; the returned classifier is synchronous and never throws. */
 export async function createClassifier(): Promise<Classifier> {
   const syntax = await loadBashSyntax();
+  // Only prepared: the Python grammar is compiled on the first Python program.
+  const python = await preparePythonSyntax();
   const rules = buildRuleTable();
   return {
     classify(text: string, options?: ClassifyOptions): Classification {
       try {
-        return classifyText(syntax, rules, text, options);
+        return classifyText(syntax, python, rules, text, options);
       } catch {
         // An internal fault must not decide the tier: degrade to the pattern tables.
         return safeFallback(text);

@@ -1,4 +1,5 @@
 import type { Best } from "./best.js";
+import { startupHookInUnit } from "./env-hooks.js";
 import { classifyOpaque } from "./opaque-rules.js";
 import { redirectHit } from "./redirects.js";
 import { Args, initScript, lookupRule, type Rule } from "./rules/index.js";
@@ -35,6 +36,11 @@ export interface Session {
   nested(text: string, best: Best, part: string, stdin: StdinCtx | null): void;
   /** Classify PowerShell/cmd text one level deeper. */
   nestedWindows(text: string, best: Best, part: string): void;
+  /**
+   * Classify a Python program one level deeper. `feed` is the stdin it was
+   * read from, when the program arrived on a command's standard input.
+   */
+  nestedPython(source: string, best: Best, part: string, feed: StdinFeed | null): void;
 }
 
 const PS_OPERATOR =
@@ -58,7 +64,7 @@ const POWER_PREFIX = /^(?:shutdown|reboot|halt|poweroff)[-._]/;
 const MAX_UNWRAP = 32;
 
 /** Commands that delete whatever they are handed, when run per input item (xargs rm, find -exec rm). */
-const MASS_DELETE = new Set(["rm", "unlink", "shred", "srm"]);
+const MASS_DELETE = new Set(["rm", "unlink", "shred", "srm", "rmdir"]);
 
 export interface ArgvCtx {
   session: Session;
@@ -170,6 +176,8 @@ export function classifyUnits(
     if (best.done) return;
     const c: ArgvCtx = { session, index, stdin: stdinOf(unit, index, inherited), best, part: unit.text };
     argvHit(unit.words, c, 0);
+    const hook = startupHookInUnit(unit);
+    if (hook !== null) best.consider(2, "startup_env", unit.text);
     for (const r of unit.redirects) {
       const h = redirectHit(r, unit);
       if (h !== null) best.consider(h.tier, h.basis, r.text);

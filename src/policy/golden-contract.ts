@@ -100,7 +100,8 @@ export const CONTRACT_ROWS: readonly GoldenRow[] = [
   { text: "sudo systemctl restart nginx", tier: 2, basis: "privilege_escalation" },
   { text: "bash\nrm -rf /tmp/victim", tier: 3, basis: "file_destruction" },
   { text: 'bash -c "$PAYLOAD"\n{"PAYLOAD":"rm -rf /tmp/victim"}', tier: 3, basis: "dynamic_command" },
-  { text: 'env\n{"LD_PRELOAD":"/tmp/x.so"}', tier: 1, basis: "default" },
+  // Row 82 was Tier 1; a variable that loads code is opaque execution now (ADR 0017).
+  { text: 'env\n{"LD_PRELOAD":"/tmp/x.so"}', tier: 2, basis: "startup_env" },
   { text: "Remove-Item -Recurse -Force C:\\data", tier: 3, basis: "windows_destructive", windows: true },
   { text: "Remove-Item -Path C:\\x -Force", tier: 3, basis: "windows_destructive", windows: true },
   { text: "Remove-Item single.txt", tier: 1, basis: "default", windows: true },

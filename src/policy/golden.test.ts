@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { GOLDEN_ROWS as TABLE_ROWS } from "./golden.js";
 import { LONGTAIL_ROWS } from "./golden-longtail.js";
+import { PROGRAM_ROWS } from "./golden-python.js";
 import { type Classifier, createClassifier } from "./index.js";
 
 const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS];
@@ -24,4 +25,19 @@ describe("golden table", () => {
     if (row.tier === 1) expect(got.part).toBe("");
     else expect(got.part).not.toBe("");
   });
+});
+
+describe("golden table: programs with their interpreter, stdin and env", () => {
+  it.each(PROGRAM_ROWS.map((r, i) => ({ ...r, i, text: r.input.program })))(
+    "#$i $input.language $text → $tier $basis",
+    (row) => {
+      const { program, stdin, env } = row.input;
+      // The joined text is what the deny list sees; the parts decide the tier.
+      const joined = [program, stdin, env].filter((p) => p !== "").join("\n");
+      const got = classifier.classify(joined, { input: row.input });
+      expect({ tier: got.tier, basis: got.basis }).toEqual({ tier: row.tier, basis: row.basis });
+      if (row.tier === 1) expect(got.part).toBe("");
+      else expect(got.part).not.toBe("");
+    },
+  );
 });

@@ -17,5 +17,7 @@ export type {
   ClassifyOptions,
   PolicyDecision,
   PolicyMode,
+  ProgramInput,
+  ProgramLanguage,
   TierSpec,
 } from "./types.js";

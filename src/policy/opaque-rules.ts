@@ -10,6 +10,7 @@ import {
   SHELLS,
   shellInvocation as shellInvocationOf,
 } from "./opaque.js";
+import type { StdinFeed } from "./script.js";
 import { joinAll } from "./unwrap.js";
 import { DYNAMIC, type Word } from "./words.js";
 
@@ -42,7 +43,12 @@ export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: 
   if (interp !== null) {
     const inv = interpreterInvocation(interp, args);
     if (inv.kind === "module") argvHit(inv.argv, c, unwraps + 1);
-    else runInvocation(inv, "program", c);
+    else
+      runInvocation(
+        inv,
+        interp === "python" || interp === "pypy" || interp === "ipython" ? "python" : "program",
+        c,
+      );
     return true;
   }
   switch (name) {
@@ -88,10 +94,14 @@ function quoteForWindows(value: string): string {
   return /[\s;|&{}()]/.test(value) ? `"${value.replaceAll('"', "")}"` : value;
 }
 
-function runInvocation(inv: Invocation, kind: "shell" | "program", c: ArgvCtx): void {
+/** What reads the program: a shell, Python (which has a grammar here), or another interpreter. */
+type Reader = "shell" | "python" | "program";
+
+function runInvocation(inv: Invocation, kind: Reader, c: ArgvCtx): void {
   switch (inv.kind) {
     case "inline":
       if (kind === "shell") scriptWord(inv.code, c, c.stdin);
+      else if (kind === "python") pythonProgram(inv.code, c, null);
       else inlineProgram(inv.code, c);
       return;
     case "stdin":
@@ -105,6 +115,9 @@ function runInvocation(inv: Invocation, kind: "shell" | "program", c: ArgvCtx): 
         // Naming stdin explicitly: whatever arrives there runs, even when nothing visible feeds it.
         if (c.stdin === null) c.best.consider(3, "piped_to_shell", c.part);
         else stdinCode(kind, c);
+      } else {
+        // A script file: its text is not part of the call, so nothing here can read it.
+        c.best.consider(2, "script_file", c.part);
       }
       return;
     case "module":
@@ -114,7 +127,7 @@ function runInvocation(inv: Invocation, kind: "shell" | "program", c: ArgvCtx): 
 }
 
 /** A shell or interpreter that takes its program from stdin. */
-function stdinCode(kind: "shell" | "program", c: ArgvCtx): void {
+function stdinCode(kind: Reader, c: ArgvCtx): void {
   const stdin: StdinCtx | null = c.stdin;
   if (stdin === null) return; // interactive: what is typed later is classified when it is sent
   if (stdin.piped) {
@@ -130,12 +143,36 @@ function stdinCode(kind: "shell" | "program", c: ArgvCtx): void {
     const origin = c.index.originOfSubst(feed.subst);
     if (origin !== null) c.best.consider(3, origin, c.part);
   }
+  const code: Word = {
+    value: feed.text,
+    dynamic: false,
+    subst: [],
+    procSub: false,
+    glob: false,
+    text: feed.text,
+  };
   if (kind === "shell") c.session.nested(feed.text, c.best, c.part, null);
-  else
-    inlineProgram(
-      { value: feed.text, dynamic: false, subst: [], procSub: false, glob: false, text: feed.text },
-      c,
-    );
+  else if (kind === "python") pythonProgram(code, c, feed);
+  else {
+    // No grammar for this language: the program is read only for the shell commands it names.
+    c.best.consider(2, "opaque_program", c.part);
+    inlineProgram(code, c);
+  }
+}
+
+/**
+ * A Python program given inline or on stdin inside shell text: at least
+ * Tier 2 (inline_interpreter, as for every inline program), raised by what
+ * the Python classifier finds in it.
+ */
+function pythonProgram(code: Word, c: ArgvCtx, feed: StdinFeed | null): void {
+  if (code.dynamic && code.value.trim() === DYNAMIC) {
+    c.best.consider(3, originBasis(c.index.originOfSubst(code.subst), "dynamic_command"), c.part);
+    return;
+  }
+  c.best.consider(2, "inline_interpreter", c.part);
+  // An unknown stretch becomes a name, so the literal rest of the program is still read.
+  c.session.nestedPython(code.value.replaceAll(DYNAMIC, "__relay_unknown__"), c.best, c.part, feed);
 }
 
 function inlineProgram(code: Word, c: ArgvCtx): void {

@@ -123,6 +123,7 @@ const OSASCRIPT: InterpreterSpec = { inline: ["-e"], inlineLetters: "", valued: 
 const INTERPRETERS = new Map<string, InterpreterSpec>([
   ["python", PY],
   ["pypy", PY],
+  ["ipython", PY],
   ["perl", PERL],
   ["ruby", RUBY],
   ["node", NODE],

@@ -1,5 +1,12 @@
 import { tierName } from "../core/index.js";
-import type { Classification, Classifier, PolicyDecision, PolicyMode, TierSpec } from "./types.js";
+import type {
+  Classification,
+  Classifier,
+  PolicyDecision,
+  PolicyMode,
+  ProgramInput,
+  TierSpec,
+} from "./types.js";
 
 export interface PolicyConfig {
   mode: PolicyMode;
@@ -156,14 +163,23 @@ export function decide(
 
 /**
  * The tier of a call from its tool's spec. A fixed tier ignores the text; a
- * heuristic tool classifies the text and is raised to its floor, and the
- * basis says so when the floor (not the text) decided.
+ * heuristic tool classifies the text (or, when the tool gives it, the
+ * program in its own language with its stdin and environment) and is raised
+ * to its floor, and the basis says so when the floor (not the text) decided.
  */
-export function assessTier(spec: TierSpec, text: string, classifier: Classifier): Classification {
+export function assessTier(
+  spec: TierSpec,
+  text: string,
+  classifier: Classifier,
+  input?: ProgramInput,
+): Classification {
   if (spec.kind === "fixed") {
     return { tier: spec.tier, basis: spec.tier === 0 ? "read_only_tool" : "default", part: "" };
   }
-  const found = classifier.classify(text, { windows: spec.windows });
+  const found = classifier.classify(text, {
+    windows: spec.windows,
+    ...(input !== undefined ? { input } : {}),
+  });
   if (found.tier >= spec.floor) return found;
   return { tier: spec.floor, basis: spec.floor === 2 ? "mutating_tool" : "default", part: "" };
 }

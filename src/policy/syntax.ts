@@ -38,11 +38,11 @@ export interface BashSyntax {
  * stages). Past the budget the parse is cancelled and the caller falls back
  * to the pattern tables, which keeps the cost linear in the input.
  */
-function tickBudget(length: number): number {
+export function tickBudget(length: number): number {
   return 32 + Math.ceil(length / 40);
 }
 
-interface NodeKinds {
+export interface NodeKinds {
   types: string[];
   named: boolean[];
   fields: (string | null)[];
@@ -96,7 +96,7 @@ export async function loadBashSyntax(): Promise<BashSyntax> {
 }
 
 /** Iterative pre-order copy: nesting depth of the input cannot overflow the JS stack. */
-function copyTree(cursor: TreeCursor, kinds: NodeKinds): SyntaxNode {
+export function copyTree(cursor: TreeCursor, kinds: NodeKinds): SyntaxNode {
   const root = makeNode(cursor, kinds);
   const parents: SyntaxNode[] = [root];
   if (!cursor.gotoFirstChild()) return root;

@@ -47,7 +47,11 @@ export type Basis =
   // parser fell back to the pattern tables
   | "pattern_fallback"
   // Tier 2: a destructive verb as the subcommand of a tool no table names (`<tool> delete …`)
-  | "destructive_subcommand";
+  | "destructive_subcommand"
+  // programs the classifier cannot read
+  | "script_file" // a script file handed to a shell or interpreter (bash f.sh, . f, python3 f.py)
+  | "opaque_program" // a program without a grammar here, or Python code only known at run time
+  | "startup_env"; // an environment overlay that makes a shell, interpreter or the loader run code
 
 export interface Classification {
   tier: Tier;
@@ -59,6 +63,26 @@ export interface Classification {
 export interface ClassifyOptions {
   /** Also apply the Windows/PowerShell rules of CONTRACT §5.6 (SSH targets). */
   windows?: boolean;
+  /**
+   * The parts of a local command tool's input, when the tool knows them
+   * apart. The classifier then reads the program in its own language, with
+   * the stdin text bound to its commands' standard input, instead of the
+   * joined text.
+   */
+  input?: ProgramInput;
+}
+
+/** The language a program is written in: shell (sh, bash) or Python. */
+export type ProgramLanguage = "shell" | "python";
+
+/** A program, what it reads on stdin, and its environment overlay, as the tool will run them. */
+export interface ProgramInput {
+  language: ProgramLanguage;
+  program: string;
+  /** Text the program's top-level commands read on stdin ("" = nothing). */
+  stdin: string;
+  /** The env_json overlay as given ("" = none). */
+  env: string;
 }
 
 export interface Classifier {

@@ -94,7 +94,7 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     }
 
     // The deny list first, then the mode.
-    const classification = assessTier(tool.tier, policyText, classifier);
+    const classification = assessTier(tool.tier, policyText, classifier, tool.programInput?.(args));
     const decision = decide(policyConfig, tool.name, policyText, classification, targets);
     const refuse = (reason: string): Refused => ({
       admitted: false,

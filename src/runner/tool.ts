@@ -1,7 +1,7 @@
 import type { AuditAction } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Tier } from "../core/index.js";
-import type { PolicyTarget, TierSpec } from "../policy/index.js";
+import type { PolicyTarget, ProgramInput, TierSpec } from "../policy/index.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
 
 /** What a tool learns about the call it serves. */
@@ -67,6 +67,13 @@ export interface ToolDef<P extends ParamTable> {
   budget(args: ArgsOf<P>): number;
   /** Every byte the executor will consume (CONTRACT §5.4). */
   policyText(args: ArgsOf<P>): string;
+  /**
+   * The same bytes in their parts, for a tool that runs a program in a known
+   * language: the classifier reads the program as that language, with its
+   * stdin and environment bound, instead of the joined policy text. The
+   * deny and allow lists still see the policy text.
+   */
+  programInput?(args: ArgsOf<P>): ProgramInput;
   /** The target and parameters to record (raw; the runner redacts). */
   auditArgs(args: ArgsOf<P>): Record<string, unknown>;
   /**
@@ -106,6 +113,7 @@ export interface Tool {
   parse: ArgParser<unknown>["parse"];
   budget(args: unknown): number;
   policyText(args: unknown): string;
+  readonly programInput?: (args: unknown) => ProgramInput;
   auditArgs(args: unknown): Record<string, unknown>;
   readonly targets?: (args: unknown) => PolicyTarget[];
   readonly followUp?: (args: unknown, command: string) => unknown;
@@ -120,6 +128,7 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
   const typed = (args: unknown) => args as ArgsOf<P>;
   const followUp = def.followUp;
   const targets = def.targets;
+  const programInput = def.programInput;
   return {
     name: def.name,
     title: def.title,
@@ -131,6 +140,7 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
     parse: (raw) => parser.parse(raw),
     budget: (args) => def.budget(typed(args)),
     policyText: (args) => def.policyText(typed(args)),
+    ...(programInput ? { programInput: (args: unknown) => programInput(typed(args)) } : {}),
     auditArgs: (args) => def.auditArgs(typed(args)),
     ...(targets ? { targets: (args: unknown) => targets(typed(args)) } : {}),
     ...(followUp ? { followUp: (args: unknown, command: string) => followUp(typed(args), command) } : {}),

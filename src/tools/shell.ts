@@ -1,7 +1,7 @@
 import type { Settings } from "../config/index.js";
 import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, type ProcessOutcome, type ProcessRunner, splitShellWords } from "../exec/index.js";
-import type { TierSpec } from "../policy/index.js";
+import type { ProgramLanguage, TierSpec } from "../policy/index.js";
 import { annotationsFor, defineTool, type Tool, type ToolOutcome } from "../runner/index.js";
 import { cwdTargets } from "./targets.js";
 
@@ -47,14 +47,32 @@ function toOutcome(result: ProcessOutcome, timeoutSeconds: number): ToolOutcome 
   };
 }
 
-const INTERPRETERS: Record<string, { argv: string[]; strictPrefix: string }> = {
-  bash: { argv: ["/bin/bash", "-s"], strictPrefix: "set -euo pipefail\n" },
+const INTERPRETERS: Record<string, { argv: string[]; strictPrefix: string; language: ProgramLanguage }> = {
+  bash: { argv: ["/bin/bash", "-s"], strictPrefix: "set -euo pipefail\n", language: "shell" },
   // dash has no pipefail: `set -o pipefail` would abort the script at line 1.
-  sh: { argv: ["/bin/sh", "-s"], strictPrefix: "set -eu\n" },
-  python: { argv: ["python3", "-"], strictPrefix: "" },
-  python3: { argv: ["python3", "-"], strictPrefix: "" },
-  py: { argv: ["python3", "-"], strictPrefix: "" },
+  sh: { argv: ["/bin/sh", "-s"], strictPrefix: "set -eu\n", language: "shell" },
+  python: { argv: ["python3", "-"], strictPrefix: "", language: "python" },
+  python3: { argv: ["python3", "-"], strictPrefix: "", language: "python" },
+  py: { argv: ["python3", "-"], strictPrefix: "", language: "python" },
 };
+
+/** The interpreter a name selects; an own key only, so `constructor` is just unsupported. */
+function interpreterOf(name: string) {
+  const key = name.trim().toLowerCase();
+  return Object.hasOwn(INTERPRETERS, key) ? INTERPRETERS[key] : undefined;
+}
+
+/**
+ * What the classifier reads for shell_script: the script in the language of
+ * its interpreter. A shell reads its script from stdin, so a command in it
+ * that reads stdin (`python3 -`, `bash`) gets the lines after it: the script
+ * is also its commands' stdin. An unsupported interpreter is refused when it
+ * would run; it is classified as shell text meanwhile.
+ */
+function scriptInput(a: { script: string; interpreter: string; env_json: string }) {
+  const language = interpreterOf(a.interpreter)?.language ?? "shell";
+  return { language, program: a.script, stdin: language === "shell" ? a.script : "", env: a.env_json };
+}
 
 export function createShellTools(deps: ShellToolDeps): Tool[] {
   const { settings, processes, baseEnv } = deps;
@@ -105,6 +123,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     budget: (a) => a.max_output,
     policyText: (a) => joinProbe(a.command, a.stdin, a.env_json),
     targets: (a) => cwdTargets(a.cwd),
+    programInput: (a) => ({ language: "shell", program: a.command, stdin: a.stdin, env: a.env_json }),
     auditArgs: (a) => ({
       command: a.command,
       timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
@@ -176,11 +195,12 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     targets: (a) => [
       ...cwdTargets(a.cwd),
       { kind: "interpreter", value: a.interpreter },
-      ...(INTERPRETERS[a.interpreter.trim().toLowerCase()]?.argv.slice(0, 1) ?? []).map((value) => ({
+      ...(interpreterOf(a.interpreter)?.argv.slice(0, 1) ?? []).map((value) => ({
         kind: "interpreter" as const,
         value,
       })),
     ],
+    programInput: scriptInput,
     auditArgs: (a) => ({
       interpreter: a.interpreter,
       strict: a.strict,
@@ -192,7 +212,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     // A verify/rollback step is a script for the same interpreter, directory and environment.
     followUp: (a, command) => ({ ...a, script: command }),
     async run(a, ctx) {
-      const interpreter = INTERPRETERS[a.interpreter.trim().toLowerCase()];
+      const interpreter = interpreterOf(a.interpreter);
       if (!interpreter) throw new RelayError("", `unsupported interpreter: ${a.interpreter}`);
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
       const prefix = a.strict ? interpreter.strictPrefix : "";

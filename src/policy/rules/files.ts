@@ -35,11 +35,24 @@ function rm({ args }: RuleInput): Hit | null {
   return null;
 }
 
+/**
+ * unlink and rmdir delete what they name, one entry at a time: by hand, a
+ * directory tree goes with `unlink` on each file and `rmdir` on each
+ * directory, so they are the deletion family at Tier 2 even where a plain
+ * `rm file` stays Tier 1 (the conformance corpus pins that row). A file the
+ * system or a login depends on makes it Tier 3.
+ */
 function unlink({ args }: RuleInput): Hit | null {
   const targets = args.operands();
   if (targets.some((t) => isCriticalPath(t))) return hit(3, "file_destruction");
   if (targets.some((t) => isAuthPath(t))) return hit(3, "account_access");
-  return null;
+  return hit(2, "file_destruction");
+}
+
+function rmdir({ args }: RuleInput): Hit | null {
+  const targets = args.operands();
+  if (targets.some((t) => isCriticalPath(t) || isTopLevelTree(t))) return hit(3, "file_destruction");
+  return hit(2, "file_destruction");
 }
 
 /**
@@ -163,6 +176,7 @@ function transfer({ args }: RuleInput): Hit | null {
 export const FILE_RULES = table([
   ["rm", rm],
   ["unlink", unlink],
+  ["rmdir", rmdir],
   ["truncate", truncate],
   ["rsync", rsync],
   ["mv", mv],

@@ -1,0 +1,68 @@
+import type { Best } from "./best.js";
+import { type ArgvCtx, argvHit, type Session, scriptWord } from "./engine.js";
+import { classifyPython, type PythonHost } from "./python.js";
+import { redirectHit } from "./redirects.js";
+import type { Unit } from "./script.js";
+import { ScriptIndex } from "./script-index.js";
+import type { SyntaxTree } from "./syntax.js";
+import { literalWord, type Word } from "./words.js";
+
+/**
+ * Connects the Python classifier to the shell side: a command line a Python
+ * program runs goes through the shell classifier, and a deletion, write or
+ * permission change is judged as the shell command that does the same, with
+ * the same rule tables.
+ */
+
+export interface PythonRun {
+  /** Parse a Python program; null when it is too large or the parse gave up. */
+  parse(source: string): SyntaxTree | null;
+  /** The shell session one level below the program (depth and byte budgets). */
+  session: Session;
+  /** Classify Python source the program runs (exec of a literal), one level deeper. */
+  python(source: string, part: string): void;
+}
+
+const EMPTY_INDEX = new ScriptIndex({
+  units: [],
+  functions: [],
+  parents: [],
+  hasError: false,
+  dataRanges: [],
+  commandRanges: [],
+});
+
+/** The unit a Python write is judged as: a command that writes something (never an emptying `: >`). */
+function writerUnit(part: string): Unit {
+  return {
+    words: [literalWord("python3")],
+    assigns: [],
+    redirects: [],
+    stdin: null,
+    text: part,
+    pipe: null,
+    container: -1,
+    fn: null,
+  };
+}
+
+export function pythonInto(run: PythonRun, source: string, best: Best): void {
+  const ctx = (part: string): ArgvCtx => ({
+    session: run.session,
+    index: EMPTY_INDEX,
+    stdin: null,
+    best,
+    part,
+  });
+  const host: PythonHost = {
+    best,
+    shell: (command: Word, part: string) => scriptWord(command, ctx(part), null),
+    argv: (words: Word[], part: string) => argvHit(words, ctx(part), 0),
+    write: (op, target, part) => {
+      const h = redirectHit({ op, fd: null, target, text: part }, writerUnit(part));
+      if (h !== null) best.consider(h.tier, h.basis, part);
+    },
+    python: (text, part) => run.python(text, part),
+  };
+  classifyPython(run.parse(source), source, host);
+}
