@@ -61,4 +61,10 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   { text: "uv pip show requests", tier: 1, basis: "default" },
   { text: "launchctl list", tier: 1, basis: "default" },
   { text: "dnf module list nodejs", tier: 1, basis: "default" },
+  // bun is a runtime and a package manager: its subcommands are not script files
+  { text: "bun info react version", tier: 1, basis: "default" },
+  { text: "bun remove lodash", tier: 2, basis: "package_change" },
+  { text: "bun pm cache rm", tier: 2, basis: "destructive_subcommand" },
+  { text: "bun run build.ts", tier: 2, basis: "script_file" },
+  { text: "bun server.ts", tier: 2, basis: "script_file" },
 ];

@@ -42,6 +42,7 @@ export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: 
   const interp = interpreterName(name);
   if (interp !== null) {
     const inv = interpreterInvocation(interp, args);
+    if (inv.kind === "subcommand") return false;
     if (inv.kind === "module") argvHit(inv.argv, c, unwraps + 1);
     else
       runInvocation(
@@ -122,6 +123,7 @@ function runInvocation(inv: Invocation, kind: Reader, c: ArgvCtx): void {
       return;
     case "module":
     case "none":
+    case "subcommand":
       return;
   }
 }

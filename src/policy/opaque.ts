@@ -31,7 +31,9 @@ export type Invocation =
   | { kind: "stdin" }
   | { kind: "file"; path: Word }
   | { kind: "module"; argv: Word[] }
-  | { kind: "none" };
+  | { kind: "none" }
+  /** A package-manager subcommand of a runtime (`bun remove x`): judged like any other tool's. */
+  | { kind: "subcommand" };
 
 /** Shell options that take the next word as their value. */
 const SHELL_VALUED = new Set(["-o", "+o", "-O", "+O", "--rcfile", "--init-file"]);
@@ -75,6 +77,12 @@ interface InterpreterSpec {
   valued: string[];
   /** Option that names a module to run (`python -m pip`). */
   module: string | null;
+  /**
+   * Words that name a subcommand of a runtime that is also a package manager
+   * (`bun info x`), not a script file; `run` is passed over, since the word after
+   * it is the file (or a package script, which is just as unreadable here).
+   */
+  subcommands?: ReadonlySet<string>;
 }
 
 const PY: InterpreterSpec = {
@@ -110,6 +118,38 @@ const NODE: InterpreterSpec = {
   ],
   module: null,
 };
+const BUN: InterpreterSpec = {
+  ...NODE,
+  subcommands: new Set([
+    "run",
+    "test",
+    "x",
+    "repl",
+    "exec",
+    "init",
+    "create",
+    "install",
+    "i",
+    "add",
+    "a",
+    "remove",
+    "rm",
+    "update",
+    "outdated",
+    "link",
+    "unlink",
+    "publish",
+    "patch",
+    "pm",
+    "info",
+    "why",
+    "audit",
+    "build",
+    "upgrade",
+    "completions",
+    "help",
+  ]),
+};
 const PHP: InterpreterSpec = {
   inline: ["-r", "-B", "-R", "-E"],
   inlineLetters: "",
@@ -128,7 +168,7 @@ const INTERPRETERS = new Map<string, InterpreterSpec>([
   ["ruby", RUBY],
   ["node", NODE],
   ["nodejs", NODE],
-  ["bun", NODE],
+  ["bun", BUN],
   ["php", PHP],
   ["lua", LUA],
   ["luajit", LUA],
@@ -188,6 +228,10 @@ export function interpreterInvocation(name: string, args: Word[]): Invocation {
         }
       }
       continue;
+    }
+    if (spec.subcommands?.has(v)) {
+      if (v === "run") continue;
+      return { kind: "subcommand" };
     }
     return { kind: "file", path: w };
   }

@@ -123,6 +123,11 @@ describe("shell tools over stdio", () => {
     expect(py.text).toBe("[exit 0]\n3\n");
     const bad = await s.call("shell_script", { script: "x", interpreter: "ruby" });
     expect(bad.text).toBe("[ERROR: unsupported interpreter: ruby]");
+    // Names of the lookup object's prototype are not interpreters either.
+    for (const name of ["constructor", "toString", "__proto__"]) {
+      const proto = await s.call("shell_script", { script: "x", interpreter: name });
+      expect(proto.text).toBe(`[ERROR: unsupported interpreter: ${name}]`);
+    }
   });
 
   it("times out by killing the process group", async () => {
