@@ -10,8 +10,9 @@ import { REPO_ROOT } from "./helpers/server.js";
  * - markdown links to relative paths (the file must exist; a `#anchor` into a page must be one of
  *   its headings);
  * - mentions of `*.md` files, with an optional `§N.N` after them (the page must have a heading
- *   numbered N.N); a `§` that belongs to no page of the repository (nor to an RFC or draft) is an
- *   error, since nobody can tell which document it means;
+ *   numbered N.N); inside a page with numbered headings a bare `§N.N` means that page; any other
+ *   `§` that belongs to no page of the repository (nor to an RFC or draft) is an error, since
+ *   nobody can tell which document it means;
  * - `ADR NNNN`, which always means `docs/adr/NNNN-*.md` of this repository. Design records of other
  *   projects are not cited by number: what they decided is restated in an ADR or page here.
  * - notes that live outside the repository (the upstream contract, its appendices, a sibling
@@ -186,6 +187,7 @@ function scanText(root: string, file: string, text: string): Finding[] {
     else if (PREVIOUS_SECTION.test(before))
       owner = sectionOwners.get(start + before.lastIndexOf("§")) ?? null;
     else if (/\bCONTRACT$/.test(before)) owner = null;
+    else if (isMarkdown && headingsOf(file).some((heading) => heading.number !== null)) owner = file;
     else {
       add(match.index, match[0], "a section sign that names no document of the repository");
       sectionOwners.set(match.index, null);
