@@ -227,7 +227,7 @@ function scanText(root: string, file: string, text: string): Finding[] {
   // Notes that only exist outside the repository.
   const outside: Array<[RegExp, string]> = [
     [
-      /\bCONTRACT\b(?:(?:\s|\*|\/\/)*(?:§\s?[\d.]*\d|rows?\s+\d+(?:\s*(?:\/|and|,)\s*\d+)*|Appendix\s+[A-Z]))?/g,
+      /\bCONTRACT\b(?:(?:\s|\*|\/\/)*(?:§\s?[\d.]*\d(?:\s+item\s+\d+|\s*#\d+)?|rows?\s+\d+(?:\s*(?:\/|and|,)\s*\d+)*|Appendix\s+[A-Z]))?/g,
       "the upstream contract is not in the repository: cite docs/wire-contract.md",
     ],
     [
