@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { REPO_ROOT } from "./helpers/server.js";
 
 /**
- * The dependency rules of DESIGN.md, checked on the import lines so they
+ * The dependency rules of docs/architecture.md, checked on the import lines so they
  * cannot rot: arrows point down, capabilities do not import each other, and
  * another folder is reached only through its index.
  */

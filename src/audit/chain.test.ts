@@ -158,7 +158,7 @@ describe("resume on start", () => {
 const hasPython = spawnSync("python3", ["-c", "print(1)"], { encoding: "utf8" }).status === 0;
 
 describe.skipIf(!hasPython)("interop", () => {
-  it("a Python verifier following CONTRACT §6.7 accepts what this writer wrote", () => {
+  it("a Python verifier following docs/wire-contract.md §6.7 accepts what this writer wrote", () => {
     const log = start();
     log.append(
       entry("shell_exec", {

@@ -27,7 +27,7 @@ export function chainHash(prev: string, body: Record<string, unknown>): string {
 
 /**
  * Adds `seq`, `prev` and `chain` to a record (after its other fields, the
- * order of CONTRACT §6.1). The caller advances its anchor only once the line
+ * order of docs/wire-contract.md §6.1). The caller advances its anchor only once the line
  * is written, so a failed write does not leave a gap in the sequence.
  */
 export function sealRecord(record: AuditRecord, anchor: ChainAnchor): AuditRecord {
@@ -84,7 +84,7 @@ export function rotatedSiblings(path: string): string[] {
 }
 
 /**
- * The anchor a writer starting now must continue from (CONTRACT §6.7):
+ * The anchor a writer starting now must continue from (docs/wire-contract.md §6.7):
  * the last non-blank line of the active file when there is one; when the
  * active file is empty, the newest rotated sibling's last line; genesis when
  * that line is not a chained record. Never throws.

@@ -7,7 +7,7 @@ export function sha256Hex(text: string): string {
 }
 
 /**
- * The record of CONTRACT §6.1 for one entry, fields in the contract order.
+ * The record of docs/wire-contract.md §6.1 for one entry, fields in the contract order.
  * Only the hash and byte length of the output are kept; the optional
  * identifiers appear only when non-empty so that a default configuration
  * writes the same shape as the original v0.1 record.

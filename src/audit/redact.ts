@@ -1,5 +1,5 @@
 /**
- * Redaction of audit arguments (CONTRACT §6.4): secrets in any string of the
+ * Redaction of audit arguments (docs/wire-contract.md §6.4): secrets in any string of the
  * args mapping are replaced before a record is written, and every string is
  * cut to a bounded length.
  */

@@ -1,11 +1,11 @@
 import { readLastLines } from "./read-lines.js";
 import type { TailQuery } from "./types.js";
 
-/** Upper bound on the scanned window whatever the caller passes (CONTRACT §2.7 clamps to 1000). */
+/** Upper bound on the scanned window whatever the caller passes (docs/wire-contract.md §2.7 clamps to 1000). */
 export const MAX_TAIL_LINES = 1000;
 
 /**
- * `audit_tail` (CONTRACT §2.7): the last `lines` non-blank lines of the file,
+ * `audit_tail` (docs/wire-contract.md §2.7): the last `lines` non-blank lines of the file,
  * oldest first, joined by newlines. Filters (exact tool, tier, denied) narrow
  * within that window; lines that are not JSON objects are dropped only when a
  * filter is active, otherwise the lines come back as they are in the file.

@@ -1,7 +1,7 @@
 import type { AuditFormat } from "../config/index.js";
 import type { Tier } from "../core/index.js";
 
-/** Contract audit actions (CONTRACT §6.1, Appendix B 8). */
+/** Contract audit actions (docs/wire-contract.md §6.1, ADR 0010). */
 export type AuditAction =
   | "confirm_plan"
   | "confirm_arm"
@@ -24,7 +24,7 @@ export interface AuditEntry {
   action?: AuditAction;
 }
 
-/** The record as written (CONTRACT §6.1), in this field order. */
+/** The record as written (docs/wire-contract.md §6.1), in this field order. */
 export interface AuditRecord {
   ts: string;
   tool: string;
@@ -85,7 +85,7 @@ export interface AuditLog {
    */
   reserve(): boolean;
   status(): AuditStatus;
-  /** CONTRACT §2.7 audit_tail semantics; never throws. */
+  /** docs/wire-contract.md §2.7 audit_tail semantics; never throws. */
   tail(query: TailQuery): string;
   close(): void;
 }

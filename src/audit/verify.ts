@@ -4,7 +4,7 @@ import { chainFields, chainHash, GENESIS } from "./chain.js";
 import { parseJsonLossless } from "./json-text.js";
 import { forEachLine } from "./read-lines.js";
 
-/** Result of walking one audit file's hash chain (CONTRACT §6.8). */
+/** Result of walking one audit file's hash chain (docs/wire-contract.md §6.8). */
 export interface VerifyReport {
   /**
    * The fail-closed verdict without `--segment`: present, at least one

@@ -22,7 +22,7 @@ export interface AuditLogDeps {
   euid?: number;
 }
 
-/** Prefix that marks audit records on stderr (CONTRACT §4.6). */
+/** Prefix that marks audit records on stderr (docs/wire-contract.md §4.6). */
 export const STDERR_PREFIX = "AUDIT ";
 
 /**

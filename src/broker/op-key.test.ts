@@ -14,7 +14,7 @@ describe("operation identity", () => {
     expect(a).toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it("changes with every SSH identity field (Appendix B 7)", () => {
+  it("changes with every SSH identity field (ADR 0009)", () => {
     const base = {
       host: "web",
       command: "rm -rf /srv/x",

@@ -138,7 +138,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     },
     { clock, ids: cryptoIds, logger },
   );
-  // Forwards listen on 127.0.0.1 unless the operator allows every interface (Appendix B 6).
+  // Forwards listen on 127.0.0.1 unless the operator allows every interface (ADR 0008).
   const forwards = createForwardRegistry(
     { maxForwards: settings.maxForwards, bindAny: settings.forwardBindAny },
     { directory: ssh.directory, pool: ssh.pool, ids: cryptoIds, logger },

@@ -14,7 +14,7 @@ export interface VerifyAuditResult {
 }
 
 /**
- * `relay-shell --verify-audit` (CONTRACT §6.8, §12). Fail closed: success
+ * `relay-shell --verify-audit` (docs/wire-contract.md §6.8, §12). Fail closed: success
  * needs a present file with at least one chained record, no break, and a
  * genesis anchor; `segment` waives only the anchor. The text form prints the
  * reason on stdout and the verdict on stderr; `json` prints one object on

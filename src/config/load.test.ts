@@ -205,7 +205,7 @@ describe("value syntax", () => {
     ]);
   });
 
-  it("refuses absurd limits (CONTRACT §13 item 72)", () => {
+  it("refuses absurd limits (docs/wire-contract.md §4.3)", () => {
     expect(problems({ RELAY_SHELL_MAX_OUTPUT: String(10 ** 12) })).toEqual([
       'RELAY_SHELL_MAX_OUTPUT: expected integer 1024..16777216, got "1000000000000"',
     ]);

@@ -27,7 +27,7 @@ const path = (fallback: (ctx: PathContext) => string) => (env: string, ctx: Path
 
 /**
  * Every `RELAY_SHELL_*` setting: variable name, type, default and range
- * (CONTRACT §4 with the additions of Appendix B). The mapped type makes a
+ * (docs/configuration.md, docs/wire-contract.md §4 and §14). The mapped type makes a
  * field added to Settings without an entry here a compile error.
  */
 const TABLE: SettingTable = {

@@ -7,18 +7,18 @@ export type PolicyMode = "open" | "guarded" | "readonly";
 
 /**
  * The one typed, frozen settings object parsed from `RELAY_SHELL_*`
- * (CONTRACT §4 and Appendix B). Field names are the variable names in
+ * (docs/wire-contract.md §4 and §14). Field names are the variable names in
  * camelCase without the prefix. Durations are seconds, sizes bytes, paths
  * absolute with `~` expanded.
  */
 export interface Settings {
-  // transport (§4.2)
+  // transport (docs/wire-contract.md §4.2)
   transport: Transport;
   httpHost: string;
   httpPort: number;
   httpPath: string;
   allowUnauthNetwork: boolean;
-  // limits (§4.3)
+  // limits (docs/wire-contract.md §4.3)
   maxOutput: number;
   maxOutputHard: number;
   defaultTimeout: number;
@@ -34,25 +34,25 @@ export interface Settings {
   maxInput: number;
   /** How terminal control sequences in host output reach the client (ADR 0016). */
   terminalOutput: TerminalOutputMode;
-  // policy (§4.4)
+  // policy (docs/wire-contract.md §4.4)
   policyMode: PolicyMode;
   policyDeny: RegExp | null;
   policyAllow: RegExp | null;
   unsafeNotices: boolean;
-  // broker (§4.5)
+  // broker (docs/wire-contract.md §4.5)
   confirmTier3: boolean;
   confirmTtl: number;
   confirmRollback: boolean;
-  // audit (§4.6, Appendix B 11, 16)
+  // audit (docs/wire-contract.md §4.6, §14.11, §14.16)
   auditPath: string;
   auditStderr: boolean;
   auditFormat: AuditFormat;
   auditChain: boolean;
   auditFailClosed: boolean;
-  // seccomp (§4.7, Appendix B 13: accepted, not implemented)
+  // seccomp (docs/wire-contract.md §4.7, §14.13: accepted, not implemented)
   seccompNotify: boolean;
   seccompNotifyCap: number;
-  // ssh (§4.8, Appendix B 3, 6, 16)
+  // ssh (docs/wire-contract.md §4.8, §14.3, §14.6, §14.16)
   sshConfig: string;
   inventory: string; // "" = none
   sshKnownHosts: KnownHostsMode;
@@ -64,7 +64,7 @@ export interface Settings {
   forwardBindAny: boolean;
   transferMaxBytes: number;
   transferMaxEntries: number;
-  // oauth (§4.9)
+  // oauth (docs/wire-contract.md §4.9)
   authEnabled: boolean;
   authIssuer: string;
   authStateDir: string;

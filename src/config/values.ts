@@ -2,7 +2,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
 import { compilePolicyRegex } from "./regex.js";
 
-/** Where relative and `~` paths point, and where the embedded defaults live (Appendix B 16). */
+/** Where relative and `~` paths point, and where the embedded defaults live (docs/wire-contract.md §14.16). */
 export interface PathContext {
   cwd: string;
   home: string;
@@ -181,7 +181,7 @@ export function urlSetting(env: string, fallback: string): SettingSchema<string>
   );
 }
 
-/** `""` means no list; anything else must compile (CONTRACT §4.4, Appendix B 9). */
+/** `""` means no list; anything else must compile (docs/wire-contract.md §4.4, §14.9). */
 export function regexSetting(env: string): SettingSchema<RegExp | null> {
   return setting<RegExp | null>(
     env,

@@ -7,7 +7,7 @@ export interface RuntimeInfo {
 }
 
 /**
- * Operator-facing warnings about the live settings (CONTRACT §8.7). A pure
+ * Operator-facing warnings about the live settings (docs/wire-contract.md §8.7). A pure
  * function of its inputs, recomputed on every call so that `server_info`
  * never reports a stale posture. An empty list does not mean "secure".
  */
@@ -55,7 +55,7 @@ function unauthenticatedNetworkBind(settings: Settings): boolean {
 
 /**
  * The start-up refusal of an unauthenticated HTTP listener on a non-loopback
- * address (CONTRACT §9.1), or null when the bind is acceptable.
+ * address (docs/wire-contract.md §9.1), or null when the bind is acceptable.
  */
 export function checkBindSafety(settings: Settings): string | null {
   if (!unauthenticatedNetworkBind(settings) || settings.allowUnauthNetwork) return null;

@@ -11,7 +11,7 @@ export const systemClock: Clock = {
   monotonic: () => performance.now(),
 };
 
-/** ISO 8601 UTC with microseconds and `+00:00`, the shape of CONTRACT §6.1. */
+/** ISO 8601 UTC with microseconds and `+00:00`, the shape of docs/wire-contract.md §6.1. */
 export function isoTimestamp(epochMs: number): string {
   const d = new Date(epochMs);
   const base = d.toISOString(); // 2026-07-15T10:11:12.345Z

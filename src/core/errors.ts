@@ -1,6 +1,6 @@
 /**
  * A typed, expected failure. `type` is the token shown to the caller in
- * `[ERROR: <type>: <message>]` (CONTRACT §1.2); `code` is stable for tests.
+ * `[ERROR: <type>: <message>]` (docs/wire-contract.md §1.2); `code` is stable for tests.
  */
 export class RelayError extends Error {
   readonly type: string;

@@ -1,4 +1,4 @@
-/** Risk tiers of CONTRACT §5.1. */
+/** Risk tiers of docs/wire-contract.md §5.1. */
 export type Tier = 0 | 1 | 2 | 3;
 
 export const TIER_NAMES = {

@@ -13,7 +13,7 @@ export interface Truncated {
 }
 
 /**
- * Byte-budget truncation of CONTRACT §1.4: keep the first `limit` UTF-8 bytes,
+ * Byte-budget truncation of docs/wire-contract.md §1.4: keep the first `limit` UTF-8 bytes,
  * decode leniently (a cut sequence becomes U+FFFD) and append the marker.
  */
 export function truncateUtf8(text: string, limit: number): Truncated {
@@ -34,7 +34,7 @@ export function decodeUtf8(bytes: Uint8Array): string {
   return decoder.decode(bytes);
 }
 
-/** `clamp` of CONTRACT §1.3: swapped bounds are tolerated. */
+/** `clamp` of docs/wire-contract.md §1.3: swapped bounds are tolerated. */
 export function clamp(value: number, lo: number, hi: number): number {
   const [a, b] = lo > hi ? [hi, lo] : [lo, hi];
   return Math.max(a, Math.min(b, value));

@@ -4,7 +4,7 @@ import { RelayError } from "../core/index.js";
 export const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /**
- * The complete environment of a child (CONTRACT §2.3.4).
+ * The complete environment of a child (docs/wire-contract.md §2.3.4).
  *
  * Start from `base` (undefined entries dropped), default PATH and LANG when
  * unset, force DEBIAN_FRONTEND=noninteractive and GIT_TERMINAL_PROMPT=0 so

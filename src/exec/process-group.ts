@@ -18,7 +18,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): boolean {
   }
 }
 
-/** Exit status, or the negative signal number for a signal death (CONTRACT Appendix A). */
+/** Exit status, or the negative signal number for a signal death (docs/wire-contract.md §13). */
 export function toExitCode(code: number | null, signal: NodeJS.Signals | null): number | null {
   if (code !== null) return code;
   if (signal === null) return null;

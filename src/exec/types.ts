@@ -1,4 +1,4 @@
-/** One request for a local one-shot process (CONTRACT §2.3). */
+/** One request for a local one-shot process (docs/wire-contract.md §2.3). */
 export interface ProcessRequest {
   /** Run through `/bin/sh -c <command>` ... */
   command?: string;

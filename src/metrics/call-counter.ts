@@ -1,4 +1,4 @@
-/** Fixed outcome labels (CONTRACT §9.3): never user text. */
+/** Fixed outcome labels (docs/wire-contract.md §9.3): never user text. */
 export type CallOutcome = "ok" | "denied" | "error" | "confirm_required";
 
 export interface CallLabels {

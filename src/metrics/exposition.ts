@@ -79,7 +79,7 @@ function labelText(labels: Record<string, string>): string {
 }
 
 /**
- * The six metric families of CONTRACT §9.3, in the contract's exposition
+ * The six metric families of docs/wire-contract.md §9.3, in the contract's exposition
  * order: counters first, then gauges; HELP and TYPE for every family even
  * without samples; labels and samples sorted; counters as integers, gauges
  * as floats; the body ends with a newline.
@@ -99,7 +99,7 @@ export function renderContractMetrics(input: ContractMetricsInput): string {
     })
     .sort();
   text += samples.join("");
-  // The seccomp channel is not built (Appendix B 13): its families exist with nothing observed.
+  // The seccomp channel is not built (docs/wire-contract.md §14.13): its families exist with nothing observed.
   text += header(SECCOMP_EVENTS);
   text += `${header(SECCOMP_OVERFLOW)}${SECCOMP_OVERFLOW.name} 0\n`;
   for (const gauge of GAUGES) {

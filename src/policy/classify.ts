@@ -222,8 +222,8 @@ function windowsInto(run: Run, depth: number, text: string, best: Best): void {
 
 /**
  * The environment overlay of shell_exec/shell_spawn/shell_script arrives as a
- * last line of JSON (CONTRACT §5.4). Its values are classified as command
- * text (a variable may hold the payload, row 81) and the line itself is kept
+ * last line of JSON (docs/wire-contract.md §5.4). Its values are classified as command
+ * text (a variable may hold the payload, docs/wire-contract.md §5.7 row 81) and the line itself is kept
  * away from the shell parser, which would only see a malformed word.
  */
 function splitEnvOverlay(text: string): { body: string; values: string[]; env: Record<string, unknown> } {

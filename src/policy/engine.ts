@@ -135,7 +135,7 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   if (h !== null) c.best.consider(h.tier, h.basis, c.part);
   if (rule === undefined && POWER_PREFIX.test(name)) {
     // `reboot.sh`, `reboot-01.example.com` as a command: assume it does what it is named
-    // after (CONTRACT rows 101 and 106 keep the Python result).
+    // after (docs/wire-contract.md §5.7 rows 101 and 106 keep the Python result).
     c.best.consider(3, "power_kernel", c.part);
   }
   const script = initScript(path, parsed);

@@ -12,7 +12,7 @@ describe("fallback pattern tables", () => {
     expect(tierOf("RM -RF /")).toBe(3);
   });
 
-  it("ports the §5.6 Tier-3 families", () => {
+  it("ports the Tier-3 families of docs/wire-contract.md §5.6", () => {
     for (const text of [
       "rm -rf /x",
       "rm -vf x",
@@ -36,7 +36,7 @@ describe("fallback pattern tables", () => {
     }
   });
 
-  it("ports the §5.6 Tier-2 families and leaves the rest at Tier 1", () => {
+  it("ports the Tier-2 families of docs/wire-contract.md §5.6 and leaves the rest at Tier 1", () => {
     for (const text of [
       "sudo ls",
       "systemctl restart nginx",

@@ -3,7 +3,7 @@ import type { Tier } from "../core/index.js";
 /**
  * The pattern tables used when the shell parser cannot be trusted with the
  * text: a parse error, an input too large to parse in time, or an internal
- * failure. A port of the CONTRACT §5.6 families: case-insensitive, and an
+ * failure. A port of the docs/wire-contract.md §5.6 families: case-insensitive, and an
  * alternative fires only at a token start (the previous character is not a
  * letter, digit or underscore; Unicode-aware, as Python's `\w` is).
  *

@@ -1,11 +1,11 @@
 import type { GoldenRow } from "./golden.js";
 
 /**
- * Rows 1–129 of the CONTRACT §5.7 public sample: FP/FN rows at the better tier
- * (Appendix B 14), DOC rows kept. Windows rows are the ssh_exec ones.
+ * Rows 1–129 of the docs/wire-contract.md §5.7 public sample: FP/FN rows at the better tier
+ * (ADR 0001), DOC rows kept. Windows rows are the ssh_exec ones.
  */
 export const CONTRACT_ROWS: readonly GoldenRow[] = [
-  // CONTRACT §5.7 public rows
+  // docs/wire-contract.md §5.7 public rows
   { text: "ls -la", tier: 1, basis: "default" },
   { text: "cat /etc/os-release", tier: 1, basis: "default" },
   { text: "df -h", tier: 1, basis: "default" },

@@ -9,7 +9,7 @@ import {
   widenHostTokens,
 } from "./ip-widen.js";
 
-describe("canonicalIpForms (CONTRACT §5.5 vectors)", () => {
+describe("canonicalIpForms (docs/wire-contract.md §5.5 vectors)", () => {
   it.each([
     ["2130706433", ["127.0.0.1"]],
     ["0x7f000001", ["127.0.0.1"]],

@@ -1,5 +1,5 @@
 /**
- * Canonical-IP widening of host tokens (CONTRACT §5.5). A deny rule written
+ * Canonical-IP widening of host tokens (docs/wire-contract.md §5.5). A deny rule written
  * against `169.254.169.254` must also catch `2852039166`, `0xa9fea9fe` or
  * `::ffff:a9fe:a9fe`, because the resolver dials all of them the same way.
  * Pure text work: no DNS, no sockets.

@@ -16,7 +16,7 @@ export interface PolicyConfig {
   allow: RegExp | null;
   /**
    * Longest probe, in UTF-16 code units, the operator regexes are run on, so
-   * that a pathological pattern has a bounded input (Appendix B 9). The runner
+   * that a pathological pattern has a bounded input (docs/wire-contract.md §14.9). The runner
    * refuses inputs over RELAY_SHELL_MAX_INPUT bytes before this point and
    * passes that limit plus room for the tool name, so no admitted byte is cut.
    */

@@ -31,7 +31,7 @@ function emptiesTarget(r: Redirect, unit: Unit): boolean {
 /**
  * Writes through a redirection: onto a block device (Tier 3), to the sysrq
  * trigger (Tier 3), emptying a system file (Tier 3), clobbering a program or
- * boot file (Tier 3), into /etc or login files (Tier 2, CONTRACT rows 73/74),
+ * boot file (Tier 3), into /etc or login files (Tier 2, docs/wire-contract.md §5.7 rows 73/74),
  * into /proc/sys or /sys (Tier 2). Anything else, such as `> out.txt`, is data.
  */
 export function redirectHit(r: Redirect, unit: Unit): Hit | null {

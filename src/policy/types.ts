@@ -61,7 +61,7 @@ export interface Classification {
 }
 
 export interface ClassifyOptions {
-  /** Also apply the Windows/PowerShell rules of CONTRACT §5.6 (SSH targets). */
+  /** Also apply the Windows/PowerShell rules of docs/wire-contract.md §5.6 (SSH targets). */
   windows?: boolean;
   /**
    * The parts of a local command tool's input, when the tool knows them
@@ -92,7 +92,7 @@ export interface Classifier {
 
 export type { PolicyMode } from "../config/index.js";
 
-/** How a tool's tier is decided (CONTRACT §2.1 Tier column). */
+/** How a tool's tier is decided (docs/wire-contract.md §2.1 Tier column). */
 export type TierSpec =
   | { kind: "fixed"; tier: 0 | 1 } // fixed tier; text ignored for the tier, still fed to the deny list
   | { kind: "heuristic"; floor: 1 | 2; windows: boolean };
@@ -102,6 +102,6 @@ export interface PolicyDecision {
   tier: Tier;
   basis: Basis;
   part: string;
-  /** CONTRACT §1.2 reasons: `permitted`, `matched RELAY_SHELL_POLICY_DENY`, ... */
+  /** docs/wire-contract.md §1.2 reasons: `permitted`, `matched RELAY_SHELL_POLICY_DENY`, ... */
   reason: string;
 }

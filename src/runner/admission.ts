@@ -5,7 +5,7 @@ import { assessTier, type Classification, type Classifier, decide, targetLines }
 import { deniedText } from "./format.js";
 import type { Tool } from "./tool.js";
 
-/** Room for the tool name and a space in the deny probe (Appendix B 9). */
+/** Room for the tool name and a space in the deny probe (docs/wire-contract.md §14.9). */
 const PROBE_SLACK = 256;
 
 export interface AdmissionDeps {
@@ -58,7 +58,7 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     const rawAuditArgs = tool.auditArgs(args);
     const auditArgs = redactArgs(rawAuditArgs);
 
-    // Unscanned input counts as the highest tier (Appendix B 1).
+    // Unscanned input counts as the highest tier (ADR 0003).
     const inputBytes = utf8Length(policyText);
     if (inputBytes > settings.maxInput) {
       return {

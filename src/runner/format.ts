@@ -10,7 +10,7 @@ import {
 } from "../core/index.js";
 
 /**
- * The result grammar of CONTRACT §1.2. This module and the relay are the only
+ * The result grammar of docs/wire-contract.md §1.2. This module and the relay are the only
  * places that write these bracketed forms.
  */
 export function deniedText(tier: Tier, reason: string): string {
@@ -58,7 +58,7 @@ export interface OutputLimits {
   maxOutputHard: number;
 }
 
-/** clamp_output of CONTRACT §1.3. */
+/** clamp_output of docs/wire-contract.md §1.3. */
 export function clampOutput(budget: number, limits: OutputLimits): number {
   return clamp(budget, 1024, limits.maxOutputHard);
 }
@@ -88,7 +88,7 @@ export function boundBody(body: string, limit: number, producedBytes?: number): 
   };
 }
 
-/** The broker's challenge (CONTRACT §7.2): the token, and how long it stays valid. */
+/** The broker's challenge (docs/wire-contract.md §7.2): the token, and how long it stays valid. */
 export function confirmRequiredText(token: string, ttlSeconds: number): string {
   return (
     "[CONFIRM REQUIRED tier 3 (IRREVERSIBLE): this irreversible operation needs a second step. " +

@@ -3,8 +3,8 @@ import { type Tier, tierName } from "../core/index.js";
 import { BASIS_TEXT, type Basis } from "../policy/index.js";
 
 /**
- * Trailing notices (ADR 0011 of this project, after the design record's ADR
- * 0013): a message to the caller that what just ran was judged risky, or
+ * Trailing notices (ADR 0011):
+ * a message to the caller that what just ran was judged risky, or
  * that the remote end was not authenticated. They are computed after the
  * audit record is written, from the decision and the work's reported
  * host-key outcomes only; they never contain command text, so they cannot

@@ -30,7 +30,7 @@ export type ArgsOf<P extends ParamTable> = {
 const INT_TEXT = /^[+-]?\d{1,15}$/;
 const NUMBER_TEXT = /^[+-]?(\d{1,15}(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?$/;
 
-// Clients that send numbers and booleans as strings keep working (CONTRACT §1.5).
+// Clients that send numbers and booleans as strings keep working (docs/wire-contract.md §1.5).
 function coerceNumber(value: unknown): unknown {
   if (typeof value === "string") {
     const text = value.trim();
@@ -85,7 +85,7 @@ export interface ArgParser<A> {
   parse(raw: unknown): { ok: true; args: A } | { ok: false; problems: string[] };
 }
 
-/** Unknown argument names are dropped, not rejected (CONTRACT §1.5). */
+/** Unknown argument names are dropped, not rejected (docs/wire-contract.md §1.5). */
 export function createArgParser<P extends ParamTable>(table: P): ArgParser<ArgsOf<P>> {
   const shape: Record<string, z.ZodType> = {};
   for (const [name, spec] of Object.entries(table)) shape[name] = fieldSchema(spec);

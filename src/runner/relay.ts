@@ -43,7 +43,7 @@ export interface Relay {
   run(toolName: string, rawArgs: unknown, ctx: CallContext): Promise<RunResult>;
   /**
    * Produce, bound and audit a resource read or prompt fetch (no policy:
-   * CONTRACT §3). A failing read becomes the error grammar. Never throws.
+   * docs/wire-contract.md §3). A failing read becomes the error grammar. Never throws.
    */
   recordRead(label: string, args: Record<string, unknown>, read: () => string): string;
   /**
@@ -90,7 +90,7 @@ export function createRelay(deps: RelayDeps): Relay {
       });
     }
 
-    // 1. Validate. Invalid calls are refused and audited (Appendix B 11).
+    // 1. Validate. Invalid calls are refused and audited (ADR 0002).
     const parsed = tool.parse(raw);
     if (!parsed.ok) {
       const classification = classifyLoose(tool, raw, classifier, settings.maxInput);

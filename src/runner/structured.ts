@@ -15,7 +15,7 @@ export interface StepSummary {
   failed: boolean;
 }
 
-/** The fields every structuredContent carries (Appendix B 15). */
+/** The fields every structuredContent carries (docs/wire-contract.md §14.15). */
 export interface StructuredResult extends Record<string, unknown> {
   tool: string;
   tier: Tier;

@@ -65,7 +65,7 @@ export interface ToolDef<P extends ParamTable> {
   annotations: ToolAnnotations;
   /** Output budget in bytes before clamp_output. */
   budget(args: ArgsOf<P>): number;
-  /** Every byte the executor will consume (CONTRACT §5.4). */
+  /** Every byte the executor will consume (docs/wire-contract.md §5.4). */
   policyText(args: ArgsOf<P>): string;
   /**
    * The same bytes in their parts, for a tool that runs a program in a known
@@ -150,7 +150,7 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
   };
 }
 
-/** Annotations that follow from a tool's tier (Appendix B 15). */
+/** Annotations that follow from a tool's tier (docs/wire-contract.md §14.15). */
 export function annotationsFor(
   spec: TierSpec,
   options: { openWorld: boolean; idempotent?: boolean },

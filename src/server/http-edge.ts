@@ -101,7 +101,7 @@ function isInitialize(body: unknown): boolean {
 }
 
 /**
- * The streamable-HTTP edge (CONTRACT §9): Host and Origin validation on
+ * The streamable-HTTP edge (docs/wire-contract.md §9): Host and Origin validation on
  * every request, /metrics, the OAuth endpoints when enabled, and the MCP
  * endpoint with per-client sessions and bounded bodies. Building it opens
  * the OAuth state (so `--check-config` fails on a bad state dir) without

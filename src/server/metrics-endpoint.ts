@@ -26,7 +26,7 @@ export function timedRelay(
   };
 }
 
-/** GET /metrics: not behind OAuth (CONTRACT §9.3); protect it with the bind address or the edge. */
+/** GET /metrics: not behind OAuth (docs/wire-contract.md §9.3); protect it with the bind address or the edge. */
 export async function serveMetrics(
   req: IncomingMessage,
   res: ServerResponse,

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { isLoopbackHost } from "../core/index.js";
 
-/** The only scope there is: it is the default, and every MCP request needs it (CONTRACT §9.2). */
+/** The only scope there is: it is the default, and every MCP request needs it (docs/wire-contract.md §9.2). */
 export const MCP_SCOPE = "mcp:tools";
 
 export type OAuthErrorCode =

@@ -94,7 +94,7 @@ function clientCredentials(
 }
 
 /**
- * The authorization server's HTTP endpoints (CONTRACT §9.2) and the bearer
+ * The authorization server's HTTP endpoints (docs/wire-contract.md §9.2) and the bearer
  * check for the MCP endpoint. The server has no login page: /authorize
  * approves at once for a registered client (see ADR 0012), which is why
  * single-client lockdown is the default.

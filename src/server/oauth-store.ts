@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { Logger } from "../core/index.js";
 
 /**
- * OAuth state on disk (CONTRACT §9.2): three JSON files in a private
+ * OAuth state on disk (docs/wire-contract.md §9.2): three JSON files in a private
  * directory. Secrets are never written: codes and tokens are keyed by the
  * SHA-256 of their value, and a client secret is kept as its SHA-256 only.
  */

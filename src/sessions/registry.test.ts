@@ -238,7 +238,7 @@ describe("session registry", () => {
     clock.advance(10_001);
     expect(registry.sweep()).toEqual([{ id: idle.id, reason: "idle" }]);
     expect(idle.transport.closed).toBe(1);
-    // The waiter is not told the session ended: it simply times out (CONTRACT §13 item 54).
+    // The waiter is not told the session ended: it simply times out (docs/wire-contract.md §2.6).
     expect(await waiting).toMatchObject({ text: "", ended: false });
     expect(await errorOf(() => registry.recv(idle.id, "", { timeoutMs: 0, maxBytes: 256 }))).toBe(
       `SessionError: unknown session: ${idle.id}`,

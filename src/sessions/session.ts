@@ -176,7 +176,7 @@ export class Session {
     return this.#decoder.flush();
   }
 
-  /** The text that tells a reader the session is over (CONTRACT §2.6, exact shapes). */
+  /** The text that tells a reader the session is over (docs/wire-contract.md §2.6, exact shapes). */
   endedText(): string {
     return this.exitCode === null
       ? `\n[session ${this.id} ended]`

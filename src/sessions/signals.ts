@@ -3,8 +3,8 @@ import { constants as osConstants } from "node:os";
 /**
  * Canonical signal name (without the `SIG` prefix) for what a caller typed:
  * case and a `SIG` prefix are ignored, a number names the signal with that
- * number, and anything unknown becomes TERM (CONTRACT §2.6). The caller is
- * told the signal that was really sent (Appendix B 10), so the fallback is
+ * number, and anything unknown becomes TERM (docs/wire-contract.md §2.6). The caller is
+ * told the signal that was really sent (ADR 0004), so the fallback is
  * never hidden.
  */
 export function resolveSignalName(requested: string): string {

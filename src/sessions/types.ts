@@ -52,7 +52,7 @@ export interface DescendantTracker {
   end(): number;
 }
 
-/** Settings slice of the registry (CONTRACT §4.3), in milliseconds and bytes. */
+/** Settings slice of the registry (docs/wire-contract.md §4.3), in milliseconds and bytes. */
 export interface SessionRegistryConfig {
   maxSessions: number;
   idleTimeoutMs: number;
@@ -105,7 +105,7 @@ export interface KillResult {
   closed: boolean;
 }
 
-/** One row of session_list (CONTRACT §2.6 plus owner, input bytes and recording). */
+/** One row of session_list (docs/wire-contract.md §2.6 plus owner, input bytes and recording). */
 export interface SessionInfo {
   id: string;
   kind: SessionKind;

@@ -168,7 +168,7 @@ export function createDialer(deps: DialDeps): Dialer {
       if (options.via) {
         tunnel(options.via, target).then(start, (err: unknown) => finish(err));
       } else {
-        // NODELAY from the first byte: with Nagle on, every exec waits ~40 ms for delayed ACKs (STACK.md §5).
+        // NODELAY from the first byte: with Nagle on, every exec waits ~40 ms for delayed ACKs.
         const socket = netConnect({ host: target.host, port: target.port, noDelay: true });
         socket.setNoDelay(true);
         socket.once("error", (err) => finish(err));

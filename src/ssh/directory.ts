@@ -7,7 +7,7 @@ import { isWritableHostName } from "./known-hosts.js";
 import type { SshConfigFile } from "./ssh-config.js";
 import type { SshTarget } from "./target.js";
 
-/** Per-call connection parameters (CONTRACT §2.4); "" and 0 mean "not given". */
+/** Per-call connection parameters (docs/wire-contract.md §2.4); "" and 0 mean "not given". */
 export interface ConnectionOverrides {
   user?: string;
   port?: number;
@@ -57,7 +57,7 @@ function valueError(message: string): RelayError {
   return new RelayError("ValueError", message);
 }
 
-/** Validate a per-call `known_hosts` on every call, cached connection or not (CONTRACT §14.2 #23). */
+/** Validate a per-call `known_hosts` on every call, cached connection or not (docs/wire-contract.md §11.1). */
 export function parseModeArg(value: string | undefined): KnownHostsMode | null {
   const text = (value ?? "").trim().toLowerCase();
   if (text === "") return null;

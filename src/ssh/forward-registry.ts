@@ -42,7 +42,7 @@ export interface OpenedForward {
   reused: boolean;
 }
 
-/** One row of ssh_forward_list (CONTRACT §2.5 plus host, listen_host, connections and owner). */
+/** One row of ssh_forward_list (docs/wire-contract.md §2.5 plus host, listen_host, connections and owner). */
 export interface ForwardInfo {
   id: string;
   kind: ForwardKind;

@@ -9,7 +9,7 @@ export interface ForwardDestination {
   port: number;
 }
 
-/** A parsed `ssh_forward` spec (CONTRACT §2.5, IPv6 in brackets per Appendix B 6). */
+/** A parsed `ssh_forward` spec (docs/wire-contract.md §2.5, IPv6 in brackets per ADR 0008). */
 export interface ForwardSpec {
   kind: ForwardKind;
   /** The spec as given, trimmed: what the success text and the listing echo. */

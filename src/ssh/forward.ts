@@ -40,7 +40,7 @@ export type RemoteRouter = (
 export interface ForwardStartRequest {
   client: Client;
   spec: ForwardSpec;
-  /** false: listen on 127.0.0.1 only (Appendix B 6). */
+  /** false: listen on 127.0.0.1 only (ADR 0008). */
   bindAny: boolean;
   route: RemoteRouter;
   /** How long the SSH server may take to answer a remote listen request. */

@@ -21,7 +21,7 @@ export interface HostSpec {
   knownHosts: KnownHostsMode | null;
 }
 
-/** The listing shape of CONTRACT §2.4 (`ssh_hosts`) and §3.1. */
+/** The listing shape of docs/wire-contract.md §2.4 (`ssh_hosts`) and §3.1. */
 export interface HostListing {
   name: string;
   hostname: string;
@@ -130,7 +130,7 @@ function fail(path: string, problem: string): never {
 }
 
 /**
- * Parse the inventory JSON (CONTRACT §11.3). Unlike the Python release, any
+ * Parse the inventory JSON (docs/wire-contract.md §11.3). Unlike the Python release, any
  * problem is an error that names the entry and the field: a typo that is
  * silently dropped would make the relay dial the literal alias instead.
  */

@@ -43,7 +43,7 @@ export interface OpenedSshPty {
 }
 
 export const TERMINAL_TYPE = "xterm-256color";
-/** The signals the SSH `signal` request is sent for (CONTRACT §10.3); any other becomes TERM. */
+/** The signals the SSH `signal` request is sent for (docs/wire-contract.md §10.3); any other becomes TERM. */
 const SSH_SIGNALS = new Set(["INT", "KILL", "TERM", "HUP", "QUIT"]);
 const DEFAULT_CLOSE_WAIT_MS = 5000;
 

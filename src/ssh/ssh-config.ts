@@ -4,7 +4,7 @@ import type { HostSpec } from "./inventory.js";
 import { patternListMatches } from "./known-hosts.js";
 import { readOpenFile } from "./read-file.js";
 
-/** The ssh_config options the relay honours when it dials (CONTRACT §11.4). */
+/** The ssh_config options the relay honours when it dials (docs/wire-contract.md §11.4). */
 export interface SshConfigOptions {
   hostname?: string;
   user?: string;
@@ -92,7 +92,7 @@ function readConfigText(path: string): string | null {
   try {
     fd = openSync(path, "r");
   } catch (err) {
-    // A missing ssh_config is normal (CONTRACT §4.8); an unreadable one is treated the same.
+    // A missing ssh_config is normal (docs/wire-contract.md §4.8); an unreadable one is treated the same.
     if (
       (err as NodeJS.ErrnoException).code === "ENOENT" ||
       (err as NodeJS.ErrnoException).code === "EACCES"

@@ -2,7 +2,7 @@ import type { KnownHostsMode } from "../config/index.js";
 
 /**
  * Everything a dial depends on, fully resolved. Two calls share a pooled
- * connection only when all of it is equal (Appendix B 5).
+ * connection only when all of it is equal (ADR 0007).
  */
 export interface SshTarget {
   /** What the caller named (alias, `user@host`, a jump hop): used in messages. */

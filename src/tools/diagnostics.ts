@@ -23,7 +23,7 @@ export interface DiagnosticsDeps {
 
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
 
-/** The seccomp channel of the Python build is not implemented here (Appendix B 13). */
+/** The seccomp channel of the Python build is not implemented here (docs/wire-contract.md §14.13). */
 const SECCOMP_FILTER_VERSION = 2;
 
 export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {

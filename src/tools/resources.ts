@@ -1,7 +1,7 @@
 import { type HostDirectory, toListing } from "../ssh/index.js";
 
 /**
- * The three read-only resources of CONTRACT §3.1. The shape matches the
+ * The three read-only resources of docs/wire-contract.md §3.1. The shape matches the
  * server's ResourceDef structurally (tools/ must not import server/): reads
  * are audited by the relay under the fixed label, with user input in args.
  */

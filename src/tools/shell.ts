@@ -23,7 +23,7 @@ const RESULT_FIELDS = {
   },
 };
 
-/** Non-empty parts joined by newlines: the probe holds every byte the executor sees (CONTRACT §5.4). */
+/** Non-empty parts joined by newlines: the probe holds every byte the executor sees (docs/wire-contract.md §5.4). */
 export function joinProbe(...parts: string[]): string {
   return parts.filter((p) => p !== "").join("\n");
 }

@@ -12,10 +12,10 @@ export interface SshToolDeps {
   baseEnv: Readonly<Record<string, string | undefined>>;
 }
 
-/** Remote command text: the Windows/PowerShell rules apply too (CONTRACT §11.7). */
+/** Remote command text: the Windows/PowerShell rules apply too (docs/wire-contract.md §11.7). */
 export const REMOTE_COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: true };
 
-/** The per-call connection parameters shared by the single-host SSH tools (CONTRACT §2.4). */
+/** The per-call connection parameters shared by the single-host SSH tools (docs/wire-contract.md §2.4). */
 export const CONNECTION_PARAMS = {
   user: {
     type: "string",
@@ -76,7 +76,7 @@ function bareHost(token: string): string {
 }
 
 /**
- * The probe of an SSH tool: the head text (command and host as typed, CONTRACT
+ * The probe of an SSH tool: the head text (command and host as typed, docs/wire-contract.md
  * §5.4), then the names the call really reaches that the caller did not type
  * (an alias's HostName, jump hops), then the canonical IP forms of all of them.
  * A deny rule on an address therefore gates an alias that points at it too.

@@ -101,7 +101,7 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
     budget: () => clampOutput(settings.maxOutput, settings),
     policyText: (a) => {
       const hosts = targetsOf(a.hosts);
-      // An inventory-wide fan-out names its hosts in the probe, so a host deny rule still applies (§14.2 #4).
+      // An inventory-wide fan-out names its hosts in the probe, so a host deny rule still applies (ADR 0008).
       const listed = a.hosts.trim() === "" ? hosts.join(", ") : a.hosts;
       return sshProbe(ssh, `${a.command}\n${listed}`, hosts);
     },
@@ -125,10 +125,10 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       const concurrency = clamp(a.concurrency, 1, 32);
       const n = hosts.length;
 
-      // The envelope arithmetic of CONTRACT §2.4: the object always fits the output budget.
+      // The envelope arithmetic of docs/wire-contract.md §2.4: the object always fits the output budget.
       const aggregate = clampOutput(settings.maxOutput, settings);
       const echo = fitForJson(a.command, Math.min(2048, Math.floor(aggregate / 4)));
-      // Room for the `notices` array the runner may splice in after the record is written (CONTRACT §8.3).
+      // Room for the `notices` array the runner may splice in after the record is written (docs/wire-contract.md §8.3).
       const noticeRoom = Math.min(NOTICE_ROOM, Math.floor(aggregate / 4));
       const reserve = 1024 + noticeRoom + utf8Length(echo) + 200 * n;
       let perHost = Math.max(128, Math.floor(Math.max(aggregate - reserve, 0) / n));

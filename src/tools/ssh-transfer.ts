@@ -21,7 +21,7 @@ export interface SshTransferToolDeps {
   clock: Clock;
 }
 
-/** Transfers change files: at least Tier 2, and a Tier-3 word in a path still raises it (CONTRACT §2.1). */
+/** Transfers change files: at least Tier 2, and a Tier-3 word in a path still raises it (docs/wire-contract.md §2.1). */
 export const MUTATING_TIER: TierSpec = { kind: "heuristic", floor: 2, windows: false };
 
 const HOST = {

@@ -23,7 +23,7 @@ function tokenOf(text: string): string {
 }
 
 /**
- * The confirmation identity of SSH calls (Appendix B 7) and follow-ups on the
+ * The confirmation identity of SSH calls (ADR 0009) and follow-ups on the
  * same host, through the built server against real OpenSSH servers. The
  * remote commands only touch canary files in the fixture's temp dir.
  */

@@ -7,7 +7,7 @@ import { configWarnings, loadSettings } from "../../src/config/index.js";
 import { assessTier, createClassifier, decide } from "../../src/policy/index.js";
 import { baseEnv, REPO_ROOT, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
-/** Notices and posture (ADR 0013 of the design records; ADR 0011 here), through the built server. */
+/** Notices and posture (ADR 0011), through the built server. */
 
 const DISCLAIMER = "Classification is a heuristic, not a boundary]";
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");

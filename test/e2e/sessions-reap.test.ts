@@ -30,7 +30,7 @@ describe("idle reaping through the background sweep", () => {
     // The only call in flight for the next 12.5 s: a read on the watched session that outlasts the idle timeout.
     const wait = await s.call("session_recv", { session_id: watched, timeout: 12.5 });
     expect(Date.now() - started).toBeGreaterThanOrEqual(12_000);
-    // A waiter is not told the session ended: it simply times out empty (CONTRACT §13 item 54).
+    // A waiter is not told the session ended: it simply times out empty (docs/wire-contract.md §2.6).
     expect(wait.text).toBe("");
     expect(wait.structured.ended).toBe(false);
     // Checked from outside the server, before any call that could sweep: the timer already did it.

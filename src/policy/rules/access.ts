@@ -13,7 +13,7 @@ const ACCOUNT_CHANGE = hit(2, "account_change");
 const LOCKOUT = hit(3, "network_lockout");
 const FIREWALL = hit(2, "firewall_change");
 
-/** `passwd` alone changes the caller's own password interactively (Tier 1, row 51); with arguments it targets accounts. */
+/** `passwd` alone changes the caller's own password interactively (Tier 1, docs/wire-contract.md §5.7 row 51); with arguments it targets accounts. */
 function passwd({ args }: RuleInput): Hit | null {
   if (args.length === 0) return null;
   if (args.values.every((v) => v === "-S" || v === "--status" || v === "-a" || v === "--all")) return null;

@@ -94,7 +94,7 @@ function mv({ args }: RuleInput): Hit | null {
   return writesSystem(args);
 }
 
-/** ln -s is Tier 2 (CONTRACT row 68): a symlink silently redirects what reads the path. */
+/** ln -s is Tier 2 (docs/wire-contract.md §5.7 row 68): a symlink silently redirects what reads the path. */
 function ln({ args }: RuleInput): Hit | null {
   if (args.short("s") || args.long("symbolic", 2)) return hit(2, "filesystem_change");
   return writesSystem(args);
@@ -142,7 +142,7 @@ function tee({ args }: RuleInput): Hit | null {
 }
 
 /**
- * mount/umount stay Tier 1 as in the conformance corpus (row 19: `mount
+ * mount/umount stay Tier 1 as in the conformance sample (docs/wire-contract.md §5.7 row 19: `mount
  * /dev/sdb1 /mnt`), except a remount or a forced/lazy unmount, which changes
  * what running programs see under their feet.
  */
@@ -160,8 +160,8 @@ function cp({ args }: RuleInput): Hit | null {
 
 /**
  * The policy text of the transfer tools reads `upload <local> <host>:<remote>`
- * and `download <host>:<remote> <local>` (CONTRACT §5.4). Writing a file over a
- * block device is Tier 3 there too (row 108); other paths are left to the
+ * and `download <host>:<remote> <local>` (docs/wire-contract.md §5.4). Writing a file over a
+ * block device is Tier 3 there too (docs/wire-contract.md §5.7 row 108); other paths are left to the
  * tool's floor.
  */
 function transfer({ args }: RuleInput): Hit | null {
