@@ -4,8 +4,18 @@ import { sessionsBench } from "./sessions.bench.js";
 import { sshBench } from "./ssh.bench.js";
 import type { Bench, BenchFigure } from "./types.js";
 
-/** Runs every benchmark and prints each figure with its target and whether it is met. */
-const benches: Bench[] = [coreBench, sessionsBench, sshBench, httpBench];
+/**
+ * Runs every benchmark (or those whose names start with one of the arguments:
+ * `npm run bench -- core`) and prints each figure with its target and whether it is met.
+ */
+const all: Bench[] = [coreBench, sessionsBench, sshBench, httpBench];
+const wanted = process.argv.slice(2).map((arg) => arg.toLowerCase());
+const benches =
+  wanted.length === 0 ? all : all.filter((b) => wanted.some((w) => b.name.toLowerCase().startsWith(w)));
+if (benches.length === 0) {
+  console.error(`no benchmark matches ${wanted.join(", ")}; known: ${all.map((b) => b.name).join(", ")}`);
+  process.exit(2);
+}
 
 function format(figure: BenchFigure): string {
   const value = Number.isFinite(figure.value)
