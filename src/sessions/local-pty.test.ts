@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { RelayError } from "../core/index.js";
+import { parseStat } from "../proc/index.js";
 import { findExecutable, openLocalPty } from "./local-pty.js";
-import { parseStat } from "./process-tree.js";
 import type { SessionTransport } from "./types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "relay-pty-"));
