@@ -2,8 +2,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isAlive, newLaunchers, pidsIn, waitUntil } from "../../test/helpers/processes.js";
 import { RelayError } from "../core/index.js";
+import { isAlive, newLaunchers, pidsIn, waitUntil } from "../testing/processes.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner } from "./launcher-runner.js";
 import type { ProcessRequest } from "./types.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isAlive, pidsIn, waitUntil } from "../../test/helpers/processes.js";
+import { isAlive, pidsIn, waitUntil } from "../testing/processes.js";
 import { buildEnv } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
 import type { ProcessRequest } from "./types.js";
