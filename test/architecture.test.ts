@@ -8,33 +8,38 @@ import { REPO_ROOT } from "./helpers/server.js";
  * cannot rot: arrows point down, capabilities do not import each other, and
  * another folder is reached only through its index.
  */
+/** What tools/ may use, and with tools/ and server/ added, what cli/ wires. */
+const BELOW_TOOLS = [
+  "core",
+  "config",
+  "metrics",
+  "proc",
+  "policy",
+  "audit",
+  "exec",
+  "sessions",
+  "ssh",
+  "broker",
+  "runner",
+] as const;
+
 const ALLOWED: Record<string, readonly string[]> = {
   core: [],
   config: ["core"],
   metrics: ["core"],
+  proc: ["core"],
   policy: ["core", "config"],
   audit: ["core", "config"],
-  exec: ["core", "config"],
-  sessions: ["core", "config"],
+  exec: ["core", "config", "proc"],
+  sessions: ["core", "config", "proc"],
   ssh: ["core", "config"],
   broker: ["core", "config", "policy", "audit"],
   runner: ["core", "config", "metrics", "policy", "audit", "broker"],
-  tools: ["core", "config", "metrics", "policy", "audit", "exec", "sessions", "ssh", "broker", "runner"],
+  tools: BELOW_TOOLS,
   server: ["core", "config", "metrics", "runner", "tools"],
-  cli: [
-    "core",
-    "config",
-    "metrics",
-    "policy",
-    "audit",
-    "exec",
-    "sessions",
-    "ssh",
-    "broker",
-    "runner",
-    "tools",
-    "server",
-  ],
+  cli: [...BELOW_TOOLS, "tools", "server"],
+  // Probes shared by the tests under src/ and test/; no module of the server imports them.
+  testing: ["core", "proc", "exec"],
 };
 
 const SRC = join(REPO_ROOT, "src");

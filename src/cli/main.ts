@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import pino from "pino";
 import {
@@ -11,7 +12,7 @@ import {
   type SettingsReport,
   snapshotEnvironment,
 } from "../config/index.js";
-import type { Logger } from "../core/index.js";
+import { type Logger, silentLogger } from "../core/index.js";
 import {
   answerOversized,
   type HttpEdge,
@@ -56,7 +57,29 @@ interface CliOptions {
   json: boolean;
 }
 
-function parseArgs(argv: readonly string[]): CliOptions | string {
+const FLAGS = {
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
+  "check-config": { type: "boolean" },
+  "verify-audit": { type: "boolean" },
+  "audit-path": { type: "string" },
+  segment: { type: "boolean" },
+  json: { type: "boolean" },
+} as const satisfies ParseArgsConfig["options"];
+
+/**
+ * The flags, or the message that refuses them. Parsed leniently and checked
+ * token by token, so a refusal names the argument exactly as it was typed
+ * (`-hx`, `--json=yes`, a stray word) rather than a fragment of it.
+ */
+function parseFlags(argv: readonly string[]): CliOptions | string {
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: FLAGS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
   const options: CliOptions = {
     help: false,
     version: false,
@@ -66,43 +89,23 @@ function parseArgs(argv: readonly string[]): CliOptions | string {
     segment: false,
     json: false,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    switch (arg) {
-      case "--help":
-      case "-h":
-        options.help = true;
-        break;
-      case "--version":
-        options.version = true;
-        break;
-      case "--check-config":
-        options.checkConfig = true;
-        break;
-      case "--verify-audit":
-        options.verifyAudit = true;
-        break;
-      case "--segment":
-        options.segment = true;
-        break;
-      case "--json":
-        options.json = true;
-        break;
-      case "--audit-path": {
-        const value = argv[i + 1];
-        if (value === undefined || value === "") return "--audit-path needs a file path";
-        options.auditPath = value;
-        i++;
-        break;
-      }
-      default:
-        if (arg?.startsWith("--audit-path=")) {
-          options.auditPath = arg.slice("--audit-path=".length);
-          if (options.auditPath === "") return "--audit-path needs a file path";
-          break;
-        }
-        return `unknown argument: ${arg}`;
+  for (const token of tokens) {
+    const typed = argv[token.index];
+    if (token.kind !== "option" || !Object.hasOwn(FLAGS, token.name)) return `unknown argument: ${typed}`;
+    const name = token.name as keyof typeof FLAGS;
+    if (name === "audit-path") {
+      if (token.value === undefined || token.value === "") return "--audit-path needs a file path";
+      options.auditPath = token.value;
+      continue;
     }
+    // A switch takes no value: `--json=yes` is refused, not read as on.
+    if (token.value !== undefined) return `unknown argument: ${typed}`;
+    if (name === "help") options.help = true;
+    else if (name === "version") options.version = true;
+    else if (name === "check-config") options.checkConfig = true;
+    else if (name === "verify-audit") options.verifyAudit = true;
+    else if (name === "segment") options.segment = true;
+    else options.json = true;
   }
   return options;
 }
@@ -141,7 +144,7 @@ function leanRuntime(): void {
 
 async function main(): Promise<void> {
   leanRuntime();
-  const parsed = parseArgs(process.argv.slice(2));
+  const parsed = parseFlags(process.argv.slice(2));
   if (typeof parsed === "string") {
     process.stderr.write(`relay_shell: ${parsed}\n${USAGE}`);
     process.exit(2);
@@ -175,7 +178,7 @@ async function main(): Promise<void> {
   if (parsed.checkConfig) {
     let built: Awaited<ReturnType<typeof buildServer>>;
     try {
-      built = await buildServer({ settings, env, logger: silentPino() });
+      built = await buildServer({ settings, env, logger: silentLogger });
       await built.ready;
     } catch (err) {
       fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -185,7 +188,7 @@ async function main(): Promise<void> {
       // Builds the edge without binding: opens the OAuth state dir and checks it like a start would.
       try {
         const { createHttpEdge } = await loadHttpEdge();
-        await createHttpEdge(httpEdgeOptions(built, settings, silentPino())).close();
+        await createHttpEdge(httpEdgeOptions(built, settings, silentLogger)).close();
       } catch (err) {
         built.close();
         fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -236,16 +239,10 @@ async function main(): Promise<void> {
     return;
   }
 
-  let stopping = false;
-  const stop = (code: number) => {
-    if (stopping) return;
-    stopping = true;
+  const stop = stopOnSignal(async () => {
     built.close();
-    const exit = () => process.exit(code);
-    built.server.close().then(exit, exit);
-  };
-  process.on("SIGINT", () => stop(0));
-  process.on("SIGTERM", () => stop(0));
+    await built.server.close();
+  });
   logger.info({ transport: settings.transport, policy: settings.policyMode, audit: status.path }, "serving");
   try {
     await serveStdio(built.server, {
@@ -286,18 +283,13 @@ async function serveHttp(
     built.close();
     fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
   }
-  let stopping = false;
-  const stop = (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    const exit = () => {
+  const stop = stopOnSignal(async () => {
+    try {
+      await edge.close();
+    } finally {
       built.close();
-      process.exit(code);
-    };
-    edge.close().then(exit, exit);
-  };
-  process.on("SIGINT", () => stop(0));
-  process.on("SIGTERM", () => stop(0));
+    }
+  });
   try {
     const bound = await edge.listen();
     logger.info(
@@ -319,15 +311,29 @@ async function serveHttp(
 }
 
 /**
+ * The one way the server stops: SIGINT and SIGTERM stop it with 0, and the
+ * returned function stops it with the code given. `shutdown` runs once, however
+ * many signals arrive; the process exits when it settles, even if it failed.
+ */
+function stopOnSignal(shutdown: () => Promise<void>): (code: number) => void {
+  let stopping = false;
+  const stop = (code: number): void => {
+    if (stopping) return;
+    stopping = true;
+    const exit = (): never => process.exit(code);
+    shutdown().then(exit, exit);
+  };
+  process.on("SIGINT", () => stop(0));
+  process.on("SIGTERM", () => stop(0));
+  return stop;
+}
+
+/**
  * The largest JSON-RPC line read whole: room for an input at the limit even
  * if every byte needs a 6-byte JSON escape, within V8's string limits.
  */
 function maxMessageBytes(maxInput: number): number {
   return Math.min(256 * 1024 * 1024, Math.max(8 * 1024 * 1024, maxInput * 6 + 1024 * 1024));
-}
-
-function silentPino(): Logger {
-  return pino({ enabled: false });
 }
 
 main().catch((err: unknown) => {

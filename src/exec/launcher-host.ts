@@ -1,5 +1,6 @@
 import { constants as osConstants } from "node:os";
 import { RelayError } from "../core/index.js";
+import { createSubreaper } from "../proc/index.js";
 import {
   type FromLauncher,
   fromWireRequest,
@@ -8,7 +9,6 @@ import {
   type WireRequest,
 } from "./launcher-protocol.js";
 import { createProcessRunner } from "./process-runner.js";
-import { createSubreaper } from "./subreaper.js";
 
 /**
  * How long a closing launcher waits for its killed children to be reaped and

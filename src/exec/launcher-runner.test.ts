@@ -2,19 +2,12 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isAlive, newLaunchers, pidsIn, waitUntil } from "../../test/helpers/processes.js";
-import { RelayError } from "../core/index.js";
+import { isAlive, newLaunchers, pidsIn, waitUntil } from "../testing/processes.js";
+import { rejection, shellRequests } from "../testing/requests.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner } from "./launcher-runner.js";
-import type { ProcessRequest } from "./types.js";
 
-const env = buildEnv(process.env, "");
-const base = { env, timeoutMs: 10_000, maxBufferBytes: 1 << 20, mergeStderr: true, killGraceMs: 200 };
-const sh = (command: string, extra: Partial<ProcessRequest> = {}): ProcessRequest => ({
-  ...base,
-  command,
-  ...extra,
-});
+const { base, sh } = shellRequests(buildEnv(process.env, ""));
 
 const dir = mkdtempSync(join(tmpdir(), "relay-launcher-"));
 // One launcher for the behaviour tests: starting one under tsx costs a few hundred milliseconds.
@@ -27,15 +20,6 @@ afterAll(() => {
   runner.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function rejection(promise: Promise<unknown>): Promise<RelayError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(RelayError);
-  return err as RelayError;
-}
 
 describe("outcomes through the launcher", () => {
   it.each([

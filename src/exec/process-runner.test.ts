@@ -2,30 +2,14 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { RelayError } from "../core/index.js";
+import { rejection, shellRequests } from "../testing/requests.js";
 import { buildEnv } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
-import type { ProcessRequest } from "./types.js";
 
-const env = buildEnv(process.env, "");
-const base = { env, timeoutMs: 10_000, maxBufferBytes: 1 << 20, mergeStderr: true, killGraceMs: 200 };
-const sh = (command: string, extra: Partial<ProcessRequest> = {}): ProcessRequest => ({
-  ...base,
-  command,
-  ...extra,
-});
+const { base, sh } = shellRequests(buildEnv(process.env, ""));
 
 const dir = mkdtempSync(join(tmpdir(), "relay-exec-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-async function rejection(promise: Promise<unknown>): Promise<RelayError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(RelayError);
-  return err as RelayError;
-}
 
 describe("exit codes", () => {
   const runner = createProcessRunner();
@@ -159,7 +143,7 @@ describe("argv mode", () => {
     const tool = join(dir, "relay-test-tool");
     writeFileSync(tool, "#!/bin/sh\necho tool:$1\n");
     chmodSync(tool, 0o755);
-    const requestEnv = { ...env, PATH: `${dir}:/usr/bin:/bin` };
+    const requestEnv = { ...base.env, PATH: `${dir}:/usr/bin:/bin` };
     for (const mergeStderr of [true, false]) {
       const outcome = await runner.run({
         ...base,

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { type Clock, RelayError, systemClock } from "../core/index.js";
+import { createSubreaper, type Subreaper } from "../proc/index.js";
 import { createOutputSink } from "./output-sink.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
-import { createSubreaper, type Subreaper } from "./subreaper.js";
 import { superviseChild } from "./supervise.js";
 import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
 

@@ -1,7 +1,6 @@
 import type { ChildProcess } from "node:child_process";
+import { type CommandTracker, signalGroup, toExitCode } from "../proc/index.js";
 import type { OutputSink, StreamName } from "./output-sink.js";
-import { signalGroup, toExitCode } from "./process-group.js";
-import type { CommandTracker } from "./subreaper.js";
 
 /** How long to wait for the reap (and the pipes) after SIGKILL before giving up on the child. */
 export const REAP_WAIT_MS = 3000;

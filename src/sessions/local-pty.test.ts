@@ -1,36 +1,16 @@
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { RelayError } from "../core/index.js";
+import { RUN, sleepers, until } from "../testing/processes.js";
 import { findExecutable, openLocalPty } from "./local-pty.js";
-import { parseStat } from "./process-tree.js";
 import type { SessionTransport } from "./types.js";
 
 const dir = mkdtempSync(join(tmpdir(), "relay-pty-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Unique per run, so leftovers of an earlier (failed) run never match. */
-const RUN = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
-
 const ENV = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, LANG: "C.UTF-8", TERM: "xterm-256color" };
-
-/** Pids of living (not zombie) `sleep <n>` processes whose argument starts with `arg`. */
-function living(arg: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      const stat = parseStat(readFileSync(`/proc/${entry}/stat`, "utf8"));
-      const isSleep = (argv[0] ?? "").split("/").at(-1) === "sleep" && (argv[1] ?? "").startsWith(arg);
-      if (isSleep && stat && stat.state !== "Z") found.push(Number(entry));
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return found;
-}
 
 /** A terminal for `argv` in the test directory, 80x24, with the test environment. */
 function openIn(argv: string[], extra: { killGraceMs?: number } = {}): SessionTransport {
@@ -48,14 +28,6 @@ function collect(transport: SessionTransport) {
     },
   });
   return state;
-}
-
-async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((done) => setTimeout(done, 20));
-  }
 }
 
 describe("findExecutable", () => {
@@ -171,9 +143,9 @@ describe("openLocalPty", () => {
     const pty = openIn(["bash", "--norc", "--noprofile", "-i"]);
     const state = collect(pty);
     pty.write(new TextEncoder().encode(`sleep ${marker}\n`));
-    await until(() => living(marker).length === 1);
+    await until(() => sleepers(marker).length === 1);
     expect(pty.signal("INT")).toBe("INT");
-    await until(() => living(marker).length === 0);
+    await until(() => sleepers(marker).length === 0);
     pty.write(new TextEncoder().encode("echo still-$((40+2))\n"));
     await until(() => state.text.includes("still-42"));
     expect(state.exit).toBeUndefined();
@@ -187,10 +159,10 @@ describe("openLocalPty", () => {
     pty.write(
       new TextEncoder().encode(`(trap '' HUP; sleep ${marker}1) & sleep ${marker}2 & sleep ${marker}3\n`),
     );
-    await until(() => living(marker).length === 3);
+    await until(() => sleepers(marker).length === 3);
     const started = performance.now();
     await pty.close();
-    expect(living(marker)).toEqual([]);
+    expect(sleepers(marker)).toEqual([]);
     expect(state.exit).not.toBeUndefined();
     // HUP ends an interactive shell at once; nobody waited for the KILL grace.
     expect(performance.now() - started).toBeLessThan(4000);
@@ -202,26 +174,26 @@ describe("openLocalPty", () => {
     const state = collect(pty);
     await until(() => state.exit !== undefined);
     expect(state.exit).toBe(0);
-    await until(() => living(marker).length === 1);
+    await until(() => sleepers(marker).length === 1);
     await pty.close();
-    expect(living(marker)).toEqual([]);
+    expect(sleepers(marker)).toEqual([]);
   });
 
   it("close escalates to KILL for a program that ignores HUP and TERM", async () => {
     const marker = `${RUN}7303`;
     const pty = openIn(["sh", "-c", `trap '' HUP TERM; sleep ${marker}; :`], { killGraceMs: 200 });
     const state = collect(pty);
-    await until(() => living(marker).length === 1);
+    await until(() => sleepers(marker).length === 1);
     await pty.close();
-    expect(living(marker)).toEqual([]);
+    expect(sleepers(marker)).toEqual([]);
     expect(state.exit).toBe(-9);
   });
 
   it("destroy kills synchronously", async () => {
     const marker = `${RUN}7304`;
     const pty = openLocalPty({ argv: ["sleep", marker], cwd: dir, env: ENV, cols: 80, rows: 24 });
-    await until(() => living(marker).length === 1);
+    await until(() => sleepers(marker).length === 1);
     pty.destroy();
-    await until(() => living(marker).length === 0, 2000);
+    await until(() => sleepers(marker).length === 0, 2000);
   });
 });

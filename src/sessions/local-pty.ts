@@ -3,7 +3,7 @@ import { constants as osConstants } from "node:os";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import { ReadStream } from "node:tty";
 import { holdTerminalEvents, RelayError } from "../core/index.js";
-import { readStat, sessionMembers, signalGroup, signalSession } from "./process-tree.js";
+import { readProc, sessionMembers, signalGroup, signalSession } from "../proc/index.js";
 import { ptyBinding } from "./pty-binding.js";
 import { signalNumber } from "./signals.js";
 import type { DescendantReaper, SessionTransport } from "./types.js";
@@ -64,7 +64,7 @@ export function openLocalPty(request: LocalPtyRequest, reaper?: DescendantReaper
   // The PTY library waits for this pid itself; the tracker must not reap it before that.
   const escaped = reaper?.track(pid);
   const masterFd = forked.fd;
-  const leaderStart = readStat(pid)?.startTime ?? null;
+  const leaderStart = readProc(pid)?.startTime ?? null;
   const graceMs = request.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   let slave = holdSlave(forked.pty);
   const releaseSlave = (): void => {
@@ -161,7 +161,7 @@ export function openLocalPty(request: LocalPtyRequest, reaper?: DescendantReaper
       return;
     }
     if (!leftovers) return;
-    const holder = readStat(pid);
+    const holder = readProc(pid);
     if (holder && holder.startTime !== leaderStart) return;
     signalSession(pid, signals, false);
   };
@@ -212,7 +212,7 @@ export function openLocalPty(request: LocalPtyRequest, reaper?: DescendantReaper
       signalGroup(pid, signum);
       // Like a key typed at the terminal, also reach the job in the foreground (a shell runs each job
       // in a process group of its own, which a signal to the shell's group would miss).
-      const foreground = readStat(pid)?.tpgid ?? -1;
+      const foreground = readProc(pid)?.tpgid ?? -1;
       if (foreground > 0 && foreground !== pid) signalGroup(foreground, signum);
       return name;
     },

@@ -2,17 +2,11 @@ import type { Clock } from "../core/index.js";
 import { openSequenceStart, utf8Length } from "../core/index.js";
 import type { Recording } from "./recording.js";
 import { type BlockPool, RingBuffer } from "./ring-buffer.js";
-import type { RecvResult, SessionInfo, SessionKind, SessionTransport } from "./types.js";
+import type { AddSessionRequest, RecvResult, SessionInfo, SessionKind, SessionTransport } from "./types.js";
 import { Utf8StreamDecoder } from "./utf8-stream.js";
 
-export interface SessionInit {
+export interface SessionInit extends AddSessionRequest {
   id: string;
-  kind: SessionKind;
-  title: string;
-  owner: string;
-  cols: number;
-  rows: number;
-  transport: SessionTransport;
   bufferBytes: number;
   /** Where the ring's blocks come from and return to when the session is closed. */
   blocks: BlockPool | null;

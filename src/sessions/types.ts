@@ -1,4 +1,5 @@
 import type { TerminalEvents } from "../core/index.js";
+import type { CommandTracker, Subreaper } from "../proc/index.js";
 export type SessionKind = "local" | "ssh";
 
 /** What a transport reports to the session that owns it. */
@@ -38,19 +39,10 @@ export interface SessionTransport {
  * parent dies only a subreaper still knows it (docs/adr/0019). The server
  * supplies one; without it, a session reaches only its own session's members.
  */
-export interface DescendantReaper {
-  /** Start tracking the processes of a terminal whose leader (a session leader) was just forked. */
-  track(leaderPid: number): DescendantTracker;
-}
+export type DescendantReaper = Pick<Subreaper, "track">;
 
-export interface DescendantTracker {
-  /** The leader's exit status was collected by its owner: its pid is no longer protected. */
-  leaderReaped(): void;
-  /** Send a signal to everything the leader started, leader excluded. */
-  signalDescendants(signal: NodeJS.Signals): void;
-  /** SIGKILL what is left of it and stop tracking; returns how many processes were signalled in all. */
-  end(): number;
-}
+/** What a reaper tracks for one terminal, from its fork to its end. */
+export type DescendantTracker = CommandTracker;
 
 /** Settings slice of the registry (docs/wire-contract.md §4.3), in milliseconds and bytes. */
 export interface SessionRegistryConfig {

@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -32,6 +32,47 @@ describe("relay-shell CLI", () => {
       expect(r.stdout).toContain(flag);
     }
     expect(cli(["--bogus"], {}).code).toBe(2);
+  });
+
+  it.each([
+    [["--bogus"], "unknown argument: --bogus"],
+    [["--check-config", "stray"], "unknown argument: stray"],
+    [["-hx"], "unknown argument: -hx"],
+    [["--json=yes"], "unknown argument: --json=yes"],
+    [["--", "--help"], "unknown argument: --"],
+    [["--verify-audit", "--audit-path"], "--audit-path needs a file path"],
+    [["--verify-audit", "--audit-path="], "--audit-path needs a file path"],
+    [["--verify-audit", "--audit-path", ""], "--audit-path needs a file path"],
+  ])("refuses %j with exit 2, naming the argument, before doing anything", (args, message) => {
+    const r = cli(args, {});
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.startsWith(`relay_shell: ${message}\nusage: relay-shell `)).toBe(true);
+  });
+
+  it("-h and --audit-path=PATH are read as before", () => {
+    expect(cli(["-h"], {}).stdout).toContain("usage: relay-shell");
+    const r = cli(["--verify-audit", `--audit-path=${join(dir, "missing.jsonl")}`], {});
+    expect(r.code).toBe(2);
+    expect(r.stdout + r.stderr).toContain("missing.jsonl");
+  });
+
+  it("stops serving stdio with exit 0 on SIGTERM", async () => {
+    const child = spawn(process.execPath, [SERVER_ENTRY], {
+      env: baseEnv({ RELAY_SHELL_AUDIT_PATH: join(dir, "sigterm-audit.jsonl") }),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stderr = "";
+    const serving = new Promise<void>((done) => {
+      child.stderr.on("data", (chunk: Buffer) => {
+        stderr += chunk.toString();
+        if (stderr.includes('"serving"')) done();
+      });
+    });
+    const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
+    await serving;
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
   });
 
   it("--check-config validates, creates the audit file and prints settings and warnings", () => {

@@ -1,43 +1,5 @@
 import { readdirSync, readFileSync } from "node:fs";
-
-/** What /proc/<pid>/stat says about one process. */
-export interface ProcInfo {
-  pid: number;
-  ppid: number;
-  pgid: number;
-  sid: number;
-  /** One-letter state; `Z` is a zombie: dead, waiting to be reaped. */
-  state: string;
-  /** Clock ticks since boot: tells a process from a later one that got the same pid. */
-  startTime: number;
-}
-
-export function readProc(pid: number): ProcInfo | null {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "latin1");
-  } catch {
-    // Gone (or no /proc): nothing to report.
-    return null;
-  }
-  // The command name may hold spaces and parentheses: the fields start after the last ")".
-  const close = text.lastIndexOf(")");
-  if (close < 0) return null;
-  // state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime cutime
-  // cstime priority nice num_threads itrealvalue starttime
-  const fields = text.slice(close + 2).split(" ");
-  const ppid = Number(fields[1]);
-  const pgid = Number(fields[2]);
-  const sid = Number(fields[3]);
-  const startTime = Number(fields[19]);
-  if (![ppid, pgid, sid, startTime].every(Number.isInteger)) return null;
-  return { pid, ppid, pgid, sid, state: fields[0] ?? "", startTime };
-}
-
-/** Still the same process: alive (or a zombie) and started when we first saw it. */
-export function isSameProcess(pid: number, startTime: number): boolean {
-  return readProc(pid)?.startTime === startTime;
-}
+import { type ProcInfo, readProc } from "./stat.js";
 
 function parsePids(text: string, into: number[]): void {
   for (const word of text.split(" ")) {
@@ -81,9 +43,9 @@ export function allChildren(pid: number): number[] {
   return found;
 }
 
-/** Children of `pid` by a walk of all of /proc: the fallback without children files. */
-export function childrenByScan(pid: number): number[] {
-  const found: number[] = [];
+/** Every process /proc lists that `keep` accepts. */
+function scanProc(keep: (info: ProcInfo) => boolean): ProcInfo[] {
+  const found: ProcInfo[] = [];
   let entries: string[];
   try {
     entries = readdirSync("/proc");
@@ -94,9 +56,25 @@ export function childrenByScan(pid: number): number[] {
     const first = entry.charCodeAt(0);
     if (first < 48 || first > 57) continue;
     const info = readProc(Number(entry));
-    if (info !== null && info.ppid === pid) found.push(info.pid);
+    if (info !== null && keep(info)) found.push(info);
   }
   return found;
+}
+
+/** Children of `pid` by a walk of all of /proc: the fallback without children files. */
+export function childrenByScan(pid: number): number[] {
+  return scanProc((info) => info.ppid === pid).map((info) => info.pid);
+}
+
+/**
+ * Every living process whose session id is `sid` (zombies are already dead and
+ * wait only for a parent that may never reap them). A PTY child is a session leader,
+ * so this finds its whole tree, including jobs an interactive shell moved into
+ * process groups of their own (which a kill of the leader's group misses).
+ * A process that called setsid() itself has left on purpose and is not found.
+ */
+export function sessionMembers(sid: number): ProcInfo[] {
+  return scanProc((info) => info.sid === sid && info.state !== "Z");
 }
 
 /**

@@ -5,33 +5,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { isAlive, launcherPids, newLaunchers, waitUntil } from "../../test/helpers/processes.js";
-import { RelayError } from "../core/index.js";
+import { isAlive, launcherPids, newLaunchers, waitUntil } from "../testing/processes.js";
+import { rejection, shellRequests } from "../testing/requests.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner, launcherEntry } from "./launcher-runner.js";
-import type { ProcessRequest } from "./types.js";
 
-const env = buildEnv(process.env, "");
-const sh = (command: string): ProcessRequest => ({
-  env,
-  command,
-  timeoutMs: 10_000,
-  maxBufferBytes: 1 << 20,
-  mergeStderr: true,
-  killGraceMs: 200,
-});
+const { sh } = shellRequests(buildEnv(process.env, ""));
 
 const dir = mkdtempSync(join(tmpdir(), "relay-launcher-life-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-async function rejection(promise: Promise<unknown>): Promise<RelayError> {
-  const err = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(RelayError);
-  return err as RelayError;
-}
 
 describe("launcher lifecycle", () => {
   it("keeps the launcher's stdout off ours", async () => {

@@ -1,18 +1,12 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { descendants, isSameProcess, mainThreadChildren, readProc } from "./proc-tree.js";
+import { readProc } from "./stat.js";
+import { descendants, mainThreadChildren, sessionMembers } from "./tree.js";
 
-describe("proc-tree", () => {
-  it("reads pid, parent, session and start time of a process, and nothing for a missing one", () => {
-    const self = readProc(process.pid);
-    expect(self?.pid).toBe(process.pid);
-    expect(self?.ppid).toBe(process.ppid);
-    expect(self?.state).toMatch(/^[RS]$/);
-    expect(self?.startTime).toBeGreaterThan(0);
-    expect(isSameProcess(process.pid, self?.startTime ?? -1)).toBe(true);
-    // A different start time is a different process that got the same pid.
-    expect(isSameProcess(process.pid, (self?.startTime ?? 0) + 1)).toBe(false);
-    expect(readProc(2 ** 22 + 1)).toBeNull();
+describe("proc/tree", () => {
+  it("finds this process in its own session", () => {
+    const me = readProc(process.pid);
+    expect(sessionMembers(me?.sid ?? -1).map((m) => m.pid)).toContain(process.pid);
   });
 
   it("walks a tree through the children lists, a setsid grandchild and its new session included", async () => {

@@ -1,16 +1,17 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { mainThreadChildren, readProc } from "../proc/index.js";
+
+/**
+ * Probes the process tests share, the colocated ones under src/ and the
+ * end-to-end suites under test/. Not part of the build.
+ */
 
 /** Unique per test run, so processes of an earlier run can never match. */
 export const RUN = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
 
 /** The state letter of a process (`R`, `S`, `Z`, …), or null when it is gone. */
 export function processState(pid: number | string): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-  } catch {
-    return null; // no /proc entry: the process is gone
-  }
+  return readProc(Number(pid))?.state ?? null;
 }
 
 /** Alive and not a zombie (orphans may be reaped late by the container's init). */
@@ -66,23 +67,13 @@ export function pidsIn(output: string): number[] {
 
 /** Live launcher processes forked by `parent` (this test process by default). */
 export function launcherPids(parent = process.pid): number[] {
-  let children: string;
-  try {
-    children = readFileSync(`/proc/${parent}/task/${parent}/children`, "utf8");
-  } catch {
-    return []; // the parent is gone
-  }
-  return children
-    .split(" ")
-    .filter(Boolean)
-    .map(Number)
-    .filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("launcher.ts") && isAlive(pid);
-      } catch {
-        return false; // exited while we looked
-      }
-    });
+  return (mainThreadChildren(parent) ?? []).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("launcher.ts") && isAlive(pid);
+    } catch {
+      return false; // exited while we looked
+    }
+  });
 }
 
 /** Run `work`, then return the launchers that appeared meanwhile. */

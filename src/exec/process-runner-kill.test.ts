@@ -1,19 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { isAlive, pidsIn, waitUntil } from "../../test/helpers/processes.js";
+import { isAlive, pidsIn, waitUntil } from "../testing/processes.js";
+import { shellRequests } from "../testing/requests.js";
 import { buildEnv } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
-import type { ProcessRequest } from "./types.js";
 
-const env = buildEnv(process.env, "");
-const sh = (command: string, extra: Partial<ProcessRequest> = {}): ProcessRequest => ({
-  env,
-  command,
-  timeoutMs: 10_000,
-  maxBufferBytes: 1 << 20,
-  mergeStderr: true,
-  killGraceMs: 200,
-  ...extra,
-});
+const { sh } = shellRequests(buildEnv(process.env, ""));
 
 describe("timeout", () => {
   const runner = createProcessRunner();

@@ -1,13 +1,7 @@
-import { constants as osConstants } from "node:os";
 import { becomeChildSubreaper, reapChild } from "./libc.js";
-import {
-  childrenByScan,
-  descendants,
-  isSameProcess,
-  mainThreadChildren,
-  type ProcInfo,
-  readProc,
-} from "./proc-tree.js";
+import { signalPid } from "./signal.js";
+import { isSameProcess, type ProcInfo, readProc } from "./stat.js";
+import { childrenByScan, descendants, mainThreadChildren } from "./tree.js";
 
 /** The most processes one walk collects; the rest is found by the next walk. */
 const WALK_LIMIT = 4096;
@@ -293,12 +287,4 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
       return killed;
     },
   };
-}
-
-function signalPid(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(pid, osConstants.signals[signal]);
-  } catch {
-    // ESRCH: it died meanwhile. EPERM: it runs under other credentials now (a setuid program).
-  }
 }
