@@ -1,7 +1,7 @@
 import type { Client } from "ssh2";
 import { type Clock, RelayError } from "../core/index.js";
 import type { Dialer } from "./dial.js";
-import { viaJump } from "./errors.js";
+import { isConnectionUnusable, viaJump } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
 import { type SshTarget, targetKey } from "./target.js";
 
@@ -55,8 +55,29 @@ export interface SshPoolStats {
   dialing: number;
 }
 
+/** A lease and what was opened on it. */
+export interface OpenedOnLease<T> {
+  lease: SshLease;
+  value: T;
+}
+
 export interface SshPool {
   acquire(target: SshTarget, options?: AcquireOptions): Promise<SshLease>;
+  /**
+   * Acquire a connection and open something on it (a channel, a listener).
+   * A pooled connection can die between uses (server restart, network)
+   * before the pool sees it close; that is not the caller's problem. So when
+   * `start` fails on a reused connection with an error that says the
+   * connection could not take the request (`isConnectionUnusable`), that
+   * connection is discarded and a fresh one tried, exactly once. Any other
+   * failure, and any failure on a freshly dialled connection, is the answer.
+   * On success the caller holds the lease; on failure it is released.
+   */
+  open<T>(
+    target: SshTarget,
+    options: AcquireOptions,
+    start: (lease: SshLease) => Promise<T>,
+  ): Promise<OpenedOnLease<T>>;
   /** Purge closed connections and close idle unpinned ones (also runs before every acquire). */
   sweep(): void;
   stats(): SshPoolStats;
@@ -232,6 +253,24 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
     return lease(entry, false);
   }
 
+  async function open<T>(
+    target: SshTarget,
+    options: AcquireOptions,
+    start: (lease: SshLease) => Promise<T>,
+  ): Promise<OpenedOnLease<T>> {
+    for (let attempt = 0; ; attempt++) {
+      const lease = await acquire(target, options);
+      try {
+        return { lease, value: await start(lease) };
+      } catch (err) {
+        const stale = attempt === 0 && lease.reused && isConnectionUnusable(err);
+        if (stale) lease.discard();
+        lease.release();
+        if (!stale) throw err;
+      }
+    }
+  }
+
   let timer: NodeJS.Timeout | null = null;
   if (deps.sweepTimer !== false && config.idleTimeoutSeconds > 0) {
     const every = Math.min(60_000, Math.max(1000, (config.idleTimeoutSeconds * 1000) / 4));
@@ -242,6 +281,7 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
 
   return {
     acquire,
+    open,
     sweep,
     stats() {
       let pinned = 0;

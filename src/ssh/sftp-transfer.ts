@@ -1,5 +1,6 @@
 import type { Client, SFTPWrapper } from "ssh2";
 import { type Clock, RelayError } from "../core/index.js";
+import { CONNECTION_UNUSABLE, isConnectionUnusable } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
 import type { SshLease, SshPool } from "./pool.js";
 import { type CopyStats, downloadTree, emptyStats, uploadTree } from "./sftp.js";
@@ -46,7 +47,7 @@ function openSftp(client: Client): Promise<SFTPWrapper> {
           "ChannelOpenError",
           `could not start SFTP: ${(err as Error)?.message ?? String(err)}`,
           {
-            code: "channel_open",
+            code: CONNECTION_UNUSABLE,
             cause: err,
           },
         ),
@@ -120,7 +121,8 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
   const stop = new AbortController();
   const stats = emptyStats(request.direction === "upload" ? request.remotePath : request.localPath);
   let timedOut = false;
-  let lease: SshLease | null = null;
+  // Set inside the pool's open callback, which the compiler cannot follow.
+  let lease = null as SshLease | null;
   let sftp: SFTPWrapper | null = null;
   const halt = () => {
     stop.abort();
@@ -144,32 +146,27 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
   });
 
   try {
-    let channel: SFTPWrapper;
-    for (let attempt = 0; ; attempt++) {
-      lease = await pool.acquire(request.target, { signal: stop.signal });
+    // A pooled connection that died between uses is replaced once, by the pool.
+    const { value: channel } = await pool.open(request.target, { signal: stop.signal }, async (opened) => {
+      // Known as soon as it is leased: a transfer that times out while opening still reports the host key.
+      lease = opened;
+      const opening = openSftp(opened.client);
+      // A channel that opens after the time ran out is closed at once.
+      opening.then(
+        (late) => {
+          if (stop.signal.aborted && late !== sftp) late.end();
+        },
+        () => undefined,
+      );
       try {
-        const opening = openSftp(lease.client);
-        // A channel that opens after the time ran out is closed at once.
-        opening.then(
-          (late) => {
-            if (stop.signal.aborted && late !== sftp) late.end();
-          },
-          () => undefined,
-        );
-        channel = await untilAborted(opening, stop.signal);
-        sftp = channel;
-        break;
+        return await untilAborted(opening, stop.signal);
       } catch (err) {
-        // A pooled connection can die between uses; that is not the caller's problem, so dial once more.
-        if (attempt === 0 && lease.reused && err instanceof RelayError && err.code === "channel_open") {
-          lease.discard();
-          lease.release();
-          lease = null;
-          continue;
-        }
+        // This connection is being replaced: it has nothing to report.
+        if (isConnectionUnusable(err)) lease = null;
         throw err;
       }
-    }
+    });
+    sftp = channel;
     const remote = createRemoteFs(channel, request.host);
     const options = {
       recursive: request.recursive,
