@@ -10,13 +10,14 @@ import { REPO_ROOT } from "./helpers/server.js";
  */
 const ALLOWED: Record<string, readonly string[]> = {
   core: [],
-  config: ["core"],
+  files: ["core"],
+  config: ["core", "files"],
   metrics: ["core"],
   policy: ["core", "config"],
   audit: ["core", "config"],
   exec: ["core", "config"],
   sessions: ["core", "config"],
-  ssh: ["core", "config"],
+  ssh: ["core", "config", "files"],
   broker: ["core", "config", "policy", "audit"],
   runner: ["core", "config", "metrics", "policy", "audit", "broker"],
   tools: ["core", "config", "metrics", "policy", "audit", "exec", "sessions", "ssh", "broker", "runner"],
