@@ -14,7 +14,6 @@ import {
   headerValue,
   mediaType,
   RPC_INTERNAL_ERROR,
-  RPC_INVALID_REQUEST,
   RPC_PARSE_ERROR,
   RPC_SERVER_ERROR,
   RPC_SESSION_NOT_FOUND,
@@ -30,7 +29,7 @@ import {
 } from "./http-sessions.js";
 import { createFailureThrottle, DEFAULT_THROTTLE, type ThrottleConfig } from "./http-throttle.js";
 import { describeOversized } from "./line-reader.js";
-import { createMcpServer, type McpServerDeps } from "./mcp-server.js";
+import { createMcpServer, type McpServerDeps, oversizedError, refuseOversizedCall } from "./mcp-server.js";
 import { serveMetrics, timedRelay } from "./metrics-endpoint.js";
 import { createOAuthProvider } from "./oauth-provider.js";
 import { createOAuthRoutes, type OAuthRoutes } from "./oauth-routes.js";
@@ -159,22 +158,14 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     session: SessionHandle | undefined,
     owner: string,
   ): void {
-    const info = describeOversized(body);
+    const info = { ...describeOversized(body), bytes: body.bytes };
     if (session && info.method === "tools/call" && info.id !== null) {
-      // The same audited refusal stdio gives: unscanned input is treated as Tier 3.
-      const result = relay.refuseOversized(info.toolName, body.bytes, {
-        requestId: String(info.id),
-        clientId: owner,
-        signal: new AbortController().signal,
-      });
-      sendJson(res, 200, {
-        jsonrpc: "2.0",
-        id: info.id,
-        result: { content: [{ type: "text", text: result.text }], structuredContent: result.structured },
-      });
+      // The same audited refusal stdio gives.
+      sendJson(res, 200, { jsonrpc: "2.0", id: info.id, result: refuseOversizedCall(relay, info, owner) });
       return;
     }
-    sendRpcError(res, 413, RPC_INVALID_REQUEST, `message of ${body.bytes} bytes exceeds the size limit`);
+    const error = oversizedError(body.bytes);
+    sendRpcError(res, 413, error.code, error.message);
   }
 
   async function mcpEndpoint(req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> {
