@@ -1,7 +1,8 @@
 // The HTTP edge (OAuth, /metrics) is loaded only when it is used: a stdio server never pays for it.
+
+export type { McpConnectionConfig } from "./http-connections.js";
 export type { HttpEdge, HttpEdgeOptions, HttpEdgeSettings } from "./http-edge.js";
 export { type HttpEdgeModule, loadHttpEdge } from "./http-loader.js";
-export type { McpSessionConfig } from "./http-sessions.js";
 export type { ThrottleConfig } from "./http-throttle.js";
 export {
   answerOversized,
