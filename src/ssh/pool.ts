@@ -1,5 +1,6 @@
 import type { Client } from "ssh2";
 import { type Clock, RelayError } from "../core/index.js";
+import { untilAborted } from "./abortable.js";
 import type { Dialer } from "./dial.js";
 import { isConnectionUnusable, viaJump } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
@@ -247,7 +248,7 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
       slot = { promise, abort };
       pending.set(key, slot);
     }
-    const entry = await waitFor(slot.promise, options.signal);
+    const entry = await untilAborted(slot.promise, options.signal, "the call was cancelled");
     if (entry.closed)
       throw new RelayError("ConnectionError", `connection to ${target.label} closed before use`);
     return lease(entry, false);
@@ -295,24 +296,4 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
       for (const entry of [...entries.values()]) drop(entry);
     },
   };
-}
-
-/** Wait for a shared promise, giving up (alone) when this caller's signal aborts. */
-function waitFor<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(new RelayError("CancelledError", "the call was cancelled"));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new RelayError("CancelledError", "the call was cancelled"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
 }

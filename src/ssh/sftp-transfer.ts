@@ -1,5 +1,6 @@
 import type { Client, SFTPWrapper } from "ssh2";
 import { type Clock, RelayError } from "../core/index.js";
+import { untilAborted } from "./abortable.js";
 import { CONNECTION_UNUSABLE, isConnectionUnusable } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
 import type { SshLease, SshPool } from "./pool.js";
@@ -61,6 +62,8 @@ function openSftp(client: Client): Promise<SFTPWrapper> {
   });
 }
 
+const STOPPED = "the transfer was stopped";
+
 /** Longest error message a transfer returns: the tools' output budget is 2048 bytes, brackets included. */
 const MAX_ERROR_MESSAGE_BYTES = 1536;
 
@@ -88,25 +91,6 @@ function boundedError(err: unknown, stats: CopyStats): unknown {
   }
   if (progress === "" && message === err.message) return err;
   return new RelayError(err.type, `${message}${progress}`, { code: err.code, cause: err });
-}
-
-/** Settles with the work, or rejects as soon as `signal` aborts (the work may still be winding down). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new RelayError("CancelledError", "the transfer was stopped"));
-    if (signal.aborted) onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
 }
 
 /**
@@ -159,7 +143,7 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
         () => undefined,
       );
       try {
-        return await untilAborted(opening, stop.signal);
+        return await untilAborted(opening, stop.signal, STOPPED);
       } catch (err) {
         // This connection is being replaced: it has nothing to report.
         if (isConnectionUnusable(err)) lease = null;
@@ -181,7 +165,7 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
         : downloadTree(remote, request.remotePath, request.localPath, options);
     // Once the race is lost to a timeout, the work's own failure is no longer news.
     work.catch(() => undefined);
-    await untilAborted(work, stop.signal);
+    await untilAborted(work, stop.signal, STOPPED);
     return result();
   } catch (err) {
     if (timedOut) return result();
