@@ -14,7 +14,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   config: ["core", "files"],
   metrics: ["core"],
   policy: ["core", "config"],
-  audit: ["core", "config"],
+  audit: ["core", "config", "files"],
   exec: ["core", "config"],
   sessions: ["core", "config"],
   ssh: ["core", "config", "files"],

@@ -4,6 +4,16 @@ import { RelayError } from "../core/index.js";
 /** The stable code of the error a file over its bound is refused with. */
 export const FILE_TOO_LARGE = "file_too_large";
 
+/** Open a file for reading; null when it does not exist, any other failure thrown as Node reports it. */
+export function openIfExists(path: string): number | null {
+  try {
+    return openSync(path, "r");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+}
+
 export interface FileBound {
   /** The largest file accepted, in bytes. */
   maxBytes: number;
@@ -22,13 +32,8 @@ export interface FileBound {
  * only up to the size that was checked.
  */
 export function readBoundedFile(path: string, bound: FileBound): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
-  }
+  const fd = openIfExists(path);
+  if (fd === null) return null;
   try {
     const size = fstatSync(fd).size;
     if (size > bound.maxBytes) {

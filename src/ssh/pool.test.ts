@@ -236,35 +236,24 @@ describe.skipIf(SSHD_MISSING)("ssh connection pool against a real sshd", () => {
       p.closeAll();
     });
 
-    it("does not retry when the fresh connection fails the same way", async () => {
+    it.each([
+      ["a reused connection found dead, then the fresh one too", true, 2],
+      ["a freshly dialled connection", false, 1],
+    ])("does not retry again after a failure on %s", async (_label, pooledFirst, attempts) => {
       const p = pool();
-      const t = target(sshd.ports[1] ?? 0);
-      await deadPooled(p, t);
+      const t = target(sshd.ports[pooledFirst ? 1 : 2] ?? 0);
+      if (pooledFirst) await deadPooled(p, t);
       const before = dials;
       let calls = 0;
+      // Every connection this caller gets dies before its command can start.
       const failing = p.open(t, {}, (l) => {
         calls++;
         l.client.end();
         return echo(l.client, "never");
       });
       await expect(failing).rejects.toMatchObject({ type: "ChannelOpenError", code: CONNECTION_UNUSABLE });
-      expect(calls).toBe(2);
-      expect(dials - before).toBe(1);
-      expect(p.stats().pinned).toBe(0);
-      p.closeAll();
-    });
-
-    it("does not retry a failure on a freshly dialled connection", async () => {
-      const p = pool();
-      const before = dials;
-      let calls = 0;
-      const failing = p.open(target(sshd.ports[2] ?? 0), {}, (l) => {
-        calls++;
-        l.client.end();
-        return echo(l.client, "never");
-      });
       await expect(failing).rejects.toSatisfy(isConnectionUnusable);
-      expect(calls).toBe(1);
+      expect(calls).toBe(attempts);
       expect(dials - before).toBe(1);
       expect(p.stats().pinned).toBe(0);
       p.closeAll();
