@@ -11,6 +11,7 @@ import { REPO_ROOT } from "./helpers/server.js";
 /** What tools/ may use, and with tools/ and server/ added, what cli/ wires. */
 const BELOW_TOOLS = [
   "core",
+  "files",
   "config",
   "metrics",
   "proc",
@@ -25,14 +26,15 @@ const BELOW_TOOLS = [
 
 const ALLOWED: Record<string, readonly string[]> = {
   core: [],
-  config: ["core"],
+  files: ["core"],
+  config: ["core", "files"],
   metrics: ["core"],
   proc: ["core"],
   policy: ["core", "config"],
-  audit: ["core", "config"],
+  audit: ["core", "config", "files"],
   exec: ["core", "config", "proc"],
   sessions: ["core", "config", "proc"],
-  ssh: ["core", "config"],
+  ssh: ["core", "config", "files"],
   broker: ["core", "config", "policy", "audit"],
   runner: ["core", "config", "metrics", "policy", "audit", "broker"],
   tools: BELOW_TOOLS,

@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { decodeUtf8 } from "../core/index.js";
+import { openIfExists } from "../files/index.js";
 
 /** Bytes read per step when scanning a file from either end. */
 const CHUNK = 64 * 1024;
@@ -65,13 +66,8 @@ export function lastLinesOfBuffer(data: Buffer, max: number): string[] {
  * number) is decompressed whole, within {@link MAX_GUNZIP_BYTES}.
  */
 export function readLastLines(path: string, max: number): string[] | null {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
-  }
+  const fd = openIfExists(path);
+  if (fd === null) return null;
   try {
     const size = fstatSync(fd).size;
     if (size === 0 || max <= 0) return [];

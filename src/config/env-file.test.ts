@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -72,5 +72,17 @@ describe("readEnvFile", () => {
     mkdirSync(dir);
     writeFileSync(join(dir, ".env"), `# ${"x".repeat(1024 * 1024)}\n`);
     expect(readEnvFile(dir).problems[0]).toMatch(/more than the 1048576 accepted$/);
+  });
+
+  it("refuses an oversized file by its size, before reading it", () => {
+    // 3 GiB, sparse: a reader that takes the whole file first fails on it (or takes long) instead.
+    const dir = join(root, "huge");
+    mkdirSync(dir);
+    const path = join(dir, ".env");
+    writeFileSync(path, "");
+    truncateSync(path, 3 * 1024 ** 3);
+    expect(readEnvFile(dir).problems).toEqual([
+      `settings file ${path} is ${3 * 1024 ** 3} bytes, more than the 1048576 accepted`,
+    ]);
   });
 });

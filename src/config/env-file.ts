@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { FILE_TOO_LARGE, readBoundedFile } from "../files/index.js";
 
 /**
  * The optional `.env` file in the working directory. Only `RELAY_SHELL_*`
@@ -96,23 +96,17 @@ function errnoOf(err: unknown): string | undefined {
 /** Read `<cwd>/.env` if present. A missing file is normal; an unreadable one is a problem. */
 export function readEnvFile(cwd: string): EnvFile {
   const path = join(cwd, ".env");
-  let buffer: Buffer;
+  let buffer: Buffer | null;
   try {
-    buffer = readFileSync(path);
+    // Refused by its size before a byte is read: the bound holds for any file put there.
+    buffer = readBoundedFile(path, { maxBytes: MAX_ENV_FILE_BYTES, what: "settings file" });
   } catch (err) {
     const code = errnoOf(err);
-    if (code === "ENOENT" || code === "ENOTDIR") return { path: null, values: new Map(), problems: [] };
+    if (code === "ENOTDIR") return { path: null, values: new Map(), problems: [] };
     const reason = err instanceof Error ? err.message : String(err);
-    return { path, values: new Map(), problems: [`${path}: cannot read the settings file: ${reason}`] };
+    const problem = code === FILE_TOO_LARGE ? reason : `${path}: cannot read the settings file: ${reason}`;
+    return { path, values: new Map(), problems: [problem] };
   }
-  if (buffer.length > MAX_ENV_FILE_BYTES) {
-    return {
-      path,
-      values: new Map(),
-      problems: [
-        `${path}: settings file is ${buffer.length} bytes, more than the ${MAX_ENV_FILE_BYTES} accepted`,
-      ],
-    };
-  }
+  if (buffer === null) return { path: null, values: new Map(), problems: [] };
   return { path, ...parseEnvFile(buffer.toString("utf8"), path) };
 }

@@ -9,12 +9,17 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config/index.js";
 import { type Clock, cryptoIds, type Ids, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
 import { type CallSeries, createMetricsRegistry, type GaugeProviders } from "../metrics/index.js";
+import {
+  type ConnectionHandle,
+  createMcpConnections,
+  DEFAULT_MCP_CONNECTIONS,
+  type McpConnectionConfig,
+} from "./http-connections.js";
 import { allowedHostnames, checkHostAndOrigin } from "./http-guard.js";
 import {
   headerValue,
   mediaType,
   RPC_INTERNAL_ERROR,
-  RPC_INVALID_REQUEST,
   RPC_PARSE_ERROR,
   RPC_SERVER_ERROR,
   RPC_SESSION_NOT_FOUND,
@@ -22,15 +27,9 @@ import {
   sendJson,
   sendRpcError,
 } from "./http-io.js";
-import {
-  createMcpSessions,
-  DEFAULT_MCP_SESSIONS,
-  type McpSessionConfig,
-  type SessionHandle,
-} from "./http-sessions.js";
 import { createFailureThrottle, DEFAULT_THROTTLE, type ThrottleConfig } from "./http-throttle.js";
 import { describeOversized } from "./line-reader.js";
-import { createMcpServer, type McpServerDeps } from "./mcp-server.js";
+import { createMcpServer, type McpServerDeps, oversizedError, refuseOversizedCall } from "./mcp-server.js";
 import { serveMetrics, timedRelay } from "./metrics-endpoint.js";
 import { createOAuthProvider } from "./oauth-provider.js";
 import { createOAuthRoutes, type OAuthRoutes } from "./oauth-routes.js";
@@ -53,7 +52,7 @@ export type HttpEdgeSettings = Pick<
 
 export interface HttpEdgeOptions {
   settings: HttpEdgeSettings;
-  /** What every per-session MCP server is built from (the relay is shared). */
+  /** What every per-connection MCP server is built from (the relay is shared). */
   mcp: McpServerDeps;
   /** The relay's call counter, rendered on /metrics. */
   calls: { series(): CallSeries[] };
@@ -64,14 +63,14 @@ export interface HttpEdgeOptions {
   clock?: Clock;
   ids?: Ids;
   throttle?: ThrottleConfig;
-  sessions?: McpSessionConfig;
+  connections?: McpConnectionConfig;
 }
 
 export interface HttpEdge {
   /** Bind and serve; rejects if the address cannot be bound. */
   listen(): Promise<{ host: string; port: number }>;
-  /** Live MCP sessions (not PTY sessions). */
-  readonly mcpSessions: number;
+  /** Live MCP connections (what the protocol calls sessions; not PTY sessions). */
+  readonly mcpConnections: number;
   close(): Promise<void>;
 }
 
@@ -103,7 +102,7 @@ function isInitialize(body: unknown): boolean {
 /**
  * The streamable-HTTP edge (docs/wire-contract.md §9): Host and Origin validation on
  * every request, /metrics, the OAuth endpoints when enabled, and the MCP
- * endpoint with per-client sessions and bounded bodies. Building it opens
+ * endpoint with per-client connections and bounded bodies. Building it opens
  * the OAuth state (so `--check-config` fails on a bad state dir) without
  * binding anything.
  */
@@ -143,9 +142,9 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     tools: relay.tools.map((t) => t.name),
     onGaugeError: (name, err) => logger.warn({ gauge: name, err: String(err) }, "gauge skipped"),
   });
-  const sessionRelay = timedRelay(relay, metrics, clock);
-  const sessions = createMcpSessions(options.sessions ?? DEFAULT_MCP_SESSIONS, {
-    createServer: () => createMcpServer({ ...options.mcp, relay: sessionRelay }),
+  const connectionRelay = timedRelay(relay, metrics, clock);
+  const connections = createMcpConnections(options.connections ?? DEFAULT_MCP_CONNECTIONS, {
+    createServer: () => createMcpServer({ ...options.mcp, relay: connectionRelay }),
     clock,
     ids,
     logger,
@@ -156,25 +155,17 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
   function oversized(
     res: ServerResponse,
     body: { bytes: number; head: Buffer; tail: Buffer },
-    session: SessionHandle | undefined,
+    connection: ConnectionHandle | undefined,
     owner: string,
   ): void {
-    const info = describeOversized(body);
-    if (session && info.method === "tools/call" && info.id !== null) {
-      // The same audited refusal stdio gives: unscanned input is treated as Tier 3.
-      const result = relay.refuseOversized(info.toolName, body.bytes, {
-        requestId: String(info.id),
-        clientId: owner,
-        signal: new AbortController().signal,
-      });
-      sendJson(res, 200, {
-        jsonrpc: "2.0",
-        id: info.id,
-        result: { content: [{ type: "text", text: result.text }], structuredContent: result.structured },
-      });
+    const info = { ...describeOversized(body), bytes: body.bytes };
+    if (connection && info.method === "tools/call" && info.id !== null) {
+      // The same audited refusal stdio gives.
+      sendJson(res, 200, { jsonrpc: "2.0", id: info.id, result: refuseOversizedCall(relay, info, owner) });
       return;
     }
-    sendRpcError(res, 413, RPC_INVALID_REQUEST, `message of ${body.bytes} bytes exceeds the size limit`);
+    const error = oversizedError(body.bytes);
+    sendRpcError(res, 413, error.code, error.message);
   }
 
   async function mcpEndpoint(req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> {
@@ -190,22 +181,23 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       sendRpcError(res, 405, RPC_SERVER_ERROR, "Method not allowed", { Allow: "GET, POST, DELETE" });
       return;
     }
-    const sessionId = headerValue(req, "mcp-session-id");
-    let session: SessionHandle | undefined;
-    if (sessionId !== undefined) {
-      const found = sessions.lookup(sessionId, owner);
+    // The wire keeps the protocol's word: the Mcp-Session-Id header, "Session not found", "Too many MCP sessions".
+    const connectionId = headerValue(req, "mcp-session-id");
+    let connection: ConnectionHandle | undefined;
+    if (connectionId !== undefined) {
+      const found = connections.lookup(connectionId, owner);
       if (!found.found) {
         sendRpcError(res, 404, RPC_SESSION_NOT_FOUND, "Session not found");
         return;
       }
-      session = found.handle;
+      connection = found.handle;
     }
     if (method !== "POST") {
-      if (!session) {
+      if (!connection) {
         sendRpcError(res, 400, RPC_SERVER_ERROR, "Bad Request: Mcp-Session-Id header is required");
         return;
       }
-      await session.handle(req, res);
+      await connection.handle(req, res);
       return;
     }
     if (mediaType(req) !== "application/json") {
@@ -220,7 +212,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     const body = await readBody(req, options.maxBodyBytes);
     if (body.kind === "aborted") return;
     if (body.kind === "too_large") {
-      oversized(res, body, session, owner);
+      oversized(res, body, connection, owner);
       return;
     }
     let message: unknown;
@@ -230,19 +222,19 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       sendRpcError(res, 400, RPC_PARSE_ERROR, "Parse error: Invalid JSON");
       return;
     }
-    if (session) {
-      await session.handle(req, res, message);
+    if (connection) {
+      await connection.handle(req, res, message);
       return;
     }
     if (!isInitialize(message)) {
       sendRpcError(res, 400, RPC_SERVER_ERROR, "Bad Request: Mcp-Session-Id header is required");
       return;
     }
-    if (!sessions.hasRoom()) {
+    if (!connections.hasRoom()) {
       sendRpcError(res, 503, RPC_SERVER_ERROR, "Too many MCP sessions; retry later", { "Retry-After": "30" });
       return;
     }
-    await sessions.initialize(owner, req, res, message);
+    await connections.initialize(owner, req, res, message);
   }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -265,8 +257,8 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
   }
 
   return {
-    get mcpSessions() {
-      return sessions.size;
+    get mcpConnections() {
+      return connections.size;
     },
     listen() {
       const server = createServer((req, res) => {
@@ -290,7 +282,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       });
     },
     async close() {
-      await sessions.closeAll();
+      await connections.closeAll();
       metrics.close();
       const server = http;
       http = null;

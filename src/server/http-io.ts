@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { growEnds, keepEnds, type OversizedMessage } from "./line-reader.js";
 
 /** JSON-RPC error codes the edge answers with (the SDK's conventions for streamable HTTP). */
 export const RPC_PARSE_ERROR = -32700;
-export const RPC_INVALID_REQUEST = -32600;
 export const RPC_SERVER_ERROR = -32000;
 export const RPC_SESSION_NOT_FOUND = -32001;
 export const RPC_INTERNAL_ERROR = -32603;
@@ -51,7 +51,7 @@ export function mediaType(req: IncomingMessage): string {
 
 export type BodyResult =
   | { kind: "ok"; body: Buffer }
-  | { kind: "too_large"; bytes: number; head: Buffer; tail: Buffer }
+  | ({ kind: "too_large" } & OversizedMessage)
   | { kind: "aborted" };
 
 const KEEP = 64 * 1024;
@@ -68,8 +68,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<BodyResul
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let total = 0;
-    let head: Buffer | null = null;
-    let tail = Buffer.alloc(0);
+    let ends: OversizedMessage | null = null;
     let settled = false;
     const finish = (result: BodyResult) => {
       if (settled) return;
@@ -78,28 +77,26 @@ export function readBody(req: IncomingMessage, limit: number): Promise<BodyResul
       resolve(result);
     };
     const onData = (chunk: Buffer) => {
-      total += chunk.length;
-      if (head === null && total <= limit) {
+      if (ends === null && total + chunk.length <= limit) {
         chunks.push(chunk);
+        total += chunk.length;
         return;
       }
-      if (head === null) {
-        const all = Buffer.concat(chunks);
+      if (ends === null) {
+        ends = keepEnds(Buffer.concat([...chunks, chunk]), KEEP);
         chunks.length = 0;
-        head = Buffer.concat([all, chunk]).subarray(0, KEEP);
-        tail = Buffer.concat([all, chunk]).subarray(-KEEP);
       } else {
-        tail = Buffer.concat([tail, chunk]).subarray(-KEEP);
+        growEnds(ends, chunk, KEEP);
       }
-      if (total > DRAIN_CAP) {
+      if (ends.bytes > DRAIN_CAP) {
         finish({ kind: "aborted" });
         req.destroy();
       }
     };
     req.on("data", onData);
     req.once("end", () => {
-      if (head === null) finish({ kind: "ok", body: Buffer.concat(chunks) });
-      else finish({ kind: "too_large", bytes: total, head, tail });
+      if (ends === null) finish({ kind: "ok", body: Buffer.concat(chunks) });
+      else finish({ kind: "too_large", ...ends });
     });
     req.once("error", () => finish({ kind: "aborted" }));
     req.once("close", () => finish({ kind: "aborted" }));

@@ -1,10 +1,10 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createLineReader, describeOversized, type OversizedLine } from "./line-reader.js";
+import { createLineReader, describeOversized, type OversizedMessage } from "./line-reader.js";
 
 function collect(max: number, keep: number) {
   const lines: string[] = [];
-  const big: OversizedLine[] = [];
+  const big: OversizedMessage[] = [];
   const reader = createLineReader(max, keep, { line: (l) => lines.push(l), oversized: (o) => big.push(o) });
   return { reader, lines, big };
 }
@@ -55,7 +55,7 @@ describe("line reader", () => {
     });
     const { reader, big } = collect(1000, 200);
     reader.push(Buffer.from(`${message}\n`));
-    expect(describeOversized(big[0] as OversizedLine)).toEqual({
+    expect(describeOversized(big[0] as OversizedMessage)).toEqual({
       id: 42,
       method: "tools/call",
       toolName: "shell_exec",

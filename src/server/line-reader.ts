@@ -1,18 +1,31 @@
 /**
- * Splits a byte stream into newline-terminated lines with a hard cap per
- * line. A line over the cap is never materialised: only its first and last
- * `keep` bytes and its length are kept, so one giant message costs bounded
- * memory and the stream stays in sync for the next one.
+ * A message over its bound (a stdio line, an HTTP body), never materialised:
+ * only its length and its first and last `keep` bytes are kept, so one giant
+ * message costs bounded memory and can still be answered by id.
  */
-export interface OversizedLine {
+export interface OversizedMessage {
   bytes: number;
   head: Buffer;
   tail: Buffer;
 }
 
+/**
+ * Start keeping only the ends of a message that has just passed its bound;
+ * `seen` is all of it so far. The ends are copies, so `seen` can be freed.
+ */
+export function keepEnds(seen: Buffer, keep: number): OversizedMessage {
+  return { bytes: seen.length, head: Buffer.from(seen.subarray(0, keep)), tail: lastBytes(seen, keep) };
+}
+
+/** Count the next piece of an oversized message, keeping its last `keep` bytes. */
+export function growEnds(ends: OversizedMessage, piece: Buffer, keep: number): void {
+  ends.bytes += piece.length;
+  ends.tail = lastBytes(Buffer.concat([ends.tail, piece]), keep);
+}
+
 export interface LineReaderHandlers {
   line(text: string): void;
-  oversized(info: OversizedLine): void;
+  oversized(info: OversizedMessage): void;
 }
 
 export interface LineReader {
@@ -21,6 +34,11 @@ export interface LineReader {
 
 const NEWLINE = 0x0a;
 
+/**
+ * Splits a byte stream into newline-terminated lines with a hard cap per
+ * line. A line over the cap is kept as an OversizedMessage, and the stream
+ * stays in sync for the next one.
+ */
 export function createLineReader(
   maxLineBytes: number,
   keep: number,
@@ -29,18 +47,16 @@ export function createLineReader(
   let parts: Buffer[] = [];
   let size = 0;
   // Set once the current line passed the cap: from then on only its ends are kept.
-  let overflow: { bytes: number; head: Buffer; tail: Buffer } | null = null;
+  let overflow: OversizedMessage | null = null;
 
   function append(piece: Buffer): void {
     if (piece.length === 0) return;
     if (overflow) {
-      overflow.bytes += piece.length;
-      overflow.tail = lastBytes(Buffer.concat([overflow.tail, piece]), keep);
+      growEnds(overflow, piece, keep);
       return;
     }
     if (size + piece.length > maxLineBytes) {
-      const all = Buffer.concat([...parts, piece]);
-      overflow = { bytes: all.length, head: Buffer.from(all.subarray(0, keep)), tail: lastBytes(all, keep) };
+      overflow = keepEnds(Buffer.concat([...parts, piece]), keep);
       parts = [];
       size = 0;
       return;
@@ -87,7 +103,7 @@ function lastBytes(buffer: Buffer, keep: number): Buffer {
  * too large to parse, from its first and last bytes, so the caller gets an
  * answer instead of a silent drop.
  */
-export function describeOversized(info: OversizedLine): {
+export function describeOversized(info: OversizedMessage): {
   id: string | number | null;
   method: string | null;
   toolName: string | null;

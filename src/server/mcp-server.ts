@@ -44,40 +44,43 @@ export interface McpServerDeps {
 
 export const PROMPT_NAME = "operating_guide";
 
-/**
- * The answer to a message too large to parse (see createStdioTransport): a
- * tool call gets the relay's audited refusal, anything else a JSON-RPC error.
- */
-export function answerOversized(
-  relay: Relay,
-): (info: {
+/** What could be recovered of a message too large to parse, and its size. */
+export interface OversizedRequest {
   id: string | number | null;
   method: string | null;
   toolName: string | null;
   bytes: number;
-}) => Promise<JSONRPCMessage | null> {
+}
+
+/**
+ * The relay's audited refusal of a tool call too large to parse (its input
+ * was never scanned, so it is treated as Tier 3), as a tools/call result.
+ */
+export function refuseOversizedCall(relay: Relay, info: OversizedRequest, clientId: string): CallToolResult {
+  const result = relay.refuseOversized(info.toolName, info.bytes, {
+    requestId: info.id === null ? "" : String(info.id),
+    clientId,
+    signal: new AbortController().signal,
+  });
+  return { content: [{ type: "text", text: result.text }], structuredContent: result.structured };
+}
+
+/** The JSON-RPC error for any other message too large to parse. */
+export function oversizedError(bytes: number): { code: number; message: string } {
+  return { code: ErrorCode.InvalidRequest, message: `message of ${bytes} bytes exceeds the size limit` };
+}
+
+/**
+ * The stdio answer to a message too large to parse (see createStdioTransport):
+ * a tool call gets the relay's audited refusal, anything else a JSON-RPC error.
+ */
+export function answerOversized(relay: Relay): (info: OversizedRequest) => Promise<JSONRPCMessage | null> {
   return async (info) => {
     if (info.method === "tools/call") {
-      const result = relay.refuseOversized(info.toolName, info.bytes, {
-        requestId: info.id === null ? "" : String(info.id),
-        clientId: "",
-        signal: new AbortController().signal,
-      });
-      if (info.id === null) return null;
-      return {
-        jsonrpc: "2.0",
-        id: info.id,
-        result: { content: [{ type: "text", text: result.text }], structuredContent: result.structured },
-      };
+      const result = refuseOversizedCall(relay, info, "");
+      return info.id === null ? null : { jsonrpc: "2.0", id: info.id, result };
     }
-    return {
-      jsonrpc: "2.0",
-      id: info.id,
-      error: {
-        code: ErrorCode.InvalidRequest,
-        message: `message of ${info.bytes} bytes exceeds the size limit`,
-      },
-    } as JSONRPCMessage;
+    return { jsonrpc: "2.0", id: info.id, error: oversizedError(info.bytes) } as JSONRPCMessage;
   };
 }
 

@@ -206,16 +206,24 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
     res.end();
   }
 
-  async function token(req: IncomingMessage, res: ServerResponse, source: string): Promise<void> {
+  /** The form of a /token or /revoke request and the client it authenticates; a failure counts against the source. */
+  async function authenticatedForm(
+    req: IncomingMessage,
+    source: string,
+    endpoint: "token" | "revoke",
+  ): Promise<{ params: Map<string, string>; client: ClientRecord }> {
     const params = await readForm(req);
     const credentials = clientCredentials(req, params);
-    let client: ClientRecord;
     try {
-      client = provider.authenticateClient(credentials.id, credentials.secret);
+      return { params, client: provider.authenticateClient(credentials.id, credentials.secret) };
     } catch (err) {
-      if (err instanceof OAuthFailure) failed(source, "token", err);
+      if (err instanceof OAuthFailure) failed(source, endpoint, err);
       throw err;
     }
+  }
+
+  async function token(req: IncomingMessage, res: ServerResponse, source: string): Promise<void> {
+    const { params, client } = await authenticatedForm(req, source, "token");
     const grant = params.get("grant_type");
     let answer: unknown;
     try {
@@ -247,15 +255,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
   }
 
   async function revoke(req: IncomingMessage, res: ServerResponse, source: string): Promise<void> {
-    const params = await readForm(req);
-    const credentials = clientCredentials(req, params);
-    let client: ClientRecord;
-    try {
-      client = provider.authenticateClient(credentials.id, credentials.secret);
-    } catch (err) {
-      if (err instanceof OAuthFailure) failed(source, "revoke", err);
-      throw err;
-    }
+    const { params, client } = await authenticatedForm(req, source, "revoke");
     const value = params.get("token");
     if (!value) throw new OAuthFailure("invalid_request", "token is required");
     provider.revoke(client, value);

@@ -1,7 +1,7 @@
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
-import { createLineReader, describeOversized, type OversizedLine } from "./line-reader.js";
+import { createLineReader, describeOversized, type OversizedMessage } from "./line-reader.js";
 
 /** What to do with a message too large to parse: answer it (or null to drop it). */
 export type OversizedHandler = (info: {
@@ -81,7 +81,7 @@ export function createStdioTransport(options: StdioOptions): Transport {
       }
       transport.onmessage?.(message);
     },
-    oversized(info: OversizedLine) {
+    oversized(info: OversizedMessage) {
       const described = describeOversized(info);
       options
         .oversized({ ...described, bytes: info.bytes })

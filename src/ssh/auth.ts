@@ -1,7 +1,7 @@
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
 import type { AnyAuthMethod, AuthHandlerMiddleware, ParsedKey } from "ssh2";
 import { RelayError } from "../core/index.js";
+import { readBoundedFile } from "../files/index.js";
 import { loadSsh2 } from "./ssh2-module.js";
 import { endpointText, type SshTarget } from "./target.js";
 
@@ -22,27 +22,7 @@ const MAX_KEY_BYTES = 1024 * 1024;
 const DEFAULT_KEYS = ["id_ed25519", "id_ecdsa", "id_rsa"];
 
 function readKeyFile(path: string): Buffer | null {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw err;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    if (size > MAX_KEY_BYTES) throw new Error(`key file ${path} is larger than ${MAX_KEY_BYTES} bytes`);
-    const buffer = Buffer.alloc(size);
-    let offset = 0;
-    while (offset < size) {
-      const n = readSync(fd, buffer, offset, size - offset, offset);
-      if (n === 0) break;
-      offset += n;
-    }
-    return buffer.subarray(0, offset);
-  } finally {
-    closeSync(fd);
-  }
+  return readBoundedFile(path, { maxBytes: MAX_KEY_BYTES, what: "key file" });
 }
 
 type Loaded = { ok: true; key: ParsedKey } | { ok: false; why: string };

@@ -196,7 +196,17 @@ describe("ssh_config", () => {
     ).toThrow(new RegExp(`^RELAY_SHELL_SSH_CONFIG: ${path}: `));
   });
 
-  it("treats a missing file as empty", () => {
+  it("refuses a file over its 4 MiB bound instead of cutting it", () => {
+    const path = join(dir, "huge_config");
+    writeFileSync(path, `Host big\n  HostName 127.0.0.1\n# ${"x".repeat(4 * 1024 * 1024)}\n`);
+    expect(() => loadSshConfig(path)).toThrow(
+      `ssh_config file ${path} is ${4 * 1024 * 1024 + 33} bytes, more than the 4194304 accepted`,
+    );
+  });
+
+  it("treats a missing file, a directory and /dev/null as empty", () => {
+    expect(loadSshConfig(dir).path).toBeNull();
+    expect(loadSshConfig("/dev/null").path).toBeNull();
     const missing = loadSshConfig(join(dir, "nope"));
     expect(missing.path).toBeNull();
     expect(missing.aliases).toEqual([]);

@@ -1,5 +1,19 @@
 import { RelayError } from "../core/index.js";
 
+/**
+ * The code of an error that says a connection could not take a new channel
+ * or request at all: it was already gone, it closed while the request was
+ * pending, or the server refused the channel. On a reused pooled connection
+ * that means the connection died (or filled up) since its last use, which
+ * the pool answers by dialling afresh, once (`SshPool.open`).
+ */
+export const CONNECTION_UNUSABLE = "connection_unusable";
+
+/** true for an error carrying CONNECTION_UNUSABLE. */
+export function isConnectionUnusable(err: unknown): boolean {
+  return err instanceof RelayError && err.code === CONNECTION_UNUSABLE;
+}
+
 /** Context a failed dial is described with. */
 export interface DialFailure {
   /** `user@host:port` of the endpoint. */

@@ -1,6 +1,7 @@
 import { constants as osConstants } from "node:os";
 import type { Client, ClientChannel } from "ssh2";
 import { type Clock, decodeUtf8, RelayError } from "../core/index.js";
+import { CONNECTION_UNUSABLE } from "./errors.js";
 
 export interface RemoteExecRequest {
   /** Sent verbatim as the exec request: the remote login shell interprets it. */
@@ -52,7 +53,7 @@ function openChannel(
           "ChannelOpenError",
           `could not start the command: ${(err as Error)?.message ?? String(err)}`,
           {
-            code: "channel_open",
+            code: CONNECTION_UNUSABLE,
             cause: err,
           },
         ),

@@ -184,29 +184,21 @@ export function createForwardRegistry(
 
   async function startOn(request: OpenForwardRequest): Promise<{ runtime: ForwardRuntime; lease: SshLease }> {
     const target = directory.resolve(request.host, request.overrides);
-    for (let attempt = 0; ; attempt++) {
-      const lease = await pool.acquire(target, request.signal ? { signal: request.signal } : {});
-      try {
-        const runtime = await startForward({
-          client: lease.client,
+    // A connection that died between uses fails the remote listen request; the pool dials once more.
+    const { lease, value: runtime } = await pool.open(
+      target,
+      request.signal ? { signal: request.signal } : {},
+      (opened) =>
+        startForward({
+          client: opened.client,
           spec: request.spec,
           bindAny: config.bindAny,
           route,
           requestTimeoutMs: config.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
           logger,
-        });
-        return { runtime, lease };
-      } catch (err) {
-        // A pooled connection that died between uses fails the remote listen request; dial once more.
-        if (attempt === 0 && lease.reused && err instanceof RelayError && err.type === "ConnectionError") {
-          lease.discard();
-          lease.release();
-          continue;
-        }
-        lease.release();
-        throw err;
-      }
-    }
+        }),
+    );
+    return { runtime, lease };
   }
 
   return {

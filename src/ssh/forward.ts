@@ -2,6 +2,7 @@ import { connect, createServer, type Server, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import type { AcceptConnection, Client, ClientChannel, RejectConnection, TcpConnectionDetails } from "ssh2";
 import { type Logger, RelayError } from "../core/index.js";
+import { CONNECTION_UNUSABLE } from "./errors.js";
 import type { ForwardDestination, ForwardSpec } from "./forward-spec.js";
 import { serveSocks } from "./socks-server.js";
 
@@ -238,6 +239,7 @@ function remoteListen(client: Client, address: string, port: number, timeoutMs: 
       clearTimeout(timer);
       reject(
         new RelayError("ConnectionError", `the SSH connection is gone: ${(err as Error).message}`, {
+          code: CONNECTION_UNUSABLE,
           cause: err,
         }),
       );

@@ -1,9 +1,8 @@
-import { closeSync, fstatSync, openSync } from "node:fs";
 import { z } from "zod";
 import type { KnownHostsMode } from "../config/index.js";
 import { RelayError } from "../core/index.js";
+import { FILE_TOO_LARGE, readBoundedFile } from "../files/index.js";
 import { isWritableHostName } from "./known-hosts.js";
-import { readOpenFile } from "./read-file.js";
 
 /** Where a host spec came from (`explicit`: a name that is in neither file, dialled as given). */
 export type HostSource = "inventory" | "ssh_config" | "explicit";
@@ -99,30 +98,32 @@ const entrySchema = z.strictObject(
 );
 
 function readInventoryText(path: string): string {
-  let fd: number;
+  let data: Buffer | null;
   try {
-    fd = openSync(path, "r");
+    data = readBoundedFile(path, { maxBytes: MAX_INVENTORY_BYTES, what: "" });
   } catch (err) {
+    if (err instanceof RelayError && err.code === FILE_TOO_LARGE) {
+      throw new RelayError("InventoryError", `RELAY_SHELL_INVENTORY: ${err.message}`, { cause: err });
+    }
+    throw cannotRead(path, err);
+  }
+  if (data === null) {
     throw new RelayError(
       "InventoryError",
-      `RELAY_SHELL_INVENTORY: cannot read ${path}: ${(err as Error).message}`,
-      {
-        cause: err,
-      },
+      `RELAY_SHELL_INVENTORY: cannot read ${path}: the file does not exist`,
     );
   }
-  try {
-    const size = fstatSync(fd).size;
-    if (size > MAX_INVENTORY_BYTES) {
-      throw new RelayError(
-        "InventoryError",
-        `RELAY_SHELL_INVENTORY: ${path} is ${size} bytes, more than the ${MAX_INVENTORY_BYTES} accepted`,
-      );
-    }
-    return readOpenFile(fd, size);
-  } finally {
-    closeSync(fd);
-  }
+  return data.toString("utf8");
+}
+
+function cannotRead(path: string, err: unknown): RelayError {
+  return new RelayError(
+    "InventoryError",
+    `RELAY_SHELL_INVENTORY: cannot read ${path}: ${(err as Error).message}`,
+    {
+      cause: err,
+    },
+  );
 }
 
 function fail(path: string, problem: string): never {

@@ -1,5 +1,6 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { readBoundedFile } from "../files/index.js";
 import {
   entryMatches,
   formatKnownHostsLine,
@@ -9,7 +10,6 @@ import {
   parseKnownHosts,
   sameKey,
 } from "./known-hosts.js";
-import { readOpenFile } from "./read-file.js";
 
 /** Bigger than any sane known_hosts file; a runaway file is refused, not read into memory. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
@@ -43,22 +43,9 @@ export interface KnownHostsStore {
 }
 
 function readBounded(path: string): string {
-  let fd: number;
-  try {
-    fd = openSync(path, "r");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return "";
-    throw err;
-  }
-  try {
-    const size = fstatSync(fd).size;
-    if (size > MAX_FILE_BYTES) {
-      throw new Error(`known_hosts file ${path} is larger than ${MAX_FILE_BYTES} bytes; refusing to read it`);
-    }
-    return readOpenFile(fd, size);
-  } finally {
-    closeSync(fd);
-  }
+  return (
+    readBoundedFile(path, { maxBytes: MAX_FILE_BYTES, what: "known_hosts file" })?.toString("utf8") ?? ""
+  );
 }
 
 export function createKnownHostsStore(config: KnownHostsStoreConfig): KnownHostsStore {

@@ -7,11 +7,14 @@ import {
   type Sshd,
   type SshFixture,
 } from "../../test/fixtures/sshd.js";
-import { type Clock, RelayError } from "../core/index.js";
+import { type Clock, RelayError, silentLogger } from "../core/index.js";
 import { createDialer, type Dialer } from "./dial.js";
+import { CONNECTION_UNUSABLE, isConnectionUnusable } from "./errors.js";
 import { execRemote } from "./exec.js";
+import { startForward } from "./forward.js";
+import { parseForwardSpec } from "./forward-spec.js";
 import { createKnownHostsStore } from "./known-hosts-store.js";
-import { createSshPool, type SshPool } from "./pool.js";
+import { createSshPool, type SshLease, type SshPool } from "./pool.js";
 import type { SshTarget } from "./target.js";
 
 announceSkip("ssh pool unit tests");
@@ -200,6 +203,107 @@ describe.skipIf(SSHD_MISSING)("ssh connection pool against a real sshd", () => {
     await expect(pending).rejects.toBeInstanceOf(RelayError);
     expect(p.stats()).toEqual({ open: 0, pinned: 0, dialing: 0 });
     await expect(p.acquire(target(sshd.port))).rejects.toThrow(/shut down/);
+  });
+
+  describe("the one rule for a pooled connection that died", () => {
+    const echo = (client: SshLease["client"], text: string) =>
+      execRemote(client, { command: `echo ${text}`, timeoutMs: 5000, maxBufferBytes: 256 }, manualClock());
+
+    /** A pooled, idle connection that has just died: ssh2 knows, the pool has not heard yet. */
+    async function deadPooled(p: SshPool, t: SshTarget): Promise<void> {
+      const first = await p.acquire(t);
+      first.release();
+      first.client.end();
+    }
+
+    it("replaces a reused connection found dead, exactly once, with a fresh dial", async () => {
+      const p = pool();
+      const t = target(sshd.ports[1] ?? 0);
+      await deadPooled(p, t);
+      const before = dials;
+      const seen: boolean[] = [];
+      const { lease, value } = await p.open(t, {}, (l) => {
+        seen.push(l.reused);
+        return echo(l.client, "fresh");
+      });
+      // The real exec on the dead connection failed as unusable; the second try dialled.
+      expect(seen).toEqual([true, false]);
+      expect(value.output).toBe("fresh\n");
+      expect(lease.reused).toBe(false);
+      expect(dials - before).toBe(1);
+      expect(p.stats()).toEqual({ open: 1, pinned: 1, dialing: 0 });
+      lease.release();
+      p.closeAll();
+    });
+
+    it.each([
+      ["a reused connection found dead, then the fresh one too", true, 2],
+      ["a freshly dialled connection", false, 1],
+    ])("does not retry again after a failure on %s", async (_label, pooledFirst, attempts) => {
+      const p = pool();
+      const t = target(sshd.ports[pooledFirst ? 1 : 2] ?? 0);
+      if (pooledFirst) await deadPooled(p, t);
+      const before = dials;
+      let calls = 0;
+      // Every connection this caller gets dies before its command can start.
+      const failing = p.open(t, {}, (l) => {
+        calls++;
+        l.client.end();
+        return echo(l.client, "never");
+      });
+      await expect(failing).rejects.toMatchObject({ type: "ChannelOpenError", code: CONNECTION_UNUSABLE });
+      await expect(failing).rejects.toSatisfy(isConnectionUnusable);
+      expect(calls).toBe(attempts);
+      expect(dials - before).toBe(1);
+      expect(p.stats().pinned).toBe(0);
+      p.closeAll();
+    });
+
+    it("never retries an error that does not say the connection died", async () => {
+      const p = pool();
+      const t = target(sshd.ports[3] ?? 0);
+      const first = await p.acquire(t);
+      first.release();
+      let calls = 0;
+      const failing = p.open(t, {}, async (l) => {
+        calls++;
+        expect(l.reused).toBe(true);
+        // A live server refusing a request is its answer, not a sign the connection died.
+        throw new RelayError("ChannelListenError", "the SSH server refused to listen");
+      });
+      await expect(failing).rejects.toMatchObject({ type: "ChannelListenError" });
+      expect(calls).toBe(1);
+      // The connection was neither discarded nor left pinned.
+      expect(p.stats()).toEqual({ open: 1, pinned: 0, dialing: 0 });
+      const again = await p.acquire(t);
+      expect(again.reused).toBe(true);
+      expect((await echo(again.client, "alive")).output).toBe("alive\n");
+      again.release();
+      p.closeAll();
+    });
+
+    it("applies to a remote forward's listen request as to a channel", async () => {
+      const p = pool();
+      const t = target(sshd.ports[0] ?? 0);
+      await deadPooled(p, t);
+      const seen: boolean[] = [];
+      const { lease, value: runtime } = await p.open(t, {}, (l) => {
+        seen.push(l.reused);
+        return startForward({
+          client: l.client,
+          spec: parseForwardSpec("R:0:127.0.0.1:9"),
+          bindAny: false,
+          route: () => () => undefined,
+          requestTimeoutMs: 5000,
+          logger: silentLogger,
+        });
+      });
+      expect(seen).toEqual([true, false]);
+      expect(runtime.listenPort).toBeGreaterThan(0);
+      await runtime.close();
+      lease.release();
+      p.closeAll();
+    });
   });
 
   it("holds the bastion for as long as a connection through it lives", async () => {

@@ -1,7 +1,8 @@
 import type { Client } from "ssh2";
 import { type Clock, RelayError } from "../core/index.js";
+import { untilAborted } from "./abortable.js";
 import type { Dialer } from "./dial.js";
-import { viaJump } from "./errors.js";
+import { isConnectionUnusable, viaJump } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
 import { type SshTarget, targetKey } from "./target.js";
 
@@ -55,8 +56,29 @@ export interface SshPoolStats {
   dialing: number;
 }
 
+/** A lease and what was opened on it. */
+export interface OpenedOnLease<T> {
+  lease: SshLease;
+  value: T;
+}
+
 export interface SshPool {
   acquire(target: SshTarget, options?: AcquireOptions): Promise<SshLease>;
+  /**
+   * Acquire a connection and open something on it (a channel, a listener).
+   * A pooled connection can die between uses (server restart, network)
+   * before the pool sees it close; that is not the caller's problem. So when
+   * `start` fails on a reused connection with an error that says the
+   * connection could not take the request (`isConnectionUnusable`), that
+   * connection is discarded and a fresh one tried, exactly once. Any other
+   * failure, and any failure on a freshly dialled connection, is the answer.
+   * On success the caller holds the lease; on failure it is released.
+   */
+  open<T>(
+    target: SshTarget,
+    options: AcquireOptions,
+    start: (lease: SshLease) => Promise<T>,
+  ): Promise<OpenedOnLease<T>>;
   /** Purge closed connections and close idle unpinned ones (also runs before every acquire). */
   sweep(): void;
   stats(): SshPoolStats;
@@ -226,10 +248,28 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
       slot = { promise, abort };
       pending.set(key, slot);
     }
-    const entry = await waitFor(slot.promise, options.signal);
+    const entry = await untilAborted(slot.promise, options.signal, "the call was cancelled");
     if (entry.closed)
       throw new RelayError("ConnectionError", `connection to ${target.label} closed before use`);
     return lease(entry, false);
+  }
+
+  async function open<T>(
+    target: SshTarget,
+    options: AcquireOptions,
+    start: (lease: SshLease) => Promise<T>,
+  ): Promise<OpenedOnLease<T>> {
+    for (let attempt = 0; ; attempt++) {
+      const lease = await acquire(target, options);
+      try {
+        return { lease, value: await start(lease) };
+      } catch (err) {
+        const stale = attempt === 0 && lease.reused && isConnectionUnusable(err);
+        if (stale) lease.discard();
+        lease.release();
+        if (!stale) throw err;
+      }
+    }
   }
 
   let timer: NodeJS.Timeout | null = null;
@@ -242,6 +282,7 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
 
   return {
     acquire,
+    open,
     sweep,
     stats() {
       let pinned = 0;
@@ -255,24 +296,4 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
       for (const entry of [...entries.values()]) drop(entry);
     },
   };
-}
-
-/** Wait for a shared promise, giving up (alone) when this caller's signal aborts. */
-function waitFor<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(new RelayError("CancelledError", "the call was cancelled"));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new RelayError("CancelledError", "the call was cancelled"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
 }

@@ -1,6 +1,7 @@
 import { constants as osConstants } from "node:os";
 import type { Client, ClientChannel, PseudoTtyOptions } from "ssh2";
 import { holdTerminalEvents, RelayError, type TerminalEvents } from "../core/index.js";
+import { CONNECTION_UNUSABLE } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
 import type { SshLease, SshPool } from "./pool.js";
 import type { SshTarget } from "./target.js";
@@ -69,7 +70,7 @@ function openChannel(client: Client, request: SshPtyRequest): Promise<ClientChan
               "ChannelOpenError",
               `could not open the terminal: ${(err as Error)?.message ?? String(err)}`,
               {
-                code: "channel_open",
+                code: CONNECTION_UNUSABLE,
                 cause: err,
               },
             ),
@@ -207,33 +208,23 @@ function wrapChannel(channel: ClientChannel, lease: SshLease, closeWaitMs: numbe
 }
 
 /**
- * Acquire a pooled connection to `target` and open a terminal on it. A
- * reused connection that died between uses is replaced once.
+ * Acquire a pooled connection to `target` and open a terminal on it (a
+ * reused connection that died between uses is replaced once, by the pool).
  */
 export async function openSshPty(
   pool: SshPool,
   target: SshTarget,
   request: SshPtyRequest,
 ): Promise<OpenedSshPty> {
-  for (let attempt = 0; ; attempt++) {
-    const lease = await pool.acquire(target, request.signal ? { signal: request.signal } : {});
-    let channel: ClientChannel;
-    try {
-      channel = await openChannel(lease.client, request);
-    } catch (err) {
-      if (attempt === 0 && lease.reused && err instanceof RelayError && err.code === "channel_open") {
-        lease.discard();
-        lease.release();
-        continue;
-      }
-      lease.release();
-      throw err;
-    }
-    return {
-      transport: wrapChannel(channel, lease, request.closeWaitMs ?? DEFAULT_CLOSE_WAIT_MS),
-      hostKey: lease.hostKey,
-      jumpHostKeys: lease.jumpHostKeys,
-      reused: lease.reused,
-    };
-  }
+  const { lease, value: channel } = await pool.open(
+    target,
+    request.signal ? { signal: request.signal } : {},
+    (opened) => openChannel(opened.client, request),
+  );
+  return {
+    transport: wrapChannel(channel, lease, request.closeWaitMs ?? DEFAULT_CLOSE_WAIT_MS),
+    hostKey: lease.hostKey,
+    jumpHostKeys: lease.jumpHostKeys,
+    reused: lease.reused,
+  };
 }

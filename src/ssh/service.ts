@@ -3,7 +3,7 @@ import type { ConnectionOverrides, HostDirectory } from "./directory.js";
 import { execRemote, type RemoteOutcome } from "./exec.js";
 import type { HostKeyReport } from "./host-key.js";
 import type { KnownHostsStore } from "./known-hosts-store.js";
-import type { SshLease, SshPool } from "./pool.js";
+import type { AcquireOptions, OpenedOnLease, SshPool } from "./pool.js";
 import type { SshTarget } from "./target.js";
 
 export interface SshRunRequest {
@@ -31,7 +31,7 @@ export interface SshService {
   readonly directory: HostDirectory;
   readonly pool: SshPool;
   readonly knownHosts: KnownHostsStore;
-  /** Resolve, acquire, run one command, release. A stale pooled connection is replaced once. */
+  /** Resolve, acquire, run one command, release. A stale pooled connection is replaced once (by the pool). */
   run(request: SshRunRequest): Promise<SshRunResult>;
   close(): void;
 }
@@ -43,42 +43,8 @@ export interface SshServiceDeps {
   clock: Clock;
 }
 
-const TIMED_OUT = Symbol("timed out");
-
 export function createSshService(deps: SshServiceDeps): SshService {
   const { directory, pool, clock } = deps;
-
-  async function acquireBy(
-    target: SshTarget,
-    deadline: number,
-    request: SshRunRequest,
-  ): Promise<SshLease | typeof TIMED_OUT> {
-    const left = deadline - clock.monotonic();
-    if (left <= 0) return TIMED_OUT;
-    let timer: NodeJS.Timeout | undefined;
-    const acquiring = pool.acquire(target, {
-      ...(request.connectTimeoutSeconds === undefined
-        ? {}
-        : { timeoutSeconds: request.connectTimeoutSeconds }),
-      ...(request.signal ? { signal: request.signal } : {}),
-    });
-    const expiry = new Promise<typeof TIMED_OUT>((resolve) => {
-      timer = setTimeout(() => resolve(TIMED_OUT), left);
-    });
-    try {
-      const winner = await Promise.race([acquiring, expiry]);
-      if (winner === TIMED_OUT) {
-        // The shared dial goes on; if it succeeds the connection simply waits in the pool.
-        acquiring.then(
-          (lease) => lease.release(),
-          () => undefined,
-        );
-      }
-      return winner;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
 
   return {
     directory,
@@ -102,11 +68,27 @@ export function createSshService(deps: SshServiceDeps): SshService {
         durationMs: clock.monotonic() - started,
       });
 
-      for (let attempt = 0; ; attempt++) {
-        const lease = await acquireBy(target, deadline, request);
-        if (lease === TIMED_OUT) return timedOut();
-        try {
-          const outcome = await execRemote(
+      // Waiting for a connection stops at the deadline (or when the caller goes); the shared
+      // dial goes on, and if it succeeds the connection simply waits in the pool.
+      const waiting = new AbortController();
+      let expired = false;
+      const timer = setTimeout(() => {
+        expired = true;
+        waiting.abort();
+      }, deadline - clock.monotonic());
+      const cancel = () => waiting.abort();
+      request.signal?.addEventListener("abort", cancel, { once: true });
+      if (request.signal?.aborted) cancel();
+      const options: AcquireOptions = {
+        signal: waiting.signal,
+        ...(request.connectTimeoutSeconds === undefined
+          ? {}
+          : { timeoutSeconds: request.connectTimeoutSeconds }),
+      };
+      let opened: OpenedOnLease<RemoteOutcome>;
+      try {
+        opened = await pool.open(target, options, (lease) =>
+          execRemote(
             lease.client,
             {
               command: request.command,
@@ -115,27 +97,32 @@ export function createSshService(deps: SshServiceDeps): SshService {
               ...(request.signal ? { signal: request.signal } : {}),
             },
             clock,
-          );
-          return {
-            ...outcome,
-            durationMs: clock.monotonic() - started,
-            target,
-            hostKey: lease.hostKey,
-            jumpHostKeys: lease.jumpHostKeys,
-            reused: lease.reused,
-          };
-        } catch (err) {
-          // A pooled connection can die between uses (server restart, network);
-          // that is not the caller's problem, so dial once more.
-          if (attempt === 0 && lease.reused && err instanceof RelayError && err.code === "channel_open") {
-            lease.discard();
-            continue;
-          }
-          throw err;
-        } finally {
-          lease.release();
+          ),
+        );
+      } catch (err) {
+        if (
+          expired &&
+          !request.signal?.aborted &&
+          err instanceof RelayError &&
+          err.code === "CancelledError"
+        ) {
+          return timedOut();
         }
+        throw err;
+      } finally {
+        clearTimeout(timer);
+        request.signal?.removeEventListener("abort", cancel);
       }
+      const { lease, value: outcome } = opened;
+      lease.release();
+      return {
+        ...outcome,
+        durationMs: clock.monotonic() - started,
+        target,
+        hostKey: lease.hostKey,
+        jumpHostKeys: lease.jumpHostKeys,
+        reused: lease.reused,
+      };
     },
     close() {
       pool.closeAll();

@@ -1,5 +1,7 @@
 import type { Client, SFTPWrapper } from "ssh2";
 import { type Clock, RelayError } from "../core/index.js";
+import { untilAborted } from "./abortable.js";
+import { CONNECTION_UNUSABLE, isConnectionUnusable } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
 import type { SshLease, SshPool } from "./pool.js";
 import { type CopyStats, downloadTree, emptyStats, uploadTree } from "./sftp.js";
@@ -46,7 +48,7 @@ function openSftp(client: Client): Promise<SFTPWrapper> {
           "ChannelOpenError",
           `could not start SFTP: ${(err as Error)?.message ?? String(err)}`,
           {
-            code: "channel_open",
+            code: CONNECTION_UNUSABLE,
             cause: err,
           },
         ),
@@ -59,6 +61,8 @@ function openSftp(client: Client): Promise<SFTPWrapper> {
     }
   });
 }
+
+const STOPPED = "the transfer was stopped";
 
 /** Longest error message a transfer returns: the tools' output budget is 2048 bytes, brackets included. */
 const MAX_ERROR_MESSAGE_BYTES = 1536;
@@ -89,25 +93,6 @@ function boundedError(err: unknown, stats: CopyStats): unknown {
   return new RelayError(err.type, `${message}${progress}`, { code: err.code, cause: err });
 }
 
-/** Settles with the work, or rejects as soon as `signal` aborts (the work may still be winding down). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new RelayError("CancelledError", "the transfer was stopped"));
-    if (signal.aborted) onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      },
-    );
-  });
-}
-
 /**
  * One SFTP transfer on a pooled connection, pinned for its whole length.
  * The timeout covers connecting as well; when it fires the SFTP channel is
@@ -120,7 +105,8 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
   const stop = new AbortController();
   const stats = emptyStats(request.direction === "upload" ? request.remotePath : request.localPath);
   let timedOut = false;
-  let lease: SshLease | null = null;
+  // Set inside the pool's open callback, which the compiler cannot follow.
+  let lease = null as SshLease | null;
   let sftp: SFTPWrapper | null = null;
   const halt = () => {
     stop.abort();
@@ -144,32 +130,27 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
   });
 
   try {
-    let channel: SFTPWrapper;
-    for (let attempt = 0; ; attempt++) {
-      lease = await pool.acquire(request.target, { signal: stop.signal });
+    // A pooled connection that died between uses is replaced once, by the pool.
+    const { value: channel } = await pool.open(request.target, { signal: stop.signal }, async (opened) => {
+      // Known as soon as it is leased: a transfer that times out while opening still reports the host key.
+      lease = opened;
+      const opening = openSftp(opened.client);
+      // A channel that opens after the time ran out is closed at once.
+      opening.then(
+        (late) => {
+          if (stop.signal.aborted && late !== sftp) late.end();
+        },
+        () => undefined,
+      );
       try {
-        const opening = openSftp(lease.client);
-        // A channel that opens after the time ran out is closed at once.
-        opening.then(
-          (late) => {
-            if (stop.signal.aborted && late !== sftp) late.end();
-          },
-          () => undefined,
-        );
-        channel = await untilAborted(opening, stop.signal);
-        sftp = channel;
-        break;
+        return await untilAborted(opening, stop.signal, STOPPED);
       } catch (err) {
-        // A pooled connection can die between uses; that is not the caller's problem, so dial once more.
-        if (attempt === 0 && lease.reused && err instanceof RelayError && err.code === "channel_open") {
-          lease.discard();
-          lease.release();
-          lease = null;
-          continue;
-        }
+        // This connection is being replaced: it has nothing to report.
+        if (isConnectionUnusable(err)) lease = null;
         throw err;
       }
-    }
+    });
+    sftp = channel;
     const remote = createRemoteFs(channel, request.host);
     const options = {
       recursive: request.recursive,
@@ -184,7 +165,7 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
         : downloadTree(remote, request.remotePath, request.localPath, options);
     // Once the race is lost to a timeout, the work's own failure is no longer news.
     work.catch(() => undefined);
-    await untilAborted(work, stop.signal);
+    await untilAborted(work, stop.signal, STOPPED);
     return result();
   } catch (err) {
     if (timedOut) return result();

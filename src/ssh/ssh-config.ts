@@ -1,8 +1,8 @@
-import { closeSync, fstatSync, openSync } from "node:fs";
+import { statSync } from "node:fs";
 import { type Line, parse } from "ssh-config";
+import { readBoundedFile } from "../files/index.js";
 import type { HostSpec } from "./inventory.js";
 import { patternListMatches } from "./known-hosts.js";
-import { readOpenFile } from "./read-file.js";
 
 /** The ssh_config options the relay honours when it dials (docs/wire-contract.md §11.4). */
 export interface SshConfigOptions {
@@ -87,27 +87,18 @@ function toBlocks(lines: readonly Line[]): Block[] {
   return blocks;
 }
 
+/** The file's text, or null when there is none to read; a file over the bound is an error. */
 function readConfigText(path: string): string | null {
-  let fd: number;
   try {
-    fd = openSync(path, "r");
+    // Only a regular file is a config (`/dev/null` is the usual way to say "none").
+    if (!statSync(path, { throwIfNoEntry: false })?.isFile()) return null;
+    return (
+      readBoundedFile(path, { maxBytes: MAX_CONFIG_BYTES, what: "ssh_config file" })?.toString("utf8") ?? null
+    );
   } catch (err) {
     // A missing ssh_config is normal (docs/wire-contract.md §4.8); an unreadable one is treated the same.
-    if (
-      (err as NodeJS.ErrnoException).code === "ENOENT" ||
-      (err as NodeJS.ErrnoException).code === "EACCES"
-    ) {
-      return null;
-    }
+    if ((err as NodeJS.ErrnoException).code === "EACCES") return null;
     throw err;
-  }
-  try {
-    const stat = fstatSync(fd);
-    if (!stat.isFile()) return null;
-    const size = Math.min(stat.size, MAX_CONFIG_BYTES);
-    return readOpenFile(fd, size);
-  } finally {
-    closeSync(fd);
   }
 }
 

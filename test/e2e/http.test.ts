@@ -501,7 +501,7 @@ describe("MCP session limits (in-process edge, controlled clock)", () => {
       maxBodyBytes: 64 * 1024,
       logger: silentLogger,
       clock,
-      sessions: { maxSessions: 2, idleMs: 60_000, sweepIntervalMs: 25 },
+      connections: { maxConnections: 2, idleMs: 60_000, sweepIntervalMs: 25 },
     });
     port = (await edge.listen()).port;
   });
@@ -519,19 +519,19 @@ describe("MCP session limits (in-process edge, controlled clock)", () => {
     await expect(third.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`)))).rejects.toThrow(
       /Too many MCP sessions/,
     );
-    expect(edge.mcpSessions).toBe(2);
+    expect(edge.mcpConnections).toBe(2);
 
     // A client that holds its event stream open is alive, however quiet. One that went away without
     // ending its session (closed sockets, no DELETE) is closed once idle past the limit.
     const idle = a.transport.sessionId ?? "";
     now += 61_000;
     await new Promise((r) => setTimeout(r, 100));
-    expect(edge.mcpSessions).toBe(2);
+    expect(edge.mcpConnections).toBe(2);
     await Promise.all([a.client.close(), b.client.close()]);
     await new Promise((r) => setTimeout(r, 50));
     now += 61_000;
     await new Promise((r) => setTimeout(r, 150));
-    expect(edge.mcpSessions).toBe(0);
+    expect(edge.mcpConnections).toBe(0);
     const gone = await raw(port, {
       headers: { ...JSON_HEADERS, "Mcp-Session-Id": idle, "Mcp-Protocol-Version": "2025-06-18" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),

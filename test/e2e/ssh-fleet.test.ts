@@ -406,19 +406,29 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
     }
   });
 
-  it("refuses to start when the inventory file is missing (exit 2)", () => {
-    const env = baseEnv({
-      RELAY_SHELL_INVENTORY: join(fx.dir, "absent.json"),
-      RELAY_SHELL_AUDIT_PATH: join(fx.dir, "bad-audit.jsonl"),
-    });
-    const run = spawnSync(process.execPath, [SERVER_ENTRY], {
-      env,
+  /** Start the built server with these settings and stdin closed at once. */
+  const startWith = (settings: Record<string, string>) =>
+    spawnSync(process.execPath, [SERVER_ENTRY], {
+      env: baseEnv({ ...settings, RELAY_SHELL_AUDIT_PATH: join(fx.dir, "bad-audit.jsonl") }),
       input: "",
       encoding: "utf8",
       timeout: 20_000,
     });
+
+  it("refuses to start when the inventory file is missing (exit 2)", () => {
+    const run = startWith({ RELAY_SHELL_INVENTORY: join(fx.dir, "absent.json") });
     expect(run.status).toBe(2);
     expect(run.stderr).toMatch(/RELAY_SHELL_INVENTORY: cannot read .*absent\.json/);
+  });
+
+  it("refuses to start with an ssh_config over its bound, naming the file and the bound (exit 2)", () => {
+    // A valid file (one long comment) just past 4 MiB: it used to be cut there silently and served.
+    const path = join(fx.dir, "huge_ssh_config");
+    writeFileSync(path, `Host big\n  HostName 127.0.0.1\n# ${"x".repeat(4 * 1024 * 1024)}\n`);
+    const run = startWith({ RELAY_SHELL_SSH_CONFIG: path });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(`RELAY_SHELL_SSH_CONFIG: ${path}: `);
+    expect(run.stderr).toMatch(/more than the 4194304 accepted/);
   });
 
   it.each([

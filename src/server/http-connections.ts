@@ -3,22 +3,22 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { Clock, Ids, Logger } from "../core/index.js";
 
-export interface McpSessionConfig {
-  /** MCP sessions held at once; an initialize beyond it is answered 503. */
-  maxSessions: number;
-  /** A session with no request for this long (and none open) is closed. */
+export interface McpConnectionConfig {
+  /** MCP connections held at once; an initialize beyond it is answered 503. */
+  maxConnections: number;
+  /** A connection with no request for this long (and none open) is closed. */
   idleMs: number;
   sweepIntervalMs: number;
 }
 
-export const DEFAULT_MCP_SESSIONS: McpSessionConfig = {
-  maxSessions: 1024,
+export const DEFAULT_MCP_CONNECTIONS: McpConnectionConfig = {
+  maxConnections: 1024,
   idleMs: 30 * 60_000,
   sweepIntervalMs: 60_000,
 };
 
-export interface McpSessionDeps {
-  /** One SDK server per session; every one shares the same relay. */
+export interface McpConnectionDeps {
+  /** One SDK server per connection; every one shares the same relay. */
   createServer(): Server;
   clock: Clock;
   ids: Ids;
@@ -35,43 +35,47 @@ interface Entry {
   closing: boolean;
 }
 
-/** What the edge may do with a request that names a session. */
-export type SessionLookup = { found: true; handle: SessionHandle } | { found: false };
+/** What the edge may do with a request that names a connection (by its `Mcp-Session-Id`). */
+export type ConnectionLookup = { found: true; handle: ConnectionHandle } | { found: false };
 
-export interface SessionHandle {
+export interface ConnectionHandle {
   readonly id: string;
   handle(req: IncomingMessage, res: ServerResponse, body?: unknown): Promise<void>;
 }
 
-export interface McpSessions {
+export interface McpConnections {
   readonly size: number;
-  /** The session with this id, if it exists and belongs to this caller. */
-  lookup(id: string, owner: string): SessionLookup;
-  /** Whether a new session may be opened now. */
+  /** The connection with this id, if it exists and belongs to this caller. */
+  lookup(id: string, owner: string): ConnectionLookup;
+  /** Whether a new connection may be opened now. */
   hasRoom(): boolean;
-  /** Open a session with an initialize request; it is kept only if initialization succeeds. */
+  /** Open a connection with an initialize request; it is kept only if initialization succeeds. */
   initialize(owner: string, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void>;
-  /** Close sessions idle past the limit; runs on a timer too. */
+  /** Close connections idle past the limit; runs on a timer too. */
   sweep(): number;
   closeAll(): Promise<void>;
 }
 
 /**
- * Per-client MCP sessions over streamable HTTP: each session owns one SDK
+ * Per-client MCP connections over streamable HTTP: each owns one SDK
  * transport and one SDK server, bound to the OAuth client that opened it
- * (another client's token cannot use it: the session is reported unknown).
- * Tool-level state (PTY sessions, forwards) stays server-global, as on stdio.
+ * (another client's token cannot use it: the connection is reported
+ * unknown). The MCP protocol calls such a connection a session and names it
+ * in the `Mcp-Session-Id` header; that name, and the SDK's, stay where they
+ * are the protocol's (the header, `sessionIdGenerator`, "Session not found").
+ * Here "session" is kept for PTY sessions, which, like forwards, stay
+ * server-global, as on stdio.
  */
-export function createMcpSessions(config: McpSessionConfig, deps: McpSessionDeps): McpSessions {
-  const sessions = new Map<string, Entry>();
+export function createMcpConnections(config: McpConnectionConfig, deps: McpConnectionDeps): McpConnections {
+  const connections = new Map<string, Entry>();
   let opening = 0;
 
   const remove = (entry: Entry) => {
     if (entry.closing) return;
     entry.closing = true;
-    sessions.delete(entry.id);
+    connections.delete(entry.id);
     entry.server.close().catch((err: unknown) => {
-      deps.logger.warn({ err: String(err) }, "MCP session close failed");
+      deps.logger.warn({ err: String(err) }, "MCP connection close failed");
     });
   };
 
@@ -84,7 +88,7 @@ export function createMcpSessions(config: McpSessionConfig, deps: McpSessionDeps
     });
   };
 
-  const handleFor = (entry: Entry): SessionHandle => ({
+  const handleFor = (entry: Entry): ConnectionHandle => ({
     id: entry.id,
     async handle(req, res, body) {
       track(entry, res);
@@ -98,7 +102,7 @@ export function createMcpSessions(config: McpSessionConfig, deps: McpSessionDeps
   function sweep(): number {
     const now = deps.clock.monotonic();
     let closed = 0;
-    for (const entry of [...sessions.values()]) {
+    for (const entry of [...connections.values()]) {
       if (entry.inFlight === 0 && now - entry.lastActive > config.idleMs) {
         remove(entry);
         closed++;
@@ -109,14 +113,14 @@ export function createMcpSessions(config: McpSessionConfig, deps: McpSessionDeps
 
   return {
     get size() {
-      return sessions.size;
+      return connections.size;
     },
     lookup(id, owner) {
-      const entry = sessions.get(id);
+      const entry = connections.get(id);
       if (!entry || entry.closing || entry.owner !== owner) return { found: false };
       return { found: true, handle: handleFor(entry) };
     },
-    hasRoom: () => sessions.size + opening < config.maxSessions,
+    hasRoom: () => connections.size + opening < config.maxConnections,
     async initialize(owner, req, res, body) {
       opening++;
       const server = deps.createServer();
@@ -133,7 +137,7 @@ export function createMcpSessions(config: McpSessionConfig, deps: McpSessionDeps
             inFlight: 0,
             closing: false,
           };
-          sessions.set(id, entry);
+          connections.set(id, entry);
           track(entry, res);
         },
         onsessionclosed: () => {
@@ -157,7 +161,7 @@ export function createMcpSessions(config: McpSessionConfig, deps: McpSessionDeps
     sweep,
     async closeAll() {
       clearInterval(timer);
-      const all = [...sessions.values()];
+      const all = [...connections.values()];
       for (const entry of all) remove(entry);
       await Promise.all(all.map((e) => e.server.close().catch(() => undefined)));
     },
