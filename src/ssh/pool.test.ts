@@ -1,13 +1,7 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  announceSkip,
-  createSshFixture,
-  SSHD_MISSING,
-  type Sshd,
-  type SshFixture,
-} from "../../test/fixtures/sshd.js";
 import { type Clock, RelayError, silentLogger } from "../core/index.js";
+import { announceSkip, createSshFixture, SSHD_MISSING, type Sshd, type SshFixture } from "../testing/sshd.js";
 import { createDialer, type Dialer } from "./dial.js";
 import { CONNECTION_UNUSABLE, isConnectionUnusable } from "./errors.js";
 import { execRemote } from "./exec.js";

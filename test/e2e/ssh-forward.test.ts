@@ -8,7 +8,7 @@ import {
   SSHD_MISSING,
   type Sshd,
   type SshFixture,
-} from "../fixtures/sshd.js";
+} from "../../src/testing/sshd.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 announceSkip("ssh_forward end-to-end suite");

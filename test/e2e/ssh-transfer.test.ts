@@ -21,7 +21,7 @@ import {
   SSHD_MISSING,
   type Sshd,
   type SshFixture,
-} from "../fixtures/sshd.js";
+} from "../../src/testing/sshd.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 announceSkip("ssh_upload / ssh_download end-to-end suite");
