@@ -314,7 +314,10 @@ function classifyText(
   return best.result();
 }
 
-/** Last resort when the classifier itself failed: the pattern tables, then Tier 3. */
+/**
+ * Last resort when the classifier itself failed: the pattern tables; no pattern
+ * is Tier 1, as for any command no table knows. Tier 3 only when the tables fail too.
+ */
 function safeFallback(text: string): Classification {
   try {
     const hit = fallbackClassify(text);
