@@ -1,7 +1,7 @@
 import { type AuditAction, type AuditLog, redactArgs } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
-import { type Logger, silentLogger, tierName, truncateUtf8 } from "../core/index.js";
+import { type Logger, RelayError, silentLogger, tierName, truncateUtf8 } from "../core/index.js";
 import type { CallMetrics } from "../metrics/index.js";
 import type { Classification, Classifier } from "../policy/index.js";
 import { type Admitted, classifyLoose, createAdmission } from "./admission.js";
@@ -84,7 +84,7 @@ export function createRelay(deps: RelayDeps): Relay {
         denied: true,
         reason: "unknown tool",
         args: redactArgs({ name: toolName, arguments: raw }),
-        text: errorText(new UnknownToolError(toolName)),
+        text: errorText(unknownToolError(toolName)),
         exitCode: null,
         outcome: "denied",
       });
@@ -345,9 +345,7 @@ function recordOf(
   };
 }
 
-class UnknownToolError extends Error {
-  constructor(name: string) {
-    super(`unknown tool: ${truncateUtf8(name, 200).text}`);
-    this.name = "ValueError";
-  }
+/** A call naming no registered tool: the caller's mistake, shown as a ValueError. */
+function unknownToolError(name: string): RelayError {
+  return new RelayError("ValueError", `unknown tool: ${truncateUtf8(name, 200).text}`);
 }
