@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { GOLDEN_ROWS } from "../golden.js";
+import { GOLDEN_ROWS } from "../../../test/policy/golden/index.js";
 import { type Classifier, createClassifier } from "../index.js";
 import { literalWord } from "../words.js";
 import { Args } from "./args.js";

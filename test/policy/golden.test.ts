@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { GOLDEN_ROWS as TABLE_ROWS } from "./golden.js";
-import { LONGTAIL_ROWS } from "./golden-longtail.js";
-import { PROGRAM_ROWS } from "./golden-python.js";
-import { type Classifier, createClassifier } from "./index.js";
+import { type Classifier, createClassifier } from "../../src/policy/index.js";
+import { GOLDEN_ROWS as TABLE_ROWS } from "./golden/index.js";
+import { LONGTAIL_ROWS } from "./golden/longtail.js";
+import { PROGRAM_ROWS } from "./golden/python.js";
 
 const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS];
 let classifier: Classifier;
