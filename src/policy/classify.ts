@@ -1,5 +1,5 @@
 import { Best, toPart } from "./best.js";
-import { classifyUnits, type Session, type StdinCtx } from "./engine.js";
+import { classifyUnits, type Scope, type StdinCtx } from "./engine.js";
 import { startupHooks } from "./env-hooks.js";
 import { fallbackClassify } from "./fallback.js";
 import { plainScript } from "./fast-path.js";
@@ -40,7 +40,7 @@ interface Run {
   stdin: { feed: StdinFeed | null; readAsPython: boolean };
 }
 
-function session(run: Run, depth: number): Session {
+function scopeAt(run: Run, depth: number): Scope {
   return {
     rules: run.rules,
     windows: run.windows,
@@ -62,7 +62,7 @@ function pythonInto(run: Run, depth: number, source: string, best: Best, part: s
   pythonProgramInto(
     {
       parse: (text) => (text.length > PARSE_LIMIT ? null : run.python.parse(text)),
-      session: session(run, depth),
+      scope: scopeAt(run, depth),
       python: (text, p) => pythonInto(run, depth + 1, text, best, p),
     },
     source,
@@ -126,7 +126,7 @@ function piecesInto(run: Run, depth: number, text: string, best: Best): void {
       seen.add(piece);
       count++;
       const tree = run.syntax.parse(piece);
-      if (tree !== null) classifyUnits(walkScript(tree), session(run, depth), best, null);
+      if (tree !== null) classifyUnits(walkScript(tree), scopeAt(run, depth), best, null);
     }
   }
 }
@@ -176,7 +176,7 @@ function scriptInto(
   }
   const plain = plainScript(text);
   if (plain !== null) {
-    classifyUnits(plain, session(run, depth), best, stdin);
+    classifyUnits(plain, scopeAt(run, depth), best, stdin);
     return;
   }
   const tree = run.syntax.parse(text);
@@ -185,7 +185,7 @@ function scriptInto(
     return;
   }
   const script = walkScript(tree);
-  classifyUnits(script, session(run, depth), best, stdin);
+  classifyUnits(script, scopeAt(run, depth), best, stdin);
   if (script.hasError && !best.done) {
     fallbackInto(text, best);
     piecesInto(run, depth, text, best);

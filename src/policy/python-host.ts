@@ -1,5 +1,5 @@
 import type { Best } from "./best.js";
-import { type ArgvCtx, argvHit, type Session, scriptWord } from "./engine.js";
+import { type ArgvCtx, argvHit, type Scope, scriptWord } from "./engine.js";
 import { classifyPython, type PythonHost } from "./python.js";
 import { redirectHit } from "./redirects.js";
 import type { Unit } from "./script.js";
@@ -17,8 +17,8 @@ import { literalWord, type Word } from "./words.js";
 export interface PythonRun {
   /** Parse a Python program; null when it is too large or the parse gave up. */
   parse(source: string): SyntaxTree | null;
-  /** The shell session one level below the program (depth and byte budgets). */
-  session: Session;
+  /** The shell scope one level below the program (depth and byte budgets). */
+  scope: Scope;
   /** Classify Python source the program runs (exec of a literal), one level deeper. */
   python(source: string, part: string): void;
 }
@@ -48,7 +48,7 @@ function writerUnit(part: string): Unit {
 
 export function pythonInto(run: PythonRun, source: string, best: Best): void {
   const ctx = (part: string): ArgvCtx => ({
-    session: run.session,
+    scope: run.scope,
     index: EMPTY_INDEX,
     stdin: null,
     best,
