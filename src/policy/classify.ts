@@ -131,6 +131,30 @@ function piecesInto(run: Run, depth: number, text: string, best: Best): void {
   }
 }
 
+/**
+ * Error recovery can swallow every line after a broken one, a here-doc body
+ * included (`[+⏎python3 <<EOF⏎…` reads as one test expression in which `<<`
+ * is a shift), and the pieces above cut a here-doc from its body. So the text
+ * from each later line start on is also parsed alone, in order: a broken line
+ * never hides a complete command after it. The suffixes and what they nest
+ * draw on a budget of their own, the size of the run's, so that this pass
+ * neither starves the rest of the call nor turns a long text into "unseen";
+ * it stops when a suffix no longer fits with room for what it nests. The
+ * pattern tables have already seen the whole text.
+ */
+function suffixesInto(run: Run, depth: number, text: string, best: Best): void {
+  const own: Run = { ...run, budget: { bytes: reparseBudget(text.length) } };
+  let count = 0;
+  for (let nl = text.indexOf("\n"); nl >= 0 && !best.done; nl = text.indexOf("\n", nl + 1)) {
+    const rest = text.slice(nl + 1);
+    if (rest.trim() === "") return;
+    if (count++ >= MAX_PIECES || own.budget.bytes < 2 * rest.length) return;
+    own.budget.bytes -= rest.length;
+    const tree = run.syntax.parse(rest);
+    if (tree !== null) classifyUnits(walkScript(tree), scopeAt(own, depth), best, null);
+  }
+}
+
 /** Suffixes re-parsed because a command was carried over a line break. */
 const MAX_GLUED = 4;
 
@@ -189,6 +213,7 @@ function scriptInto(
   if (script.hasError && !best.done) {
     fallbackInto(text, best);
     piecesInto(run, depth, text, best);
+    suffixesInto(run, depth, text, best);
   } else if (!best.done && script.commandRanges.length > 0 && text.includes("\n")) {
     gluedLinesInto(run, depth, text, script, best);
   }

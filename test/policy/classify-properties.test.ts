@@ -84,6 +84,20 @@ describe("classify: composition properties", () => {
     );
   });
 
+  it("a broken prefix line does not swallow a Python here-doc after it", () => {
+    // Found by the property above: error recovery read `[+⏎python3 <<EOF …` as one test
+    // expression (`<<` a shift), so the Python program was never seen.
+    const heredoc = 'python3 <<EOF\nimport shutil\nshutil.rmtree("/x")\nEOF';
+    expect(TIER3_ROWS.map((r) => r.text)).toContain(heredoc);
+    for (const p of ["[+", "[", "[ +", "(( x +", "[[ -z", "x=(", "if ["]) {
+      expect(classifier.classify(`${p}\n${heredoc}`), p).toMatchObject({
+        tier: 3,
+        basis: "file_destruction",
+      });
+      expect(tier(`${p}\nls\n${heredoc}`), p).toBe(3);
+    }
+  });
+
   it("some concrete hiding attempts stay Tier 3", () => {
     for (const text of [
       "echo 'unterminated; kubectl delete ns prod",
