@@ -98,6 +98,18 @@ describe("classify: composition properties", () => {
     }
   });
 
+  it("a negated command keeps its here-doc as its stdin", () => {
+    // Found by the property above with the prefix line `!`: `!⏎sh <<'EOF'` is `! sh <<'EOF'`.
+    const heredoc = "sh <<'EOF'\ncd /\nrm -rf x\nEOF";
+    expect(TIER3_ROWS.map((r) => r.text)).toContain(heredoc);
+    expect(classifier.classify(`!\n${heredoc}`)).toMatchObject({ tier: 3, basis: "file_destruction" });
+    expect(classifier.classify(`! ${heredoc}`)).toMatchObject({ tier: 3, basis: "file_destruction" });
+    expect(tier('! python3 <<EOF\nimport shutil\nshutil.rmtree("/x")\nEOF')).toBe(3);
+    expect(tier("! sh <<EOF | cat\nreboot\nEOF")).toBe(3);
+    // Data for a command that does not run it stays data.
+    expect(classifier.classify("! cat <<EOF\nreboot\nEOF")).toEqual({ tier: 1, basis: "default", part: "" });
+  });
+
   it("some concrete hiding attempts stay Tier 3", () => {
     for (const text of [
       "echo 'unterminated; kubectl delete ns prod",
