@@ -97,6 +97,12 @@ function fallbackInto(text: string, best: Best): void {
   if (hit !== null) best.consider(hit.tier, "pattern_fallback", hit.part);
 }
 
+/** Classify what the parser makes of `text`, with no recovery of its own (the caller's pass is the recovery). */
+function parsedInto(run: Run, depth: number, text: string, best: Best): void {
+  const tree = run.syntax.parse(text);
+  if (tree !== null) classifyUnits(walkScript(tree), scopeAt(run, depth), best, null);
+}
+
 /** Pieces of an unparsable text that are parsed on their own (the pattern tables already saw all of it). */
 const MAX_PIECES = 256;
 
@@ -125,8 +131,7 @@ function piecesInto(run: Run, depth: number, text: string, best: Best): void {
       if (piece.trim() === "" || piece === text || seen.has(piece)) continue;
       seen.add(piece);
       count++;
-      const tree = run.syntax.parse(piece);
-      if (tree !== null) classifyUnits(walkScript(tree), scopeAt(run, depth), best, null);
+      parsedInto(run, depth, piece, best);
     }
   }
 }
@@ -150,8 +155,7 @@ function suffixesInto(run: Run, depth: number, text: string, best: Best): void {
     if (rest.trim() === "") return;
     if (count++ >= MAX_PIECES || own.budget.bytes < 2 * rest.length) return;
     own.budget.bytes -= rest.length;
-    const tree = run.syntax.parse(rest);
-    if (tree !== null) classifyUnits(walkScript(tree), scopeAt(own, depth), best, null);
+    parsedInto(own, depth, rest, best);
   }
 }
 

@@ -2,7 +2,7 @@ import type { Best } from "./best.js";
 import { type ArgvCtx, argvHit, type Scope, scriptWord } from "./engine.js";
 import { classifyPython, type PythonHost } from "./python.js";
 import { redirectHit } from "./redirects.js";
-import type { Unit } from "./script.js";
+import { flatScript, plainUnit, type Unit } from "./script.js";
 import { ScriptIndex } from "./script-index.js";
 import type { SyntaxTree } from "./syntax.js";
 import { literalWord, type Word } from "./words.js";
@@ -23,27 +23,11 @@ export interface PythonRun {
   python(source: string, part: string): void;
 }
 
-const EMPTY_INDEX = new ScriptIndex({
-  units: [],
-  functions: [],
-  parents: [],
-  hasError: false,
-  dataRanges: [],
-  commandRanges: [],
-});
+const EMPTY_INDEX = new ScriptIndex(flatScript([]));
 
 /** The unit a Python write is judged as: a command that writes something (never an emptying `: >`). */
 function writerUnit(part: string): Unit {
-  return {
-    words: [literalWord("python3")],
-    assigns: [],
-    redirects: [],
-    stdin: null,
-    text: part,
-    pipe: null,
-    container: -1,
-    fn: null,
-  };
+  return plainUnit([literalWord("python3")], part);
 }
 
 export function pythonInto(run: PythonRun, source: string, best: Best): void {
