@@ -11,7 +11,7 @@ import { DYNAMIC, dynamicWord, literalWord, type Word } from "./words.js";
 /** A name bound by the program itself (a def, a parameter, a relative import). */
 export const LOCAL = "<local>";
 /** How far aliases and assigned values are followed (`a = b; b = os.system`). */
-export const MAX_RESOLVE = 8;
+const MAX_RESOLVE = 8;
 
 export class PythonSource {
   protected readonly tree: SyntaxTree;
@@ -321,7 +321,7 @@ export class PythonSource {
   /** Pass 2: judge every call and every reference that escapes resolution. */
 }
 
-export function wordOf(value: string, text: string): Word {
+function wordOf(value: string, text: string): Word {
   return value.includes(DYNAMIC)
     ? { value, dynamic: true, subst: [], procSub: false, glob: false, text }
     : literalWord(value, text);
