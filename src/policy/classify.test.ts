@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Tier } from "../core/index.js";
+import { shellish } from "../../test/policy/arbitraries.js";
 import {
   BASIS_TEXT,
   type Basis,
@@ -16,11 +16,6 @@ beforeAll(async () => {
   classifier = await createClassifier();
 });
 
-const tier = (text: string): Tier => classifier.classify(text).tier;
-
-/** Characters that matter to a shell, so random strings hit quoting, operators and expansions. */
-const SHELL_CHARS = [..."abcdefrmsuhoiklnptwxyz -_/.'\"`\\$(){}[]<>|&;!#*?=~:\n\t\0é😀"];
-const shellish = fc.string({ unit: fc.constantFrom(...SHELL_CHARS), maxLength: 60 });
 const anyText = fc.oneof(
   fc.string({ unit: "binary", maxLength: 80 }),
   shellish,

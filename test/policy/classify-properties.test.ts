@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Tier } from "../../src/core/index.js";
 import { type Classifier, createClassifier } from "../../src/policy/index.js";
+import { shellish } from "./arbitraries.js";
 import { GOLDEN_ROWS } from "./golden/index.js";
 
 /**
@@ -16,9 +17,6 @@ beforeAll(async () => {
 
 const tier = (text: string): Tier => classifier.classify(text).tier;
 
-/** Characters that matter to a shell, so random strings hit quoting, operators and expansions. */
-const SHELL_CHARS = [..."abcdefrmsuhoiklnptwxyz -_/.'\"`\\$(){}[]<>|&;!#*?=~:\n\t\0é😀"];
-const shellish = fc.string({ unit: fc.constantFrom(...SHELL_CHARS), maxLength: 60 });
 /**
  * Random words and operators without quotes, backslashes, `#`, brackets and
  * newlines: in the composition properties a quote opened in `a` can close one
