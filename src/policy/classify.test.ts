@@ -120,6 +120,22 @@ describe("classify: linear time guards (not benchmarks)", () => {
   });
 });
 
+describe("classify: the recovery pass over later lines", () => {
+  it("stays linear, and within its budget, on many broken scripts nested in a broken text", () => {
+    // Two levels of broken scripts, each level with lines after the broken one.
+    const leaf = `[\n${"x\n".repeat(20)}`;
+    const mid = `[\n${`bash -c "${leaf}"\n`.repeat(6)}`;
+    const unit = `bash -c '${mid}'\n`;
+    const text = `[\n${unit.repeat(Math.floor((PARSE_LIMIT - 2) / unit.length))}`;
+    const start = performance.now();
+    const r = classifier.classify(text);
+    const took = performance.now() - start;
+    expect(took, `${took.toFixed(0)} ms`).toBeLessThan(3000);
+    // Running out of the recovery budget is not "unseen": the text as a whole was judged.
+    expect(r).toEqual({ tier: 1, basis: "default", part: "" });
+  });
+});
+
 describe("BASIS_TEXT", () => {
   it("has a short lower-case phrase without a trailing period for every basis", () => {
     const entries = Object.entries(BASIS_TEXT) as [Basis, string][];

@@ -36,6 +36,11 @@ interface Run {
   rules: ReadonlyMap<string, Rule>;
   windows: boolean;
   budget: { bytes: number };
+  /**
+   * Bytes the recovery pass over later lines may parse, what they nest
+   * included, for the whole call: every such pass at every depth draws on it.
+   */
+  recovery: { bytes: number };
   /** The tool's stdin, and whether a Python interpreter read it as its program. */
   stdin: { feed: StdinFeed | null; readAsPython: boolean };
 }
@@ -73,6 +78,8 @@ function pythonInto(run: Run, depth: number, source: string, best: Best, part: s
 /** Charge a nested text to the depth and byte budgets; past either, it is unseen (Tier 3). */
 function spend(run: Run, depth: number, text: string, best: Best, part: string): boolean {
   if (depth > MAX_DEPTH || run.budget.bytes < text.length) {
+    // The recovery pass only adds to what the whole text gave: its budget running out is not "unseen".
+    if (depth <= MAX_DEPTH && run.budget === run.recovery) return false;
     best.consider(3, "nesting_limit", part);
     return false;
   }
@@ -141,20 +148,20 @@ function piecesInto(run: Run, depth: number, text: string, best: Best): void {
  * included (`[+⏎python3 <<EOF⏎…` reads as one test expression in which `<<`
  * is a shift), and the pieces above cut a here-doc from its body. So the text
  * from each later line start on is also parsed alone, in order: a broken line
- * never hides a complete command after it. The suffixes and what they nest
- * draw on a budget of their own, the size of the run's, so that this pass
- * neither starves the rest of the call nor turns a long text into "unseen";
- * it stops when a suffix no longer fits with room for what it nests. The
+ * never hides a complete command after it. These suffixes, and what they nest,
+ * draw on the call's recovery budget rather than on the one that decides
+ * "unseen": the pass stops, silently, when a suffix no longer fits with room
+ * for what it nests, and the total work stays linear in the input. The
  * pattern tables have already seen the whole text.
  */
 function suffixesInto(run: Run, depth: number, text: string, best: Best): void {
-  const own: Run = { ...run, budget: { bytes: reparseBudget(text.length) } };
+  const own: Run = { ...run, budget: run.recovery };
   let count = 0;
   for (let nl = text.indexOf("\n"); nl >= 0 && !best.done; nl = text.indexOf("\n", nl + 1)) {
     const rest = text.slice(nl + 1);
     if (rest.trim() === "") return;
-    if (count++ >= MAX_PIECES || own.budget.bytes < 2 * rest.length) return;
-    own.budget.bytes -= rest.length;
+    if (count++ >= MAX_PIECES || run.recovery.bytes < 2 * rest.length) return;
+    run.recovery.bytes -= rest.length;
     parsedInto(own, depth, rest, best);
   }
 }
@@ -328,6 +335,7 @@ function classifyText(
     rules,
     windows,
     budget: { bytes: reparseBudget(text.length) },
+    recovery: { bytes: reparseBudget(text.length) },
     stdin: { feed: null, readAsPython: false },
   };
   const best = new Best();
