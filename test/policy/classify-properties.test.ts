@@ -1,13 +1,13 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Tier } from "../../src/core/index.js";
-import { type Classifier, createClassifier } from "../../src/policy/index.js";
-import { shellish } from "./arbitraries.js";
+import { BASIS_TEXT, type Classifier, createClassifier } from "../../src/policy/index.js";
 import { GOLDEN_ROWS } from "./golden/index.js";
 
 /**
- * Properties of the classifier over the golden table: joining commands never
- * lowers a tier, and no line before a Tier-3 command hides it.
+ * Properties of the classifier over random text and the golden table: it never
+ * throws, joining commands never lowers a tier, and no line before a Tier-3
+ * command hides it.
  */
 let classifier: Classifier;
 
@@ -17,6 +17,14 @@ beforeAll(async () => {
 
 const tier = (text: string): Tier => classifier.classify(text).tier;
 
+/** Characters that matter to a shell, so random strings hit quoting, operators and expansions. */
+const SHELL_CHARS = [..."abcdefrmsuhoiklnptwxyz -_/.'\"`\\$(){}[]<>|&;!#*?=~:\n\t\0é😀"];
+const shellish = fc.string({ unit: fc.constantFrom(...SHELL_CHARS), maxLength: 60 });
+const anyText = fc.oneof(
+  fc.string({ unit: "binary", maxLength: 80 }),
+  shellish,
+  fc.string({ maxLength: 80 }),
+);
 /**
  * Random words and operators without quotes, backslashes, `#`, brackets and
  * newlines: in the composition properties a quote opened in `a` can close one
@@ -29,6 +37,20 @@ const unquoted = fc.string({ unit: fc.constantFrom(...UNQUOTED_CHARS), maxLength
 const POSIX_ROWS = GOLDEN_ROWS.filter((r) => r.windows !== true);
 const TIER3_ROWS = POSIX_ROWS.filter((r) => r.tier === 3);
 const golden = fc.constantFrom(...POSIX_ROWS.map((r) => r.text));
+
+describe("classify: result shape", () => {
+  it("never throws, never returns Tier 0, and keeps part within 120 characters", () => {
+    fc.assert(
+      fc.property(anyText, fc.boolean(), (text, windows) => {
+        const r = classifier.classify(text, { windows });
+        expect([1, 2, 3]).toContain(r.tier);
+        expect(Object.keys(BASIS_TEXT)).toContain(r.basis);
+        expect(r.part.length).toBeLessThanOrEqual(120);
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
 
 describe("classify: composition properties", () => {
   // A comment or a trailing backslash on `a` legitimately hides the rest of the line from

@@ -27,6 +27,22 @@ describe("golden table", () => {
   });
 });
 
+describe("golden table: help requests", () => {
+  it("a trailing --help never lowers a Tier-3 golden row that passes options", () => {
+    // Through `watch` or `ssh` the --help goes to the inner command, which then only prints help.
+    const rows = TABLE_ROWS.filter(
+      (r) =>
+        r.tier === 3 &&
+        r.windows !== true &&
+        !r.text.includes("\n") &&
+        / -/.test(r.text) &&
+        !/^(?:watch|ssh) /.test(r.text),
+    );
+    expect(rows.length).toBeGreaterThan(50);
+    for (const row of rows) expect(classifier.classify(`${row.text} --help`).tier, row.text).toBe(3);
+  });
+});
+
 describe("golden table: programs with their interpreter, stdin and env", () => {
   it.each(PROGRAM_ROWS.map((r, i) => ({ ...r, i, text: r.input.program })))(
     "#$i $input.language $text → $tier $basis",
