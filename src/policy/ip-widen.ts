@@ -5,7 +5,18 @@
  * Pure text work: no DNS, no sockets.
  */
 
-import ipaddr from "ipaddr.js";
+import { createRequire } from "node:module";
+import type Ipaddr from "ipaddr.js";
+
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * ipaddr.js, loaded on the first address rather than at start-up (most calls
+ * name no host); later calls are a lookup in Node's module cache.
+ */
+function ipaddr(): typeof Ipaddr {
+  return requireHere("ipaddr.js") as typeof Ipaddr;
+}
 
 // Longer than any address with a zone id; such tokens are host names.
 const MAX_TOKEN = 256;
@@ -28,7 +39,7 @@ export function parseInetAton(text: string): string | null {
     .map((part) => (BARE_HEX_PREFIX.test(part) ? "0" : part))
     .join(".");
   try {
-    return ipaddr.IPv4.parse(spelled).toString();
+    return ipaddr().IPv4.parse(spelled).toString();
   } catch {
     return null;
   }
@@ -54,7 +65,7 @@ export function parseIpv6(text: string): Ipv6 | null {
   const last = groups.length - 1;
   if (!groups.every((g, i) => g === "" || HEXTET.test(g) || (i === last && STRICT_IPV4.test(g)))) return null;
   try {
-    return { hextets: ipaddr.IPv6.parse(address).parts, zone };
+    return { hextets: ipaddr().IPv6.parse(address).parts, zone };
   } catch {
     return null;
   }
@@ -62,7 +73,7 @@ export function parseIpv6(text: string): Ipv6 | null {
 
 /** Lower-case hex, the first longest run of two or more zero groups as `::` (RFC 5952; what Python prints). */
 export function formatIpv6({ hextets, zone }: Ipv6): string {
-  const text = new ipaddr.IPv6(hextets).toRFC5952String();
+  const text = new (ipaddr().IPv6)(hextets).toRFC5952String();
   return zone === "" ? text : `${text}%${zone}`;
 }
 
@@ -92,7 +103,7 @@ export function canonicalIpForms(raw: string): string[] {
     const v6 = parseIpv6(token);
     if (v6) {
       forms.push(formatIpv6(v6));
-      const address = new ipaddr.IPv6(v6.hextets);
+      const address = new (ipaddr().IPv6)(v6.hextets);
       if (address.isIPv4MappedAddress()) forms.push(address.toIPv4Address().toString());
     }
   }
