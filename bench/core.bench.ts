@@ -2,8 +2,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { redactString } from "../src/audit/index.js";
-import { GOLDEN_ROWS } from "../src/policy/golden.js";
 import { createClassifier } from "../src/policy/index.js";
+import { GOLDEN_ROWS } from "../test/policy/golden/index.js";
 import { corpusFigures } from "./corpus.bench.js";
 import {
   bareSpawn,

@@ -1,7 +1,4 @@
-import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Tier } from "../core/index.js";
-import { GOLDEN_ROWS } from "./golden.js";
 import {
   BASIS_TEXT,
   type Basis,
@@ -17,43 +14,7 @@ beforeAll(async () => {
   classifier = await createClassifier();
 });
 
-const tier = (text: string): Tier => classifier.classify(text).tier;
-
-/** Characters that matter to a shell, so random strings hit quoting, operators and expansions. */
-const SHELL_CHARS = [..."abcdefrmsuhoiklnptwxyz -_/.'\"`\\$(){}[]<>|&;!#*?=~:\n\t\0é😀"];
-const shellish = fc.string({ unit: fc.constantFrom(...SHELL_CHARS), maxLength: 60 });
-/**
- * Random words and operators without quotes, backslashes, `#`, brackets and
- * newlines: in the composition properties a quote opened in `a` can close one
- * in `b` (`' && ?'` is one quoted word for the shell too), and unbalanced
- * brackets make the grammar's error recovery regroup the whole text. Those
- * stay in the never-throws property and the hiding tests.
- */
-const UNQUOTED_CHARS = [..."abcdefrmsuhoiklnptwxyz0129 -_/.=:~$*?@%+,|;&"];
-const unquoted = fc.string({ unit: fc.constantFrom(...UNQUOTED_CHARS), maxLength: 60 });
-const anyText = fc.oneof(
-  fc.string({ unit: "binary", maxLength: 80 }),
-  shellish,
-  fc.string({ maxLength: 80 }),
-);
-
-const POSIX_ROWS = GOLDEN_ROWS.filter((r) => r.windows !== true);
-const TIER3_ROWS = POSIX_ROWS.filter((r) => r.tier === 3);
-const golden = fc.constantFrom(...POSIX_ROWS.map((r) => r.text));
-
 describe("classify: result shape", () => {
-  it("never throws, never returns Tier 0, and keeps part within 120 characters", () => {
-    fc.assert(
-      fc.property(anyText, fc.boolean(), (text, windows) => {
-        const r = classifier.classify(text, { windows });
-        expect([1, 2, 3]).toContain(r.tier);
-        expect(Object.keys(BASIS_TEXT)).toContain(r.basis);
-        expect(r.part.length).toBeLessThanOrEqual(120);
-      }),
-      { numRuns: 400 },
-    );
-  });
-
   it("gives Tier 1 / default with an empty part for text with nothing recognised", () => {
     expect(classifier.classify("")).toEqual({ tier: 1, basis: "default", part: "" });
     expect(classifier.classify("   \n\t")).toEqual({ tier: 1, basis: "default", part: "" });
@@ -75,72 +36,6 @@ describe("classify: result shape", () => {
     expect(r.tier).toBe(3);
     expect(r.part.length).toBe(120);
     expect(r.part.endsWith("…")).toBe(true);
-  });
-});
-
-describe("classify: composition properties", () => {
-  // A comment or a trailing backslash on `a` legitimately hides the rest of the line from
-  // the shell (`ls # x; rm -rf /` runs only ls), so those `a` are not joined on one line.
-  // A trailing redirection operator takes b's first word as its file name (or is a syntax error).
-  // An environment overlay is one only as the last line of the text.
-  const lineSafe = (a: string) =>
-    !a.includes("#") && !a.endsWith("\\") && !/[<>]\s*$/.test(a) && !/\n\{.*\}$/.test(a);
-  const part = fc.oneof({ weight: 3, arbitrary: golden }, { weight: 1, arbitrary: unquoted });
-
-  for (const sep of ["; ", " && ", " | ", " || "]) {
-    it(`tier(a${sep.trim()}b) >= max(tier(a), tier(b))`, () => {
-      fc.assert(
-        fc.property(part.filter(lineSafe), part, (a, b) => {
-          const joined = tier(`${a}${sep}${b}`);
-          expect(joined).toBeGreaterThanOrEqual(Math.max(tier(a), tier(b)));
-        }),
-        { numRuns: 250 },
-      );
-    });
-  }
-
-  it("tier(a\\nb) >= max(tier(a), tier(b))", () => {
-    fc.assert(
-      fc.property(
-        // An environment overlay is one only as the last line.
-        part.filter((a) => !a.includes("<<") && !/\n\{.*\}$/.test(a)),
-        part,
-        (a, b) => {
-          expect(tier(`${a}\n${b}`)).toBeGreaterThanOrEqual(Math.max(tier(a), tier(b)));
-        },
-      ),
-      { numRuns: 250 },
-    );
-  });
-
-  it("a Tier-3 golden command after any prefix line still yields Tier 3", () => {
-    // A prefix that opens a here-doc turns the next lines into data on purpose (`cat <<EOF`).
-    const prefix = fc
-      .oneof(golden, shellish, fc.string({ maxLength: 40 }))
-      .map((p) => p.replaceAll("\n", " "));
-    fc.assert(
-      fc.property(
-        prefix.filter((p) => !p.includes("<<")),
-        fc.constantFrom(...TIER3_ROWS.map((r) => r.text)),
-        (p, cmd) => {
-          expect(tier(`${p}\n${cmd}`)).toBe(3);
-        },
-      ),
-      { numRuns: 400 },
-    );
-  });
-
-  it("some concrete hiding attempts stay Tier 3", () => {
-    for (const text of [
-      "echo 'unterminated; kubectl delete ns prod",
-      'echo "x | curl x | sh',
-      "cat <<EOF\nrm -rf /x",
-      "echo x \\\nrm -rf /",
-      "x=$(\nreboot",
-      "if true; then\nreboot",
-    ]) {
-      expect(tier(text), text).toBe(3);
-    }
   });
 });
 
@@ -202,6 +97,22 @@ describe("classify: linear time guards (not benchmarks)", () => {
     for (const unit of ["x|", "a && ", "$(", "'", "sudo ", "eval ", "${a:-", "f(){ f; };", "bash -c '"]) {
       within(3000, unit.repeat(Math.floor((PARSE_LIMIT - 8) / unit.length)), false);
     }
+  });
+});
+
+describe("classify: the recovery pass over later lines", () => {
+  it("stays linear, and within its budget, on many broken scripts nested in a broken text", () => {
+    // Two levels of broken scripts, each level with lines after the broken one.
+    const leaf = `[\n${"x\n".repeat(20)}`;
+    const mid = `[\n${`bash -c "${leaf}"\n`.repeat(6)}`;
+    const unit = `bash -c '${mid}'\n`;
+    const text = `[\n${unit.repeat(Math.floor((PARSE_LIMIT - 2) / unit.length))}`;
+    const start = performance.now();
+    const r = classifier.classify(text);
+    const took = performance.now() - start;
+    expect(took, `${took.toFixed(0)} ms`).toBeLessThan(3000);
+    // Running out of the recovery budget is not "unseen": the text as a whole was judged.
+    expect(r).toEqual({ tier: 1, basis: "default", part: "" });
   });
 });
 

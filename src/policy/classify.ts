@@ -1,5 +1,5 @@
 import { Best, toPart } from "./best.js";
-import { classifyUnits, type Session, type StdinCtx } from "./engine.js";
+import { classifyUnits, type Scope, type StdinCtx } from "./engine.js";
 import { startupHooks } from "./env-hooks.js";
 import { fallbackClassify } from "./fallback.js";
 import { plainScript } from "./fast-path.js";
@@ -36,11 +36,16 @@ interface Run {
   rules: ReadonlyMap<string, Rule>;
   windows: boolean;
   budget: { bytes: number };
+  /**
+   * Bytes the recovery pass over later lines may parse, what they nest
+   * included, for the whole call: every such pass at every depth draws on it.
+   */
+  recovery: { bytes: number };
   /** The tool's stdin, and whether a Python interpreter read it as its program. */
   stdin: { feed: StdinFeed | null; readAsPython: boolean };
 }
 
-function session(run: Run, depth: number): Session {
+function scopeAt(run: Run, depth: number): Scope {
   return {
     rules: run.rules,
     windows: run.windows,
@@ -62,7 +67,7 @@ function pythonInto(run: Run, depth: number, source: string, best: Best, part: s
   pythonProgramInto(
     {
       parse: (text) => (text.length > PARSE_LIMIT ? null : run.python.parse(text)),
-      session: session(run, depth),
+      scope: scopeAt(run, depth),
       python: (text, p) => pythonInto(run, depth + 1, text, best, p),
     },
     source,
@@ -73,6 +78,8 @@ function pythonInto(run: Run, depth: number, source: string, best: Best, part: s
 /** Charge a nested text to the depth and byte budgets; past either, it is unseen (Tier 3). */
 function spend(run: Run, depth: number, text: string, best: Best, part: string): boolean {
   if (depth > MAX_DEPTH || run.budget.bytes < text.length) {
+    // The recovery pass only adds to what the whole text gave: its budget running out is not "unseen".
+    if (depth <= MAX_DEPTH && run.budget === run.recovery) return false;
     best.consider(3, "nesting_limit", part);
     return false;
   }
@@ -95,6 +102,12 @@ function nestedScript(
 function fallbackInto(text: string, best: Best): void {
   const hit = fallbackClassify(text);
   if (hit !== null) best.consider(hit.tier, "pattern_fallback", hit.part);
+}
+
+/** Classify what the parser makes of `text`, with no recovery of its own (the caller's pass is the recovery). */
+function parsedInto(run: Run, depth: number, text: string, best: Best): void {
+  const tree = run.syntax.parse(text);
+  if (tree !== null) classifyUnits(walkScript(tree), scopeAt(run, depth), best, null);
 }
 
 /** Pieces of an unparsable text that are parsed on their own (the pattern tables already saw all of it). */
@@ -125,9 +138,31 @@ function piecesInto(run: Run, depth: number, text: string, best: Best): void {
       if (piece.trim() === "" || piece === text || seen.has(piece)) continue;
       seen.add(piece);
       count++;
-      const tree = run.syntax.parse(piece);
-      if (tree !== null) classifyUnits(walkScript(tree), session(run, depth), best, null);
+      parsedInto(run, depth, piece, best);
     }
+  }
+}
+
+/**
+ * Error recovery can swallow every line after a broken one, a here-doc body
+ * included (`[+⏎python3 <<EOF⏎…` reads as one test expression in which `<<`
+ * is a shift), and the pieces above cut a here-doc from its body. So the text
+ * from each later line start on is also parsed alone, in order: a broken line
+ * never hides a complete command after it. These suffixes, and what they nest,
+ * draw on the call's recovery budget rather than on the one that decides
+ * "unseen": the pass stops, silently, when a suffix no longer fits with room
+ * for what it nests, and the total work stays linear in the input. The
+ * pattern tables have already seen the whole text.
+ */
+function suffixesInto(run: Run, depth: number, text: string, best: Best): void {
+  const own: Run = { ...run, budget: run.recovery };
+  let count = 0;
+  for (let nl = text.indexOf("\n"); nl >= 0 && !best.done; nl = text.indexOf("\n", nl + 1)) {
+    const rest = text.slice(nl + 1);
+    if (rest.trim() === "") return;
+    if (count++ >= MAX_PIECES || run.recovery.bytes < 2 * rest.length) return;
+    run.recovery.bytes -= rest.length;
+    parsedInto(own, depth, rest, best);
   }
 }
 
@@ -176,7 +211,7 @@ function scriptInto(
   }
   const plain = plainScript(text);
   if (plain !== null) {
-    classifyUnits(plain, session(run, depth), best, stdin);
+    classifyUnits(plain, scopeAt(run, depth), best, stdin);
     return;
   }
   const tree = run.syntax.parse(text);
@@ -185,10 +220,11 @@ function scriptInto(
     return;
   }
   const script = walkScript(tree);
-  classifyUnits(script, session(run, depth), best, stdin);
+  classifyUnits(script, scopeAt(run, depth), best, stdin);
   if (script.hasError && !best.done) {
     fallbackInto(text, best);
     piecesInto(run, depth, text, best);
+    suffixesInto(run, depth, text, best);
   } else if (!best.done && script.commandRanges.length > 0 && text.includes("\n")) {
     gluedLinesInto(run, depth, text, script, best);
   }
@@ -299,6 +335,7 @@ function classifyText(
     rules,
     windows,
     budget: { bytes: reparseBudget(text.length) },
+    recovery: { bytes: reparseBudget(text.length) },
     stdin: { feed: null, readAsPython: false },
   };
   const best = new Best();
@@ -314,7 +351,10 @@ function classifyText(
   return best.result();
 }
 
-/** Last resort when the classifier itself failed: the pattern tables, then Tier 3. */
+/**
+ * Last resort when the classifier itself failed: the pattern tables; no pattern
+ * is Tier 1, as for any command no table knows. Tier 3 only when the tables fail too.
+ */
 function safeFallback(text: string): Classification {
   try {
     const hit = fallbackClassify(text);

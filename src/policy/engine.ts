@@ -14,7 +14,7 @@ import { baseName, DYNAMIC, type Word } from "./words.js";
  * Classifies the simple commands of one parsed script: each argv is unwrapped
  * (sudo, env, xargs, find -exec ...), checked for opaque execution (shells,
  * interpreters, eval), then looked up in the rule tables; redirects are
- * checked on their own. Nested script text goes back through `Session.nested`,
+ * checked on their own. Nested script text goes back through `Scope.nested`,
  * which owns the depth and byte budgets.
  */
 
@@ -29,7 +29,12 @@ export interface StdinCtx {
   literal: string | null;
 }
 
-export interface Session {
+/**
+ * The classifier's recursion context at one nesting level: the rule tables,
+ * whether the Windows rules apply, and the way one level deeper (charged to
+ * the depth and byte budgets).
+ */
+export interface Scope {
   rules: ReadonlyMap<string, Rule>;
   windows: boolean;
   /** Parse `text` as a script one level deeper and add its findings to `best`. */
@@ -67,7 +72,7 @@ const MAX_UNWRAP = 32;
 const MASS_DELETE = new Set(["rm", "unlink", "shred", "srm", "rmdir"]);
 
 export interface ArgvCtx {
-  session: Session;
+  scope: Scope;
   index: ScriptIndex;
   stdin: StdinCtx | null;
   best: Best;
@@ -88,10 +93,10 @@ export function scriptWord(word: Word, c: ArgvCtx, stdin: StdinCtx | null): void
     }
     // Keep the literal skeleton visible: each unknown stretch becomes an expansion.
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
-    c.session.nested(word.value.replaceAll(DYNAMIC, "${__relay_unknown__}"), c.best, c.part, stdin);
+    c.scope.nested(word.value.replaceAll(DYNAMIC, "${__relay_unknown__}"), c.best, c.part, stdin);
     return;
   }
-  c.session.nested(word.value, c.best, c.part, stdin);
+  c.scope.nested(word.value, c.best, c.part, stdin);
 }
 
 export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
@@ -102,7 +107,7 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
     c.best.consider(3, "nesting_limit", c.part);
     return;
   }
-  if (c.session.windows && isPowerShellExpression(words)) return;
+  if (c.scope.windows && isPowerShellExpression(words)) return;
   if (nameWord.dynamic || nameWord.glob) {
     // The program that runs is decided at run time ($CMD, $(echo rm), r*m): nothing
     // we could match is visible, and hiding the name is how rules are dodged.
@@ -111,7 +116,7 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   }
   const path = nameWord.value;
   let name = baseName(path).toLowerCase();
-  if (c.session.windows && name.endsWith(".exe")) name = name.slice(0, -4);
+  if (c.scope.windows && name.endsWith(".exe")) name = name.slice(0, -4);
   if (name === "") return;
   const args = words.slice(1);
   if (classifyOpaque(name, args, c, unwraps)) return;
@@ -127,7 +132,7 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
     for (const s of wrapped.scripts) scriptWord(s, inner, inner.stdin);
     return;
   }
-  const rule = lookupRule(c.session.rules, name);
+  const rule = lookupRule(c.scope.rules, name);
   const parsed = new Args(args);
   const tableHit =
     rule === undefined ? null : rule({ name, path, args: parsed, stdin: c.stdin?.literal ?? null });
@@ -167,14 +172,14 @@ function feedLiteral(feed: StdinFeed | null): string | null {
 /** Classify every unit of a parsed script into `best`. */
 export function classifyUnits(
   script: ParsedScript,
-  session: Session,
+  scope: Scope,
   best: Best,
   inherited: StdinCtx | null,
 ): void {
   const index = new ScriptIndex(script);
   for (const unit of script.units) {
     if (best.done) return;
-    const c: ArgvCtx = { session, index, stdin: stdinOf(unit, index, inherited), best, part: unit.text };
+    const c: ArgvCtx = { scope, index, stdin: stdinOf(unit, index, inherited), best, part: unit.text };
     argvHit(unit.words, c, 0);
     const hook = startupHookInUnit(unit);
     if (hook !== null) best.consider(2, "startup_env", unit.text);

@@ -1,4 +1,4 @@
-import type { ParsedScript, Unit } from "./script.js";
+import { flatScript, type ParsedScript, plainUnit, type Unit } from "./script.js";
 import { literalWord, type Word } from "./words.js";
 
 /**
@@ -45,22 +45,5 @@ export function plainScript(text: string): ParsedScript | null {
   }
   if (i < tokens.length && RESERVED.has(tokens[i]!)) return null;
   const words: Word[] = tokens.slice(i).map((t) => literalWord(t));
-  const unit: Unit = {
-    words,
-    assigns,
-    redirects: [],
-    stdin: null,
-    text: text.trim(),
-    pipe: null,
-    container: -1,
-    fn: null,
-  };
-  return {
-    units: words.length === 0 ? [] : [unit],
-    functions: [],
-    parents: [],
-    hasError: false,
-    dataRanges: [],
-    commandRanges: [],
-  };
+  return flatScript(words.length === 0 ? [] : [plainUnit(words, text.trim(), assigns)]);
 }

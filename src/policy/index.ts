@@ -6,7 +6,6 @@ export {
   decide,
   type PolicyConfig,
   type PolicyTarget,
-  policyProbe,
   type TargetKind,
   targetLines,
 } from "./policy.js";

@@ -5,57 +5,44 @@
  * Pure text work: no DNS, no sockets.
  */
 
+import { createRequire } from "node:module";
+import type Ipaddr from "ipaddr.js";
+
+const requireHere = createRequire(import.meta.url);
+
+/**
+ * ipaddr.js, loaded on the first address rather than at start-up (most calls
+ * name no host); later calls are a lookup in Node's module cache.
+ */
+function ipaddr(): typeof Ipaddr {
+  return requireHere("ipaddr.js") as typeof Ipaddr;
+}
+
 // Longer than any address with a zone id; such tokens are host names.
 const MAX_TOKEN = 256;
-const UINT32_MAX = 0xffffffff;
 
 const STRICT_IPV4 =
   /^(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])$/;
 const HEXTET = /^[0-9A-Fa-f]{1,4}$/;
 const ADDRESS_CHARS = /^[0-9A-Fa-fxX.]+$/;
-
-function dottedQuad(value: number): string {
-  return `${value >>> 24}.${(value >>> 16) & 0xff}.${(value >>> 8) & 0xff}.${value & 0xff}`;
-}
-
-/** One inet_aton part: decimal, octal after a leading 0, hex after 0x; null when malformed or over 32 bits. */
-function parseAtonPart(part: string): number | null {
-  let value: number;
-  if (/^0[xX][0-9A-Fa-f]*$/.test(part)) {
-    value = part.length === 2 ? 0 : Number.parseInt(part.slice(2), 16); // "0x" alone is 0, as in the C library
-  } else if (/^0[0-7]*$/.test(part)) {
-    value = Number.parseInt(part, 8);
-  } else if (/^[1-9][0-9]*$/.test(part)) {
-    value = Number.parseInt(part, 10);
-  } else {
-    return null;
-  }
-  // Past 2^53 the value is inexact, but then it is far above the limit anyway.
-  return value > UINT32_MAX ? null : value;
-}
+const BARE_HEX_PREFIX = /^0x$/i;
 
 /**
- * The BSD `inet_aton` grammar: 1 to 4 dot-separated parts; the last part
- * fills all remaining bytes (`127.1` is 127.0.0.1, `2130706433` too).
+ * The BSD `inet_aton` grammar: 1 to 4 dot-separated parts, each decimal,
+ * octal after a leading 0 or hex after 0x; the last part fills all remaining
+ * bytes (`127.1` is 127.0.0.1, `2130706433` too). Null when malformed.
  */
 export function parseInetAton(text: string): string | null {
-  const parts = text.split(".");
-  if (parts.length > 4) return null;
-  const values: number[] = [];
-  for (const part of parts) {
-    const value = parseAtonPart(part);
-    if (value === null) return null;
-    values.push(value);
+  // The C library reads a bare "0x" part as 0; ipaddr.js refuses it.
+  const spelled = text
+    .split(".")
+    .map((part) => (BARE_HEX_PREFIX.test(part) ? "0" : part))
+    .join(".");
+  try {
+    return ipaddr().IPv4.parse(spelled).toString();
+  } catch {
+    return null;
   }
-  const last = values.pop() ?? 0;
-  if (values.some((v) => v > 0xff)) return null;
-  const lastBits = 8 * (4 - values.length);
-  if (lastBits < 32 && last >= 2 ** lastBits) return null;
-  let result = 0;
-  values.forEach((v, i) => {
-    result += v * 2 ** (24 - 8 * i);
-  });
-  return dottedQuad(result + last);
 }
 
 interface Ipv6 {
@@ -63,70 +50,31 @@ interface Ipv6 {
   zone: string;
 }
 
-function parseHextets(text: string, allowIpv4Tail: boolean): number[] | null {
-  if (text === "") return [];
-  const groups = text.split(":");
-  const out: number[] = [];
-  for (let i = 0; i < groups.length; i++) {
-    const group = groups[i] ?? "";
-    if (allowIpv4Tail && i === groups.length - 1 && STRICT_IPV4.test(group)) {
-      const [a = 0, b = 0, c = 0, d = 0] = group.split(".").map(Number);
-      out.push(a * 256 + b, c * 256 + d);
-    } else if (HEXTET.test(group)) {
-      out.push(Number.parseInt(group, 16));
-    } else {
-      return null;
-    }
-  }
-  return out;
-}
-
-/** Standard IPv6 text (RFC 4291 §2.2, with an optional `%zone`), as Python's ipaddress accepts it. */
+/**
+ * Standard IPv6 text (RFC 4291 §2.2, with an optional `%zone`), as Python's
+ * ipaddress accepts it: groups of at most four hex digits, a dotted quad only
+ * as the last group. ipaddr.js is more lenient on both and narrower on zones,
+ * so those are checked here and the rest is left to it.
+ */
 export function parseIpv6(text: string): Ipv6 | null {
   const percent = text.indexOf("%");
   const address = percent === -1 ? text : text.slice(0, percent);
   const zone = percent === -1 ? "" : text.slice(percent + 1);
   if (percent !== -1 && (zone === "" || zone.includes("%"))) return null;
-  const halves = address.split("::");
-  if (halves.length > 2) return null;
-  if (halves.length === 1) {
-    const hextets = parseHextets(address, true);
-    return hextets !== null && hextets.length === 8 ? { hextets, zone } : null;
+  const groups = address.split(":");
+  const last = groups.length - 1;
+  if (!groups.every((g, i) => g === "" || HEXTET.test(g) || (i === last && STRICT_IPV4.test(g)))) return null;
+  try {
+    return { hextets: ipaddr().IPv6.parse(address).parts, zone };
+  } catch {
+    return null;
   }
-  const head = parseHextets(halves[0] ?? "", false);
-  const tail = parseHextets(halves[1] ?? "", true);
-  if (head === null || tail === null || head.length + tail.length > 7) return null;
-  const zeros = new Array<number>(8 - head.length - tail.length).fill(0);
-  return { hextets: [...head, ...zeros, ...tail], zone };
 }
 
-/** Lower-case hex, the first longest run of two or more zero groups as `::` (what Python prints). */
+/** Lower-case hex, the first longest run of two or more zero groups as `::` (RFC 5952; what Python prints). */
 export function formatIpv6({ hextets, zone }: Ipv6): string {
-  let bestStart = -1;
-  let bestLength = 1;
-  for (let i = 0; i < hextets.length; ) {
-    if (hextets[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < hextets.length && hextets[j] === 0) j++;
-    if (j - i > bestLength) {
-      bestStart = i;
-      bestLength = j - i;
-    }
-    i = j;
-  }
-  const hex = hextets.map((h) => h.toString(16));
-  const text =
-    bestStart === -1
-      ? hex.join(":")
-      : `${hex.slice(0, bestStart).join(":")}::${hex.slice(bestStart + bestLength).join(":")}`;
+  const text = new (ipaddr().IPv6)(hextets).toRFC5952String();
   return zone === "" ? text : `${text}%${zone}`;
-}
-
-function isIpv4Mapped(hextets: readonly number[]): boolean {
-  return hextets.slice(0, 5).every((h) => h === 0) && hextets[5] === 0xffff;
 }
 
 function looksIpish(token: string): boolean {
@@ -155,10 +103,8 @@ export function canonicalIpForms(raw: string): string[] {
     const v6 = parseIpv6(token);
     if (v6) {
       forms.push(formatIpv6(v6));
-      if (isIpv4Mapped(v6.hextets)) {
-        const [high = 0, low = 0] = v6.hextets.slice(6);
-        forms.push(dottedQuad(high * 0x10000 + low));
-      }
+      const address = new (ipaddr().IPv6)(v6.hextets);
+      if (address.isIPv4MappedAddress()) forms.push(address.toIPv4Address().toString());
     }
   }
   if (looksIpish(token)) {

@@ -36,7 +36,7 @@ export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: 
     return true;
   }
   if (name === "pwsh" || name === "powershell" || name === "cmd") {
-    c.session.nestedWindows([name, ...args.map((w) => quoteForWindows(w.value))].join(" "), c.best, c.part);
+    c.scope.nestedWindows([name, ...args.map((w) => quoteForWindows(w.value))].join(" "), c.best, c.part);
     return true;
   }
   const interp = interpreterName(name);
@@ -135,7 +135,7 @@ function stdinCode(kind: Reader, c: ArgvCtx): void {
   if (stdin.piped) {
     // Echoed or here-doc text we can read is judged first, for a more telling basis.
     if (kind === "shell" && stdin.literal !== null && stdin.origin === null)
-      c.session.nested(stdin.literal, c.best, c.part, null);
+      c.scope.nested(stdin.literal, c.best, c.part, null);
     c.best.consider(3, originBasis(stdin.origin, "piped_to_shell"), c.part);
     return;
   }
@@ -153,7 +153,7 @@ function stdinCode(kind: Reader, c: ArgvCtx): void {
     glob: false,
     text: feed.text,
   };
-  if (kind === "shell") c.session.nested(feed.text, c.best, c.part, null);
+  if (kind === "shell") c.scope.nested(feed.text, c.best, c.part, null);
   else if (kind === "python") pythonProgram(code, c, feed);
   else {
     // No grammar for this language: the program is read only for the shell commands it names.
@@ -174,7 +174,7 @@ function pythonProgram(code: Word, c: ArgvCtx, feed: StdinFeed | null): void {
   }
   c.best.consider(2, "inline_interpreter", c.part);
   // An unknown stretch becomes a name, so the literal rest of the program is still read.
-  c.session.nestedPython(code.value.replaceAll(DYNAMIC, "__relay_unknown__"), c.best, c.part, feed);
+  c.scope.nestedPython(code.value.replaceAll(DYNAMIC, "__relay_unknown__"), c.best, c.part, feed);
 }
 
 function inlineProgram(code: Word, c: ArgvCtx): void {
@@ -186,6 +186,6 @@ function inlineProgram(code: Word, c: ArgvCtx): void {
   c.best.consider(found.destructive ? 3 : 2, "inline_interpreter", c.part);
   for (const line of found.commands) {
     if (c.best.done) return;
-    c.session.nested(line, c.best, c.part, null);
+    c.scope.nested(line, c.best, c.part, null);
   }
 }

@@ -1,5 +1,4 @@
 import type { Word } from "./words.js";
-import { baseName } from "./words.js";
 
 /**
  * Knowledge about code that is executed without being visible in the argv:
@@ -390,8 +389,4 @@ export function analyzeInline(code: string): InlineAnalysis {
 /** Where a shell reads its program from stdin via a path: `bash /dev/stdin`, `source /proc/self/fd/0`. */
 export function isStdinPath(path: string): boolean {
   return path === "/dev/stdin" || path === "/proc/self/fd/0" || path === "/dev/fd/0" || path === "-";
-}
-
-export function commandBase(word: Word | undefined): string {
-  return word === undefined ? "" : baseName(word.value).toLowerCase();
 }

@@ -1,8 +1,8 @@
 import type { Best } from "./best.js";
-import { type ArgvCtx, argvHit, type Session, scriptWord } from "./engine.js";
+import { type ArgvCtx, argvHit, type Scope, scriptWord } from "./engine.js";
 import { classifyPython, type PythonHost } from "./python.js";
 import { redirectHit } from "./redirects.js";
-import type { Unit } from "./script.js";
+import { flatScript, plainUnit, type Unit } from "./script.js";
 import { ScriptIndex } from "./script-index.js";
 import type { SyntaxTree } from "./syntax.js";
 import { literalWord, type Word } from "./words.js";
@@ -17,38 +17,22 @@ import { literalWord, type Word } from "./words.js";
 export interface PythonRun {
   /** Parse a Python program; null when it is too large or the parse gave up. */
   parse(source: string): SyntaxTree | null;
-  /** The shell session one level below the program (depth and byte budgets). */
-  session: Session;
+  /** The shell scope one level below the program (depth and byte budgets). */
+  scope: Scope;
   /** Classify Python source the program runs (exec of a literal), one level deeper. */
   python(source: string, part: string): void;
 }
 
-const EMPTY_INDEX = new ScriptIndex({
-  units: [],
-  functions: [],
-  parents: [],
-  hasError: false,
-  dataRanges: [],
-  commandRanges: [],
-});
+const EMPTY_INDEX = new ScriptIndex(flatScript([]));
 
 /** The unit a Python write is judged as: a command that writes something (never an emptying `: >`). */
 function writerUnit(part: string): Unit {
-  return {
-    words: [literalWord("python3")],
-    assigns: [],
-    redirects: [],
-    stdin: null,
-    text: part,
-    pipe: null,
-    container: -1,
-    fn: null,
-  };
+  return plainUnit([literalWord("python3")], part);
 }
 
 export function pythonInto(run: PythonRun, source: string, best: Best): void {
   const ctx = (part: string): ArgvCtx => ({
-    session: run.session,
+    scope: run.scope,
     index: EMPTY_INDEX,
     stdin: null,
     best,

@@ -11,7 +11,7 @@ import { DYNAMIC, dynamicWord, literalWord, type Word } from "./words.js";
 /** A name bound by the program itself (a def, a parameter, a relative import). */
 export const LOCAL = "<local>";
 /** How far aliases and assigned values are followed (`a = b; b = os.system`). */
-export const MAX_RESOLVE = 8;
+const MAX_RESOLVE = 8;
 
 export class PythonSource {
   protected readonly tree: SyntaxTree;
@@ -53,6 +53,14 @@ export class PythonSource {
     this.modules.add(qualified.split(".")[0]!);
   }
 
+  /** `name as alias`: the alias stands for `prefix` and the imported name. */
+  protected addAliasedImport(node: SyntaxNode, prefix: string): void {
+    const full = this.field(node, "name");
+    const alias = this.field(node, "alias");
+    if (full !== undefined && alias !== undefined)
+      this.addImport(this.text(alias), `${prefix}${this.text(full)}`);
+  }
+
   /** Every name a target binds (`a`, `a, b`, `(a, [b, *c])`), as locals. */
   protected bindTargets(node: SyntaxNode): void {
     const stack = [node];
@@ -73,10 +81,7 @@ export class PythonSource {
           for (const c of node.children) {
             if (c.field !== "name") continue;
             if (c.type === "aliased_import") {
-              const full = this.field(c, "name");
-              const alias = this.field(c, "alias");
-              if (full !== undefined && alias !== undefined)
-                this.addImport(this.text(alias), this.text(full));
+              this.addAliasedImport(c, "");
             } else {
               const full = this.text(c).replace(/\s+/g, "");
               this.addImport(full.split(".")[0]!, full.split(".")[0]!);
@@ -92,10 +97,7 @@ export class PythonSource {
             if (c.type === "wildcard_import") this.stars.push(base);
             if (c.field !== "name") continue;
             if (c.type === "aliased_import") {
-              const full = this.field(c, "name");
-              const alias = this.field(c, "alias");
-              if (full !== undefined && alias !== undefined)
-                this.addImport(this.text(alias), `${base}.${this.text(full)}`);
+              this.addAliasedImport(c, `${base}.`);
             } else {
               this.addImport(this.text(c), `${base}.${this.text(c)}`);
             }
@@ -319,7 +321,7 @@ export class PythonSource {
   /** Pass 2: judge every call and every reference that escapes resolution. */
 }
 
-export function wordOf(value: string, text: string): Word {
+function wordOf(value: string, text: string): Word {
   return value.includes(DYNAMIC)
     ? { value, dynamic: true, subst: [], procSub: false, glob: false, text }
     : literalWord(value, text);

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Language, Parser } from "web-tree-sitter";
-import { copyTree, type NodeKinds, type SyntaxTree, tickBudget } from "./syntax.js";
+import { type NodeKinds, nodeKinds, parseBounded, type SyntaxTree } from "./syntax.js";
 
 /**
  * The tree-sitter Python grammar, loaded on the first Python program rather
@@ -35,40 +35,13 @@ export async function preparePythonSyntax(): Promise<PythonSyntax> {
     const language: Language = runtime.Language.loadSync(new wasm.Module(readFileSync(wasmPath)));
     const parser = new runtime.Parser();
     parser.setLanguage(language);
-    loaded = {
-      parser,
-      kinds: {
-        types: language.types,
-        named: language.types.map((_, id) => language.nodeTypeIsNamed(id)),
-        fields: language.fields,
-      },
-    };
+    loaded = { parser, kinds: nodeKinds(language) };
     return loaded;
   };
   return {
     parse(source: string): SyntaxTree | null {
       const { parser, kinds } = load();
-      parser.reset();
-      const budget = tickBudget(source.length);
-      let ticks = 0;
-      const tree = parser.parse(source, null, {
-        progressCallback: () => {
-          ticks++;
-          return ticks > budget;
-        },
-      });
-      if (tree === null) return null;
-      try {
-        const hasError = tree.rootNode.hasError;
-        const cursor = tree.walk();
-        try {
-          return { root: copyTree(cursor, kinds), hasError, source };
-        } finally {
-          cursor.delete();
-        }
-      } finally {
-        tree.delete();
-      }
+      return parseBounded(parser, kinds, source);
     },
   };
 }

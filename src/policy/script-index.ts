@@ -30,7 +30,7 @@ function nameAt(words: Unit["words"], i: number): string {
 }
 
 /** Does this command download or decode what it prints? */
-export function unitOrigin(unit: Unit): Origin | null {
+function unitOrigin(unit: Unit): Origin | null {
   let i = 0;
   if (TRANSPARENT.has(nameAt(unit.words, 0))) {
     i = 1;

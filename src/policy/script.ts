@@ -55,3 +55,13 @@ export interface ParsedScript {
   /** Source ranges [start, end) of simple commands, to spot one the grammar carried over a line break. */
   commandRanges: [number, number][];
 }
+
+/** A top-level command with no redirections, pipe or stdin: what a plain line or a program's call amounts to. */
+export function plainUnit(words: Word[], text: string, assigns: Unit["assigns"] = []): Unit {
+  return { words, assigns, redirects: [], stdin: null, text, pipe: null, container: -1, fn: null };
+}
+
+/** A script of top-level units only, without functions, substitutions or errors. */
+export function flatScript(units: Unit[]): ParsedScript {
+  return { units, functions: [], parents: [], hasError: false, dataRanges: [], commandRanges: [] };
+}

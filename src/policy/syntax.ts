@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import type { TreeCursor } from "web-tree-sitter";
+import type { Language, Parser, TreeCursor } from "web-tree-sitter";
 
 /**
  * A syntax node copied out of the wasm heap. The classifier walks these plain
@@ -38,18 +38,53 @@ export interface BashSyntax {
  * stages). Past the budget the parse is cancelled and the caller falls back
  * to the pattern tables, which keeps the cost linear in the input.
  */
-export function tickBudget(length: number): number {
+function tickBudget(length: number): number {
   return 32 + Math.ceil(length / 40);
 }
 
+/** Node kinds of a grammar, looked up by id: one wasm call per node instead of three. */
 export interface NodeKinds {
   types: string[];
   named: boolean[];
   fields: (string | null)[];
 }
 
-export function nodeText(tree: SyntaxTree, node: SyntaxNode): string {
-  return tree.source.slice(node.start, node.end);
+export function nodeKinds(language: Language): NodeKinds {
+  return {
+    types: language.types,
+    named: language.types.map((_, id) => language.nodeTypeIsNamed(id)),
+    fields: language.fields,
+  };
+}
+
+/**
+ * Parse `source` within its work budget and copy the tree out of the wasm
+ * heap; null when tree-sitter gives no tree or the budget ran out. The wasm
+ * tree is always freed. Shared by the bash and Python grammars.
+ */
+export function parseBounded(parser: Parser, kinds: NodeKinds, source: string): SyntaxTree | null {
+  // A previous parse that was cancelled or threw half-way must not be resumed.
+  parser.reset();
+  const budget = tickBudget(source.length);
+  let ticks = 0;
+  const tree = parser.parse(source, null, {
+    progressCallback: () => {
+      ticks++;
+      return ticks > budget;
+    },
+  });
+  if (tree === null) return null;
+  try {
+    const hasError = tree.rootNode.hasError;
+    const cursor = tree.walk();
+    try {
+      return { root: copyTree(cursor, kinds), hasError, source };
+    } finally {
+      cursor.delete();
+    }
+  } finally {
+    tree.delete();
+  }
 }
 
 /** Load the wasm runtime and the bash grammar once; the returned object parses synchronously. */
@@ -61,42 +96,12 @@ export async function loadBashSyntax(): Promise<BashSyntax> {
   const bash = await Language.load(wasmPath);
   const parser = new Parser();
   parser.setLanguage(bash);
-  // Node kinds are looked up by id: one wasm call per node instead of three.
-  const kinds: NodeKinds = {
-    types: bash.types,
-    named: bash.types.map((_, id) => bash.nodeTypeIsNamed(id)),
-    fields: bash.fields,
-  };
-  return {
-    parse(source: string): SyntaxTree | null {
-      // A previous parse that was cancelled or threw half-way must not be resumed.
-      parser.reset();
-      const budget = tickBudget(source.length);
-      let ticks = 0;
-      const tree = parser.parse(source, null, {
-        progressCallback: () => {
-          ticks++;
-          return ticks > budget;
-        },
-      });
-      if (tree === null) return null;
-      try {
-        const hasError = tree.rootNode.hasError;
-        const cursor = tree.walk();
-        try {
-          return { root: copyTree(cursor, kinds), hasError, source };
-        } finally {
-          cursor.delete();
-        }
-      } finally {
-        tree.delete();
-      }
-    },
-  };
+  const kinds = nodeKinds(bash);
+  return { parse: (source) => parseBounded(parser, kinds, source) };
 }
 
 /** Iterative pre-order copy: nesting depth of the input cannot overflow the JS stack. */
-export function copyTree(cursor: TreeCursor, kinds: NodeKinds): SyntaxNode {
+function copyTree(cursor: TreeCursor, kinds: NodeKinds): SyntaxNode {
   const root = makeNode(cursor, kinds);
   const parents: SyntaxNode[] = [root];
   if (!cursor.gotoFirstChild()) return root;

@@ -199,6 +199,15 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
           return;
         }
         break;
+      case "negated_command": {
+        // `! sh <<EOF`: the grammar hangs the here-doc on the negation; it is the command's stdin.
+        const inner = statementChildren(node);
+        if (extra !== null && inner.length === 1) {
+          stack.push({ node: inner[0]!, ctx, extra });
+          return;
+        }
+        break;
+      }
       case "command_substitution":
       case "process_substitution":
         if (item.opened !== true) {

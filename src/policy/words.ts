@@ -41,29 +41,22 @@ export function joinWords(a: Word, b: Word): Word {
 
 /** Unquoted word: a backslash quotes the next character; backslash-newline vanishes. */
 export function unescapeBare(raw: string): string {
-  if (!raw.includes("\\")) return raw;
-  let out = "";
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]!;
-    if (c === "\\" && i + 1 < raw.length) {
-      const next = raw[i + 1]!;
-      i++;
-      if (next !== "\n") out += next;
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return dropEscapes(raw, () => true);
 }
 
 /** Inside double quotes a backslash only quotes `$`, backquote, `"`, `\` and newline. */
 export function unescapeDouble(raw: string): string {
+  return dropEscapes(raw, (next) => '$`"\\\n'.includes(next));
+}
+
+/** Drop the backslash before each character it quotes; a quoted newline vanishes with it. */
+function dropEscapes(raw: string, quotes: (next: string) => boolean): string {
   if (!raw.includes("\\")) return raw;
   let out = "";
   for (let i = 0; i < raw.length; i++) {
     const c = raw[i]!;
     const next = raw[i + 1];
-    if (c === "\\" && next !== undefined && '$`"\\\n'.includes(next)) {
+    if (c === "\\" && next !== undefined && quotes(next)) {
       i++;
       if (next !== "\n") out += next;
     } else {

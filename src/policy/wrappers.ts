@@ -34,12 +34,7 @@ export function argv(rest: Word[]): Word[][] {
  * first operand). `valued` lists options whose value is the next word;
  * `letters` are short options that take a value inside a cluster (`-uroot`).
  */
-export function skipOptions(
-  words: Word[],
-  valued: ReadonlySet<string>,
-  letters = "",
-  assignments = false,
-): number {
+function skipOptions(words: Word[], valued: ReadonlySet<string>, letters = "", assignments = false): number {
   let i = 0;
   while (i < words.length) {
     const w = words[i]!;
@@ -78,7 +73,7 @@ export function set(...values: string[]): ReadonlySet<string> {
   return new Set(values);
 }
 
-export const SUDO_VALUED = set(
+const SUDO_VALUED = set(
   "--user",
   "--group",
   "--host",

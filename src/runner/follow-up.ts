@@ -114,7 +114,7 @@ async function runStep(
   // Derive the step's arguments and validate them like any call's.
   let raw: unknown;
   try {
-    if (!tool.followUp) throw new RelayError("", `${tool.name} cannot run verify or rollback commands`);
+    if (!tool.followUp) throw RelayError.untyped(`${tool.name} cannot run verify or rollback commands`);
     raw = tool.followUp(request.args, command);
   } catch (err) {
     const text = errorText(err);

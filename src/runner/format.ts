@@ -18,7 +18,7 @@ export function deniedText(tier: Tier, reason: string): string {
 }
 
 export function errorText(err: unknown): string {
-  if (err instanceof RelayError && err.type === "") return `[ERROR: ${err.message}]`;
+  if (err instanceof RelayError && err.isUntyped) return `[ERROR: ${err.message}]`;
   const { type, message } = describeError(err);
   return `[ERROR: ${pythonicType(type, err)}: ${message}]`;
 }

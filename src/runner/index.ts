@@ -1,7 +1,6 @@
 export { createFollowUpVetter, type FollowUpVetter } from "./admission.js";
 export { createConfirmGate } from "./confirm-gate.js";
 export { clampOutput } from "./format.js";
-export { attachNotices, computeNotices, HEURISTIC_DISCLAIMER, type NoticeInput } from "./notices.js";
 export type { ArgsOf, ParamSpec, ParamTable } from "./params.js";
 export { type CallContext, createRelay, type Relay, type RelayDeps, type RunResult } from "./relay.js";
 export { outputSchemaFor, type StepSummary, type StructuredResult } from "./structured.js";

@@ -1,7 +1,7 @@
 import { type AuditAction, type AuditLog, redactArgs } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
-import { type Logger, silentLogger, tierName, truncateUtf8 } from "../core/index.js";
+import { type Logger, RelayError, silentLogger, tierName, truncateUtf8 } from "../core/index.js";
 import type { CallMetrics } from "../metrics/index.js";
 import type { Classification, Classifier } from "../policy/index.js";
 import { type Admitted, classifyLoose, createAdmission } from "./admission.js";
@@ -84,7 +84,7 @@ export function createRelay(deps: RelayDeps): Relay {
         denied: true,
         reason: "unknown tool",
         args: redactArgs({ name: toolName, arguments: raw }),
-        text: errorText(new UnknownToolError(toolName)),
+        text: errorText(unknownToolError(toolName)),
         exitCode: null,
         outcome: "denied",
       });
@@ -112,7 +112,7 @@ export function createRelay(deps: RelayDeps): Relay {
     }
     const args = parsed.args;
 
-    // 2-4. Input bound, classification, deny list, mode, fail-closed audit.
+    // 2-5. Policy text and targets, input bound, classification, deny list, mode, fail-closed audit.
     const admission = admit(tool, args);
     if (!admission.admitted) {
       return finish(ctx, {
@@ -136,7 +136,7 @@ export function createRelay(deps: RelayDeps): Relay {
       reason: admission.reason,
     };
 
-    // 5. Gates add friction to what policy admitted; they never widen it.
+    // 6. Gates add friction to what policy admitted; they never widen it.
     const toolCtx = toolContextOf(ctx);
     let action: AuditAction | undefined = tool.auditAction;
     let followUps: FollowUpPlan | undefined;
@@ -165,11 +165,11 @@ export function createRelay(deps: RelayDeps): Relay {
       if (verdict.followUps) followUps = verdict.followUps;
     }
 
-    // 6-9. Work, bound, audit.
+    // 7-10. Work, bound, audit, count.
     const work = await performWork(tool, args, toolCtx, settings);
     const result = finish(ctx, recordOf(base, work, action));
 
-    // 10. Verify / rollback bound at arm time, each its own admitted, audited call.
+    // 11. Verify / rollback bound at arm time, each its own admitted, audited call.
     if (followUps) {
       const report = await runFollowUps(
         { settings, classifier, admit, record, logger },
@@ -182,7 +182,7 @@ export function createRelay(deps: RelayDeps): Relay {
       if (report.rollback) result.structured.rollback = report.rollback;
     }
 
-    // 11. Notices, after every record was written: they never change a recorded hash.
+    // 12. Notices, after every record was written: they never change a recorded hash.
     return withNotices(result, admission, work, action, record.lost(ctx));
   }
 
@@ -345,9 +345,7 @@ function recordOf(
   };
 }
 
-class UnknownToolError extends Error {
-  constructor(name: string) {
-    super(`unknown tool: ${truncateUtf8(name, 200).text}`);
-    this.name = "ValueError";
-  }
+/** A call naming no registered tool: the caller's mistake, shown as a ValueError. */
+function unknownToolError(name: string): RelayError {
+  return new RelayError("ValueError", `unknown tool: ${truncateUtf8(name, 200).text}`);
 }

@@ -60,7 +60,7 @@ export interface ForwardRegistry {
   open(request: OpenForwardRequest): Promise<OpenedForward>;
   /** The caller's forwards and the unowned ones. */
   list(clientId: string): ForwardInfo[];
-  /** Close one forward and unpin its connection. Unknown id → `RelayError("", "unknown forward: <id>")`. */
+  /** Close one forward and unpin its connection. Unknown id → `RelayError.untyped("unknown forward: <id>")`. */
   close(id: string, clientId: string): Promise<void>;
   /** Live forwards, whoever owns them (for the metrics gauge). */
   count(): number;
@@ -251,7 +251,7 @@ export function createForwardRegistry(
 
     async close(id, clientId) {
       const entry = forwards.get(id);
-      if (!entry) throw new RelayError("", `unknown forward: ${id}`);
+      if (!entry) throw RelayError.untyped(`unknown forward: ${id}`);
       if (entry.owner !== "" && entry.owner !== clientId) {
         throw new RelayError("ForwardError", `forward ${id} belongs to another client`);
       }

@@ -20,7 +20,7 @@ const ARMED = "[armed: re-issue the exact Tier-3 call now to execute it]";
 const INVALID = "[invalid or expired confirmation token]";
 
 function refuse(message: string): RelayError {
-  return new RelayError("", `${message}; the token was not armed`);
+  return RelayError.untyped(`${message}; the token was not armed`);
 }
 
 /** The caller's follow-up parameters, checked for combinations that could never work as asked. */
@@ -148,8 +148,7 @@ export function createConfirmTool(deps: ConfirmToolDeps): Tool {
         case "unknown":
           return { body: INVALID };
         case "conflict":
-          throw new RelayError(
-            "",
+          throw RelayError.untyped(
             "this token is already armed with other verify/rollback commands; they cannot change after the first arm " +
               "and the token keeps them (plan the call again to bind different ones)",
           );

@@ -139,10 +139,10 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
       let target: { command: string } | { argv: string[] } = { command: a.command };
       if (!a.use_shell) {
         const argv = splitShellWords(a.command);
-        if (argv.length === 0) throw new RelayError("", "empty command");
+        if (argv.length === 0) throw RelayError.untyped("empty command");
         target = { argv };
       } else if (a.command.trim() === "") {
-        throw new RelayError("", "empty command");
+        throw RelayError.untyped("empty command");
       }
       const result = await processes.run(
         {
@@ -213,7 +213,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     followUp: (a, command) => ({ ...a, script: command }),
     async run(a, ctx) {
       const interpreter = interpreterOf(a.interpreter);
-      if (!interpreter) throw new RelayError("", `unsupported interpreter: ${a.interpreter}`);
+      if (!interpreter) throw RelayError.untyped(`unsupported interpreter: ${a.interpreter}`);
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
       const prefix = a.strict ? interpreter.strictPrefix : "";
       const result = await processes.run(

@@ -21,7 +21,7 @@ const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
 const NOTICE_ROOM = 1536;
 
 function overCap(n: number): RelayError {
-  return new RelayError("", `${n} hosts exceeds the per-call cap of ${HOST_CAP}; split into smaller batches`);
+  return RelayError.untyped(`${n} hosts exceeds the per-call cap of ${HOST_CAP}; split into smaller batches`);
 }
 
 /** JSON-escaped UTF-8 size of a string's content (without the quotes). */
@@ -117,7 +117,7 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       concurrency: clamp(a.concurrency, 1, 32),
     }),
     async run(a, ctx) {
-      if (a.command.trim() === "") throw new RelayError("", "empty command");
+      if (a.command.trim() === "") throw RelayError.untyped("empty command");
       const hosts = targetsOf(a.hosts);
       if (hosts.length === 0) return { body: NO_HOSTS };
       if (hosts.length > HOST_CAP) throw overCap(hosts.length);

@@ -20,35 +20,32 @@ export function validateKeyscan(
   const hosts = splitHostList(hostsText);
   if (hosts.length === 0) return { body: "[no hosts; pass hosts=<host>[,<host>...]]" };
   if (hosts.length > KEYSCAN_CAP) {
-    throw new RelayError(
-      "",
+    throw RelayError.untyped(
       `${hosts.length} hosts exceeds the per-call cap of ${KEYSCAN_CAP}; split into smaller batches`,
     );
   }
   for (const host of hosts) {
     if (!KEYSCAN_HOST.test(host)) {
-      throw new RelayError(
-        "",
+      throw RelayError.untyped(
         `rejected host '${host.slice(0, 200)}': must match ^[A-Za-z0-9._\\-\\[\\]:]+$`,
       );
     }
   }
   if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new RelayError("", `port ${port} out of range 1..65535`);
+    throw RelayError.untyped(`port ${port} out of range 1..65535`);
   }
   const types: string[] = [];
   for (const raw of keyTypes.split(",")) {
     const type = raw.trim().toLowerCase();
     if (type === "") continue;
     if (!(KEY_TYPES as readonly string[]).includes(type)) {
-      throw new RelayError(
-        "",
+      throw RelayError.untyped(
         `rejected key type '${raw.trim().slice(0, 100)}': choose from ['dsa', 'ecdsa', 'ed25519', 'rsa']`,
       );
     }
     if (!types.includes(type)) types.push(type);
   }
-  if (types.length === 0) throw new RelayError("", "empty key_types");
+  if (types.length === 0) throw RelayError.untyped("empty key_types");
   return { hosts, types };
 }
 

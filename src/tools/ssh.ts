@@ -58,7 +58,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
     // A verify/rollback step runs on the same host as the same user, port, key, jump and host-key mode.
     followUp: (a, command) => ({ ...a, command }),
     async run(a, ctx) {
-      if (a.command.trim() === "") throw new RelayError("", "empty command");
+      if (a.command.trim() === "") throw RelayError.untyped("empty command");
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
       const result = await ssh.run({
         host: a.host,

@@ -27,6 +27,12 @@ function hidden(canary: string): Array<[string, Record<string, unknown>]> {
     ],
     ["sudo wrapper", { command: `sudo -n rm -rf ${canary}` }],
     ["find -delete", { command: `find ${canary} -delete` }],
+    // Error recovery after a broken line read the here-doc as part of a test expression.
+    [
+      "broken line before a here-doc",
+      { command: `[+\npython3 <<EOF\nimport shutil\nshutil.rmtree('${canary}')\nEOF` },
+    ],
+    ["negated here-doc shell", { command: `! sh <<'EOF'\nrm -rf ${canary}\nEOF` }],
   ];
 }
 

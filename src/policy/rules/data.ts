@@ -25,7 +25,7 @@ function unboundedWrite(statement: string): boolean {
 }
 
 /** Does this text (SQL, a mongo script, a redis command line) destroy stored data? */
-export function destroysData(text: string): boolean {
+function destroysData(text: string): boolean {
   if (DROP.test(text) || TRUNCATE.test(text) || MONGO.test(text) || REDIS.test(text)) return true;
   if (!/delete|update/i.test(text)) return false;
   return text.split(";").some(unboundedWrite);

@@ -100,11 +100,6 @@ function badblocks({ args }: { args: Args }): Hit | null {
   return args.short("w") ? DESTROY : null;
 }
 
-/** Writing to a device with tools that copy (cp, tee, pv) overwrites it like dd. */
-export function writesDevice(args: Args): boolean {
-  return args.operands().some((v) => isBlockDevice(v));
-}
-
 export const STORAGE_RULES = table([
   [
     [

@@ -161,7 +161,7 @@ export function subcommandPath(args: Args): string[] {
 }
 
 /** `delete`, `kill-server`, `apps:destroy` … in the subcommand path of a program that has subcommands. */
-export function destructiveSubcommand(name: string, args: Args, path = subcommandPath(args)): Hit | null {
+function destructiveSubcommand(name: string, args: Args, path = subcommandPath(args)): Hit | null {
   if (DATA_OPERANDS.has(name)) return null;
   let deleting = false;
   for (let i = 0; i < args.optionEnd; i++) {

@@ -11,7 +11,7 @@ const LOCKOUT = hit(3, "network_lockout");
 const SERVICE = hit(2, "service_change");
 
 /** Units whose loss cuts the host off the network or ends remote logins. */
-export function isNetworkUnit(unit: string): boolean {
+function isNetworkUnit(unit: string): boolean {
   const base = unit
     .toLowerCase()
     .replace(/\.(?:service|socket|target)$/, "")

@@ -1,5 +1,5 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: rows are shell text, `${x}` is a parameter expansion
-import type { GoldenRow } from "./golden.js";
+import type { GoldenRow } from "./index.js";
 
 /**
  * Obfuscations and look-alikes: quoting, escapes, paths, builtins, wrappers,

@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { GOLDEN_ROWS as TABLE_ROWS } from "./golden.js";
-import { LONGTAIL_ROWS } from "./golden-longtail.js";
-import { PROGRAM_ROWS } from "./golden-python.js";
-import { type Classifier, createClassifier } from "./index.js";
+import { type Classifier, createClassifier } from "../../src/policy/index.js";
+import { GOLDEN_ROWS as TABLE_ROWS } from "./golden/index.js";
+import { LONGTAIL_ROWS } from "./golden/longtail.js";
+import { PROGRAM_ROWS } from "./golden/python.js";
 
 const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS];
 let classifier: Classifier;
@@ -24,6 +24,22 @@ describe("golden table", () => {
     expect(got.part.length).toBeLessThanOrEqual(120);
     if (row.tier === 1) expect(got.part).toBe("");
     else expect(got.part).not.toBe("");
+  });
+});
+
+describe("golden table: help requests", () => {
+  it("a trailing --help never lowers a Tier-3 golden row that passes options", () => {
+    // Through `watch` or `ssh` the --help goes to the inner command, which then only prints help.
+    const rows = TABLE_ROWS.filter(
+      (r) =>
+        r.tier === 3 &&
+        r.windows !== true &&
+        !r.text.includes("\n") &&
+        / -/.test(r.text) &&
+        !/^(?:watch|ssh) /.test(r.text),
+    );
+    expect(rows.length).toBeGreaterThan(50);
+    for (const row of rows) expect(classifier.classify(`${row.text} --help`).tier, row.text).toBe(3);
   });
 });
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import type { CorpusRow } from "../bench/corpus/extract.js";
-import { readCorpus } from "../bench/corpus.bench.js";
-import { type Classifier, createClassifier } from "../src/policy/index.js";
+import type { CorpusRow } from "../../bench/corpus/extract.js";
+import { readCorpus } from "../../bench/corpus.bench.js";
+import { type Classifier, createClassifier } from "../../src/policy/index.js";
 
 /**
  * A fixed sample of the labelled tldr-pages corpus (bench/corpus/README.md):

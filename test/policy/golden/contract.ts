@@ -1,4 +1,4 @@
-import type { GoldenRow } from "./golden.js";
+import type { GoldenRow } from "./index.js";
 
 /**
  * Rows 1–129 of the docs/wire-contract.md §5.7 public sample: FP/FN rows at the better tier

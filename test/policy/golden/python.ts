@@ -1,5 +1,5 @@
-import type { Tier } from "../core/index.js";
-import type { Basis, ProgramInput } from "./types.js";
+import type { Tier } from "../../../src/core/index.js";
+import type { Basis, ProgramInput } from "../../../src/policy/index.js";
 
 /**
  * Golden rows for programs classified with their interpreter, stdin and

@@ -1,4 +1,4 @@
-import type { GoldenRow } from "./golden.js";
+import type { GoldenRow } from "./index.js";
 
 /**
  * One or more rows per rule family, Tier 3 and Tier 2, and the Windows rules.

@@ -1,4 +1,4 @@
-import type { GoldenRow } from "./golden.js";
+import type { GoldenRow } from "./index.js";
 
 /**
  * The long tail of command-line tools (docs/adr/0018-long-tail-subcommands.md):

@@ -1,8 +1,8 @@
-import type { Tier } from "../core/index.js";
-import { CONTRACT_ROWS } from "./golden-contract.js";
-import { EVASION_ROWS } from "./golden-evasion.js";
-import { FAMILY_ROWS } from "./golden-families.js";
-import type { Basis } from "./types.js";
+import type { Tier } from "../../../src/core/index.js";
+import type { Basis } from "../../../src/policy/index.js";
+import { CONTRACT_ROWS } from "./contract.js";
+import { EVASION_ROWS } from "./evasion.js";
+import { FAMILY_ROWS } from "./families.js";
 
 /**
  * The classifier's golden table: text → tier → basis. A rule change updates
