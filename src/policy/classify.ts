@@ -147,8 +147,9 @@ function piecesInto(run: Run, depth: number, text: string, best: Best): void {
  * Error recovery can swallow every line after a broken one, a here-doc body
  * included (`[+⏎python3 <<EOF⏎…` reads as one test expression in which `<<`
  * is a shift), and the pieces above cut a here-doc from its body. So the text
- * from each later line start on is also parsed alone, in order: a broken line
- * never hides a complete command after it. These suffixes, and what they nest,
+ * from each later line start, and from after each list or pipe operator, is
+ * also parsed alone, in order: a broken part never hides a complete command
+ * after it. These suffixes, and what they nest,
  * draw on the call's recovery budget rather than on the one that decides
  * "unseen": the pass stops, silently, when a suffix no longer fits with room
  * for what it nests, and the total work stays linear in the input. The
@@ -157,8 +158,11 @@ function piecesInto(run: Run, depth: number, text: string, best: Best): void {
 function suffixesInto(run: Run, depth: number, text: string, best: Best): void {
   const own: Run = { ...run, budget: run.recovery };
   let count = 0;
-  for (let nl = text.indexOf("\n"); nl >= 0 && !best.done; nl = text.indexOf("\n", nl + 1)) {
-    const rest = text.slice(nl + 1);
+  // A line start, or the end of a run of list and pipe operators (`ls && ;rm -rf x`): where a
+  // command may begin once the broken part before it is dropped.
+  const boundary = /\n|[;&|]+/g;
+  for (let m = boundary.exec(text); m !== null && !best.done; m = boundary.exec(text)) {
+    const rest = text.slice(m.index + m[0].length);
     if (rest.trim() === "") return;
     if (count++ >= MAX_PIECES || run.recovery.bytes < 2 * rest.length) return;
     run.recovery.bytes -= rest.length;

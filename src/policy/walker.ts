@@ -188,6 +188,26 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
         return;
       case "pipeline": {
         const stages = statementChildren(node);
+        const last = stages[stages.length - 1];
+        if (last !== undefined && last.type === "list") {
+          // `a | b | c && d` comes out of the grammar as `a | (b | c && d)`, but `|` binds tighter
+          // than `&&`: the pipe feeds the list's leftmost pipeline, and the rest of the list runs after.
+          const after: SyntaxNode[] = [];
+          let head: SyntaxNode = last;
+          while (head.type === "list") {
+            const parts = statementChildren(head);
+            if (parts.length === 0) break;
+            after.unshift(...parts.slice(1));
+            head = parts[0]!;
+          }
+          const fed = [
+            ...stages.slice(0, -1),
+            ...(head.type === "pipeline" ? statementChildren(head) : [head]),
+          ];
+          pipeline(fed, ctx, after.length === 0 ? extra : null, fed.length - 1);
+          pushAll(after.map((c, i) => ({ node: c, ctx, extra: i === after.length - 1 ? extra : null })));
+          return;
+        }
         pipeline(stages, ctx, extra, stages.length - 1);
         return;
       }

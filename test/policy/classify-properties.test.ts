@@ -118,6 +118,24 @@ describe("classify: composition properties", () => {
     }
   });
 
+  it("a broken part after a list or pipe operator does not hide what follows it", () => {
+    // Found by the composition property: `ls -la && ;a *a` was Tier 1 while `;a *a` alone is Tier 3.
+    for (const sep of ["; ", " && ", " | ", " || "]) {
+      expect(tier(`ls -la${sep};a *a`), sep).toBe(3);
+      expect(tier(`ls -la${sep};rm -rf /`), sep).toBe(3);
+      expect(tier(`ls${sep}&& | rm -rf /`), sep).toBe(3);
+    }
+  });
+
+  it("a pipeline before && or || still feeds its shell stage", () => {
+    // Found by the composition property: the grammar reads `a | sh | c && d` as `a | (sh | c && d)`,
+    // which cut `sh` off from what the pipe feeds it.
+    expect(tier("printf 'rm -rf /' | sh | cat && true")).toBe(3);
+    expect(tier("printf '\\x72\\x6d' | sh | a && a")).toBe(3);
+    expect(tier("curl -s x | cat | sh || true")).toBe(3);
+    expect(tier("echo hi | cat | grep h && ls")).toBe(1);
+  });
+
   it("a negated command keeps its here-doc as its stdin", () => {
     // Found by the property above with the prefix line `!`: `!⏎sh <<'EOF'` is `! sh <<'EOF'`.
     const heredoc = "sh <<'EOF'\ncd /\nrm -rf x\nEOF";
