@@ -2,7 +2,18 @@ import { spawnSync } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { RelayError } from "../core/index.js";
-import { quoteShellWord, splitShellWords } from "./shell-words.js";
+import { splitShellWords } from "./shell-words.js";
+
+/**
+ * The inverse the round-trip properties need: a word bare when it is made of
+ * characters the shell never treats specially, otherwise in single quotes with
+ * each `'` written as `'"'"'`; the empty word becomes `''`.
+ */
+function quoteShellWord(word: string): string {
+  if (word === "") return "''";
+  if (/^[A-Za-z0-9@%+=:,./_-]+$/.test(word)) return word;
+  return `'${word.replaceAll("'", `'"'"'`)}'`;
+}
 
 describe("splitShellWords", () => {
   it.each<[string, string[]]>([

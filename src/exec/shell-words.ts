@@ -5,8 +5,6 @@ import { RelayError } from "../core/index.js";
 const BLANKS = new Set([" ", "\t", "\n", "\r"]);
 // Inside double quotes a backslash only escapes these; before anything else it stays literal.
 const DQUOTE_ESCAPABLE = new Set(["\\", '"', "$", "`", "\n"]);
-// Words made only of these need no quoting (the set Python's shlex.quote leaves bare).
-const SAFE_WORD = /^[A-Za-z0-9@%+=:,./_-]+$/;
 
 /**
  * Split text into argv words by POSIX shell quoting rules, with no expansion,
@@ -85,15 +83,4 @@ function readDoubleQuoted(text: string, start: number): [string, number] {
     i += 1;
   }
   throw new RelayError("ValueError", "No closing quotation");
-}
-
-/**
- * Quote one word so that the shell (and splitShellWords) reads it back
- * unchanged: bare when it is made of safe characters only, otherwise in single
- * quotes with each `'` written as `'"'"'`. The empty word becomes `''`.
- */
-export function quoteShellWord(word: string): string {
-  if (word === "") return "''";
-  if (SAFE_WORD.test(word)) return word;
-  return `'${word.replaceAll("'", `'"'"'`)}'`;
 }
