@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { createServer } from "node:net";
@@ -11,7 +11,7 @@ import { buildServer } from "../../src/cli/build.js";
 import { loadSettings } from "../../src/config/index.js";
 import { silentLogger } from "../../src/core/index.js";
 import { createHttpEdge, type HttpEdge } from "../../src/server/http-edge.js";
-import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
+import { baseEnv, SERVER_ENTRY, spawnHttpServer, startServer, type TestServer } from "../helpers/server.js";
 
 interface HttpServer {
   base: string;
@@ -41,32 +41,14 @@ async function startHttp(settings: Record<string, string> = {}): Promise<HttpSer
   const dir = mkdtempSync(join(tmpdir(), "relay-shell-http-"));
   const auditPath = join(dir, "audit.jsonl");
   const port = await freePort();
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
-    env: baseEnv({
-      RELAY_SHELL_TRANSPORT: "http",
-      RELAY_SHELL_HTTP_PORT: String(port),
-      RELAY_SHELL_AUDIT_PATH: auditPath,
-      XDG_STATE_HOME: join(dir, "state"),
-      ...settings,
-    }),
-    cwd: dir,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  await new Promise<void>((resolve, reject) => {
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8");
-      if (stderr.includes('"msg":"serving"')) resolve();
-    });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
-  });
+  const { child, stderr } = await spawnHttpServer(dir, port, settings);
   return {
     base: `http://127.0.0.1:${port}`,
     port,
     dir,
     auditPath,
     child,
-    stderr: () => stderr,
+    stderr,
     records: () =>
       readFileSync(auditPath, "utf8")
         .split("\n")

@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
+import { spawnHttpServer, startServer, type TestServer } from "../helpers/server.js";
 
 const NESTED_VALUE =
   '[ERROR: ValueError: env_json: the value of "A" is an array; a variable\'s value must be a string, number, boolean or null]';
@@ -91,25 +91,7 @@ describe("Host header against the HTTP edge of the built server", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "relay-shell-host-"));
     port = await freePort();
-    child = spawn(process.execPath, [SERVER_ENTRY], {
-      env: baseEnv({
-        RELAY_SHELL_TRANSPORT: "http",
-        RELAY_SHELL_HTTP_PORT: String(port),
-        RELAY_SHELL_AUDIT_PATH: join(dir, "audit.jsonl"),
-        RELAY_SHELL_SSH_CONFIG: join(dir, "no-ssh-config"),
-        XDG_STATE_HOME: join(dir, "state"),
-      }),
-      cwd: dir,
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    await new Promise<void>((resolve, reject) => {
-      child.stderr?.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString("utf8");
-        if (stderr.includes('"msg":"serving"')) resolve();
-      });
-      child.once("exit", (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
-    });
+    ({ child } = await spawnHttpServer(dir, port, { RELAY_SHELL_SSH_CONFIG: join(dir, "no-ssh-config") }));
   });
   afterAll(async () => {
     if (child && child.exitCode === null) {

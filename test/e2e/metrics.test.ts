@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { baseEnv, SERVER_ENTRY } from "../helpers/server.js";
+import { spawnHttpServer } from "../helpers/server.js";
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -52,26 +52,10 @@ describe("GET /metrics on the HTTP transport", () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "relay-shell-metrics-"));
     const port = await freePort();
-    child = spawn(process.execPath, [SERVER_ENTRY], {
-      env: baseEnv({
-        RELAY_SHELL_TRANSPORT: "http",
-        RELAY_SHELL_HTTP_PORT: String(port),
-        RELAY_SHELL_AUDIT_PATH: join(dir, "audit.jsonl"),
-        RELAY_SHELL_POLICY_DENY: "forbidden-word",
-        RELAY_SHELL_SSH_CONFIG: join(dir, "none"),
-        XDG_STATE_HOME: join(dir, "state"),
-      }),
-      cwd: dir,
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    await new Promise<void>((resolve, reject) => {
-      child.stderr?.on("data", (chunk: Buffer) => {
-        stderr += chunk.toString("utf8");
-        if (stderr.includes('"msg":"serving"')) resolve();
-      });
-      child.once("exit", (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
-    });
+    ({ child } = await spawnHttpServer(dir, port, {
+      RELAY_SHELL_POLICY_DENY: "forbidden-word",
+      RELAY_SHELL_SSH_CONFIG: join(dir, "none"),
+    }));
     base = `http://127.0.0.1:${port}`;
     client = new Client({ name: "metrics-tests", version: "1" });
     await client.connect(new StreamableHTTPClientTransport(new URL(`${base}/mcp`)));

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
@@ -17,7 +17,7 @@ import { buildServer } from "../../src/cli/build.js";
 import { loadSettings } from "../../src/config/index.js";
 import { silentLogger } from "../../src/core/index.js";
 import { createHttpEdge, type HttpEdge } from "../../src/server/http-edge.js";
-import { baseEnv, SERVER_ENTRY } from "../helpers/server.js";
+import { baseEnv, SERVER_ENTRY, spawnHttpServer } from "../helpers/server.js";
 
 const REDIRECT = "http://127.0.0.1:33418/callback";
 const LOCKDOWN = "Dynamic client registration is closed (single-client lockdown).";
@@ -47,27 +47,12 @@ async function startAuthServer(
   settings: Record<string, string> = {},
 ): Promise<AuthServer> {
   const auditPath = join(dir, "audit.jsonl");
-  const child = spawn(process.execPath, [SERVER_ENTRY], {
-    env: baseEnv({
-      RELAY_SHELL_TRANSPORT: "http",
-      RELAY_SHELL_HTTP_PORT: String(port),
-      RELAY_SHELL_AUTH_ENABLED: "true",
-      RELAY_SHELL_AUTH_ISSUER: `http://127.0.0.1:${port}`,
-      RELAY_SHELL_AUTH_STATE_DIR: join(dir, "oauth"),
-      RELAY_SHELL_AUDIT_PATH: auditPath,
-      XDG_STATE_HOME: join(dir, "state"),
-      ...settings,
-    }),
-    cwd: dir,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  await new Promise<void>((resolve, reject) => {
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8");
-      if (stderr.includes('"msg":"serving"')) resolve();
-    });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
+  const { child } = await spawnHttpServer(dir, port, {
+    RELAY_SHELL_AUTH_ENABLED: "true",
+    RELAY_SHELL_AUTH_ISSUER: `http://127.0.0.1:${port}`,
+    RELAY_SHELL_AUTH_STATE_DIR: join(dir, "oauth"),
+    RELAY_SHELL_AUDIT_PATH: auditPath,
+    ...settings,
   });
   return {
     base: `http://127.0.0.1:${port}`,

@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -34,6 +35,38 @@ export function baseEnv(extra: Record<string, string> = {}): Record<string, stri
     if (value !== undefined) env[key] = value;
   }
   return { ...env, ...extra };
+}
+
+/**
+ * Start the BUILT server on streamable HTTP at 127.0.0.1:`port`, in `dir`, and
+ * wait until it logs that it is serving. Its stderr stays readable through
+ * `stderr()`; an exit before that rejects with what it printed.
+ */
+export async function spawnHttpServer(
+  dir: string,
+  port: number,
+  settings: Record<string, string> = {},
+): Promise<{ child: ChildProcess; stderr: () => string }> {
+  const child = spawn(process.execPath, [SERVER_ENTRY], {
+    env: baseEnv({
+      RELAY_SHELL_TRANSPORT: "http",
+      RELAY_SHELL_HTTP_PORT: String(port),
+      RELAY_SHELL_AUDIT_PATH: join(dir, "audit.jsonl"),
+      XDG_STATE_HOME: join(dir, "state"),
+      ...settings,
+    }),
+    cwd: dir,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  await new Promise<void>((resolve, reject) => {
+    child.stderr?.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+      if (stderr.includes('"msg":"serving"')) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
+  });
+  return { child, stderr: () => stderr };
 }
 
 /** Start the BUILT server over stdio with the SDK client, in its own temp dir. */
