@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import ssh2, { type Client } from "ssh2";
-import { createSshFixture, SSHD_MISSING, SSHD_SKIP_REASON } from "../src/testing/sshd.js";
+import { createSshFixture, SSHD_MISSING, SSHD_SKIP_REASON } from "../test/fixtures/sshd.js";
 import { startBenchServer, timeEach } from "./harness.js";
 import { type Bench, type BenchFigure, median } from "./types.js";
 

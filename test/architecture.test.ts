@@ -87,8 +87,6 @@ describe("architecture", () => {
     const violations: string[] = [];
     for (const file of files) {
       const folder = relative(SRC, file).split("/")[0];
-      // testing/ is test scaffolding (it starts the sshd fixture and reads its environment); it is not built.
-      if (folder === "testing") continue;
       const text = readFileSync(file, "utf8");
       if (folder !== "config" && /process\.env\b/.test(text)) violations.push(`${file}: process.env`);
       if (folder !== "exec" && folder !== "sessions" && /\b(spawn|execFile|fork)(Sync)?\(/.test(text)) {

@@ -8,7 +8,7 @@ import {
   SSHD_MISSING,
   type Sshd,
   type SshFixture,
-} from "../../src/testing/sshd.js";
+} from "../fixtures/sshd.js";
 import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
 announceSkip("ssh fleet end-to-end suite");

@@ -21,7 +21,7 @@ import {
   SSHD_MISSING,
   type Sshd,
   type SshFixture,
-} from "../../src/testing/sshd.js";
+} from "../fixtures/sshd.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 announceSkip("ssh_upload / ssh_download end-to-end suite");

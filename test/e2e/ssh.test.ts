@@ -8,7 +8,7 @@ import {
   SSHD_MISSING,
   type Sshd,
   type SshFixture,
-} from "../../src/testing/sshd.js";
+} from "../fixtures/sshd.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 announceSkip("ssh_exec end-to-end suite");

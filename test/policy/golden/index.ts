@@ -1,6 +1,6 @@
 import type { Tier } from "../../../src/core/index.js";
 import type { Basis } from "../../../src/policy/index.js";
-import { CONTRACT_ROWS } from "./contract.js";
+import { CONFORMANCE_ROWS } from "./conformance.js";
 import { EVASION_ROWS } from "./evasion.js";
 import { FAMILY_ROWS } from "./families.js";
 
@@ -16,4 +16,4 @@ export interface GoldenRow {
   windows?: boolean;
 }
 
-export const GOLDEN_ROWS: readonly GoldenRow[] = [...CONTRACT_ROWS, ...EVASION_ROWS, ...FAMILY_ROWS];
+export const GOLDEN_ROWS: readonly GoldenRow[] = [...CONFORMANCE_ROWS, ...EVASION_ROWS, ...FAMILY_ROWS];

@@ -1,15 +1,21 @@
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Clock, RelayError, silentLogger } from "../core/index.js";
-import { announceSkip, createSshFixture, SSHD_MISSING, type Sshd, type SshFixture } from "../testing/sshd.js";
-import { createDialer, type Dialer } from "./dial.js";
-import { CONNECTION_UNUSABLE, isConnectionUnusable } from "./errors.js";
-import { execRemote } from "./exec.js";
-import { startForward } from "./forward.js";
-import { parseForwardSpec } from "./forward-spec.js";
-import { createKnownHostsStore } from "./known-hosts-store.js";
-import { createSshPool, type SshLease, type SshPool } from "./pool.js";
-import type { SshTarget } from "./target.js";
+import { type Clock, RelayError, silentLogger } from "../../src/core/index.js";
+import { createDialer, type Dialer } from "../../src/ssh/dial.js";
+import { CONNECTION_UNUSABLE, isConnectionUnusable } from "../../src/ssh/errors.js";
+import { execRemote } from "../../src/ssh/exec.js";
+import { startForward } from "../../src/ssh/forward.js";
+import { parseForwardSpec } from "../../src/ssh/forward-spec.js";
+import { createKnownHostsStore } from "../../src/ssh/known-hosts-store.js";
+import { createSshPool, type SshLease, type SshPool } from "../../src/ssh/pool.js";
+import type { SshTarget } from "../../src/ssh/target.js";
+import {
+  announceSkip,
+  createSshFixture,
+  SSHD_MISSING,
+  type Sshd,
+  type SshFixture,
+} from "../fixtures/sshd.js";
 
 announceSkip("ssh pool unit tests");
 

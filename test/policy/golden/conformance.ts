@@ -4,7 +4,7 @@ import type { GoldenRow } from "./index.js";
  * Rows 1–129 of the docs/wire-contract.md §5.7 public sample: FP/FN rows at the better tier
  * (ADR 0001), DOC rows kept. Windows rows are the ssh_exec ones.
  */
-export const CONTRACT_ROWS: readonly GoldenRow[] = [
+export const CONFORMANCE_ROWS: readonly GoldenRow[] = [
   // docs/wire-contract.md §5.7 public rows
   { text: "ls -la", tier: 1, basis: "default" },
   { text: "cat /etc/os-release", tier: 1, basis: "default" },
