@@ -20,6 +20,7 @@ const BELOW_TOOLS = [
   "exec",
   "sessions",
   "ssh",
+  "infra-protocol",
   "broker",
   "runner",
 ] as const;
@@ -35,11 +36,14 @@ const ALLOWED: Record<string, readonly string[]> = {
   exec: ["core", "config", "proc"],
   sessions: ["core", "config", "proc"],
   ssh: ["core", "config", "files"],
+  "infra-protocol": ["core"],
+  // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
+  infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol"],
   broker: ["core", "config", "policy", "audit"],
   runner: ["core", "config", "metrics", "policy", "audit", "broker"],
   tools: BELOW_TOOLS,
   server: ["core", "config", "metrics", "runner", "tools"],
-  cli: [...BELOW_TOOLS, "tools", "server"],
+  cli: [...BELOW_TOOLS, "tools", "server", "infra"],
   // Probes shared by the tests under src/ and test/; no module of the server imports them.
   testing: ["core", "proc", "exec"],
 };
