@@ -101,7 +101,12 @@ export interface Remote {
    * never deleting, never overwriting (--ignore-existing), with itemized
    * changes in the output. `dryRun` adds `--dry-run`.
    */
-  push(profile: Profile, localDir: string, remotePath: string, options: { dryRun: boolean }): Promise<RemoteResult>;
+  push(
+    profile: Profile,
+    localDir: string,
+    remotePath: string,
+    options: { dryRun: boolean },
+  ): Promise<RemoteResult>;
   /** Copy `remotePath/` into the empty local directory `localDir`, at most `maxBytes` per file. */
   pull(profile: Profile, remotePath: string, localDir: string, maxBytes: number): Promise<RemoteResult>;
 }

@@ -1,0 +1,1 @@
+export type { Principal, Profile, ProfileSet } from "./types.js";
