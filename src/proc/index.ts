@@ -1,5 +1,6 @@
-export { becomeChildSubreaper, reapChild } from "./libc.js";
+export { becomeChildSubreaper, type PeerCredentials, peerCredentials, reapChild } from "./libc.js";
 export { signalGroup, signalPid, signalSession, toExitCode } from "./signal.js";
 export { isSameProcess, type ProcInfo, parseStat, readProc } from "./stat.js";
+export { type ProcIdentity, parseStatusIdentity, readSupplementaryGroups } from "./status.js";
 export { type CommandTracker, createSubreaper, type Subreaper, type SubreaperOptions } from "./subreaper.js";
 export { allChildren, childrenByScan, descendants, mainThreadChildren, sessionMembers } from "./tree.js";

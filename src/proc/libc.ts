@@ -1,19 +1,37 @@
 import { createRequire } from "node:module";
 
 /**
- * The two libc calls Node does not offer: prctl(PR_SET_CHILD_SUBREAPER) and a
- * waitpid on one given pid. Loaded through koffi on first use only, so
- * processes that never adopt orphans never map it.
+ * The libc calls Node does not offer: prctl(PR_SET_CHILD_SUBREAPER), a
+ * waitpid on one given pid, and getsockopt(SO_PEERCRED). Loaded through koffi
+ * on first use only, so processes that never need them never map it.
  */
 interface Libc {
   prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
   waitpid(pid: number, status: number[], options: number): number;
+  getsockopt(fd: number, level: number, name: number, value: Ucred, length: number[]): number;
+}
+
+interface Ucred {
+  pid?: number;
+  uid?: number;
+  gid?: number;
+}
+
+/** The peer of a connected Unix-domain socket, as the kernel recorded it at connect time. */
+export interface PeerCredentials {
+  pid: number;
+  uid: number;
+  gid: number;
 }
 
 const PR_SET_CHILD_SUBREAPER = 36;
 const WNOHANG = 1;
 const ECHILD = 10;
 const EINTR = 4;
+const SOL_SOCKET = 1;
+const SO_PEERCRED = 17;
+/** sizeof(struct ucred): three 32-bit fields. */
+const UCRED_SIZE = 12;
 
 let bound: Libc | null | undefined;
 let readErrno: () => number = () => 0;
@@ -31,8 +49,16 @@ function libc(): Libc | null {
       "int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)",
     );
     const waitpid = lib.func("int waitpid(int pid, _Out_ int *status, int options)");
+    const ucred = koffi.struct("relay_ucred", { pid: "int32", uid: "uint32", gid: "uint32" });
+    const getsockopt = lib.func("getsockopt", "int", [
+      "int",
+      "int",
+      "int",
+      koffi.out(koffi.pointer(ucred)),
+      koffi.inout(koffi.pointer("uint32_t")),
+    ]);
     readErrno = () => koffi.errno();
-    bound = { prctl, waitpid };
+    bound = { prctl, waitpid, getsockopt };
   } catch {
     // No koffi build for this platform, or no glibc: orphans then go to init as before.
   }
@@ -66,4 +92,25 @@ export function reapChild(pid: number): "reaped" | "running" | "gone" {
     if (errno === EINTR) continue;
     return errno === ECHILD ? "gone" : "running";
   }
+}
+
+/**
+ * Who is on the other end of a connected Unix-domain socket: the pid, uid and
+ * gid the kernel recorded when the peer called connect(), which the peer
+ * cannot choose or change afterwards. Null when the call is not available or
+ * fails (a descriptor that is not a Unix socket, one already closed).
+ */
+export function peerCredentials(fd: number): PeerCredentials | null {
+  const lib = libc();
+  if (lib === null || !Number.isInteger(fd) || fd < 0) return null;
+  const value: Ucred = {};
+  const length = [UCRED_SIZE];
+  if (lib.getsockopt(fd, SOL_SOCKET, SO_PEERCRED, value, length) !== 0) return null;
+  const { pid, uid, gid } = value;
+  if (length[0] !== UCRED_SIZE || !isId(pid) || !isId(uid) || !isId(gid)) return null;
+  return { pid, uid, gid };
+}
+
+function isId(value: number | undefined): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0 && value < 2 ** 32;
 }
