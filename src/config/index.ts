@@ -1,4 +1,5 @@
 export { describeSettings } from "./describe.js";
+export { type InfraEnvironment, readInfraEnvironment } from "./infra.js";
 export {
   ConfigError,
   type LoadOptions,
