@@ -21,9 +21,11 @@ import {
   serveStdio,
 } from "../server/index.js";
 import { type BuiltServer, buildServer, packageVersion, readRuntimeInfo } from "./build.js";
+import { runInfraBrokerCli } from "./infra-broker.js";
 import { runVerifyAudit } from "./verify-audit.js";
 
 const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
+       relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
 
 relay-shell is an MCP server that runs shell commands for an AI client under a
 risk classifier, an operator policy and an append-only audit log. With no flag
@@ -45,6 +47,9 @@ options:
   --json           machine-readable output for --verify-audit
   --version        print the version and exit
   --help           show this help and exit
+
+infra-broker starts the infrastructure broker daemon instead of the MCP
+server; \`relay-shell infra-broker --help\` describes it.
 `;
 
 interface CliOptions {
@@ -143,6 +148,11 @@ function leanRuntime(): void {
 }
 
 async function main(): Promise<void> {
+  // The broker daemon is a second program with its own flags (docs/infra-broker.md).
+  if (process.argv[2] === "infra-broker") {
+    await runInfraBrokerCli(process.argv.slice(3));
+    return;
+  }
   leanRuntime();
   const parsed = parseFlags(process.argv.slice(2));
   if (typeof parsed === "string") {

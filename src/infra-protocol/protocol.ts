@@ -85,6 +85,8 @@ export const OUTCOME_CODES = {
   RUN_EXISTS: "blocked",
   VERIFY_FAILED: "blocked",
   TRANSFER_FAILED: "blocked",
+  /** The broker cannot write the receipt of an operation, so it does not perform it. */
+  RECEIPT_UNAVAILABLE: "blocked",
   APPROVAL_REQUIRED: "auth-required",
   APPROVAL_INVALID: "auth-required",
   PROFILE_REQUIRED: "input-required",

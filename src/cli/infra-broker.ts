@@ -1,0 +1,150 @@
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import pino from "pino";
+import { ConfigError, readInfraEnvironment, snapshotEnvironment } from "../config/index.js";
+import { cryptoIds, describeError, type Logger, systemClock } from "../core/index.js";
+import { BrokerStartRefused, type RunningBroker, startInfraBroker, startupLines } from "../infra/index.js";
+import { packageVersion } from "./build.js";
+
+export const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
+
+The INFRA-1 broker: a daemon, never run as root, that answers a closed set of
+operations (status, probe, rsync-dry-run, replicate, verify) on one Unix
+socket, each against an operator-owned profile, and leaves a hash-chained
+receipt for every request in <state>/receipts.jsonl.
+
+options:
+  --config DIR          the profile directory (one <id>.json per profile)
+  --socket PATH         the Unix socket to listen on; its directory must be the
+                        broker's own with mode 0700 or 0750 (default under
+                        systemd: $RUNTIME_DIRECTORY/infra-broker.sock)
+  --state DIR           the broker's private state directory, its own with mode
+                        0700 (default under systemd: $STATE_DIRECTORY)
+  --allow-key-file DIR  read keys from DIR/<credential id> when they are not in
+                        $CREDENTIALS_DIRECTORY (off unless given)
+  --help                show this help and exit
+
+Exit status 2 when an argument is wrong or the broker refuses to start.
+`;
+
+/** The socket's name in the runtime directory systemd gives the service. */
+export const DEFAULT_SOCKET_NAME = "infra-broker.sock";
+
+export interface InfraBrokerFlags {
+  help: boolean;
+  config: string | null;
+  socket: string | null;
+  state: string | null;
+  allowKeyFile: string | null;
+}
+
+const FLAGS = {
+  help: { type: "boolean", short: "h" },
+  config: { type: "string" },
+  socket: { type: "string" },
+  state: { type: "string" },
+  "allow-key-file": { type: "string" },
+} as const;
+
+/** The subcommand's flags, or the message that refuses them, naming the argument as typed. */
+export function parseInfraBrokerFlags(argv: readonly string[]): InfraBrokerFlags | string {
+  const { tokens } = parseArgs({
+    args: [...argv],
+    options: FLAGS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const flags: InfraBrokerFlags = {
+    help: false,
+    config: null,
+    socket: null,
+    state: null,
+    allowKeyFile: null,
+  };
+  for (const token of tokens) {
+    const typed = argv[token.index];
+    if (token.kind !== "option" || !Object.hasOwn(FLAGS, token.name)) return `unknown argument: ${typed}`;
+    if (token.name === "help") {
+      if (token.value !== undefined) return `unknown argument: ${typed}`;
+      flags.help = true;
+      continue;
+    }
+    if (token.value === undefined || token.value === "") return `--${token.name} needs a path`;
+    const key =
+      token.name === "allow-key-file" ? "allowKeyFile" : (token.name as "config" | "socket" | "state");
+    if (flags[key] !== null) return `--${token.name} is given more than once`;
+    flags[key] = token.value;
+  }
+  return flags;
+}
+
+function refuse(message: string, usage = false): never {
+  process.stderr.write(`relay_shell infra-broker: ${message}\n${usage ? INFRA_BROKER_USAGE : ""}`);
+  process.exit(2);
+}
+
+/** `relay-shell infra-broker ...`: start the broker and serve until SIGTERM or SIGINT. */
+export async function runInfraBrokerCli(argv: readonly string[]): Promise<void> {
+  const flags = parseInfraBrokerFlags(argv);
+  if (typeof flags === "string") refuse(flags, true);
+  if (flags.help) {
+    process.stdout.write(INFRA_BROKER_USAGE);
+    return;
+  }
+  let environment: ReturnType<typeof readInfraEnvironment>;
+  try {
+    environment = readInfraEnvironment(snapshotEnvironment());
+  } catch (err) {
+    refuse(`invalid environment: ${err instanceof ConfigError ? err.problems.join("; ") : String(err)}`);
+  }
+  const socket =
+    flags.socket ??
+    (environment.runtimeDirectory === null ? null : join(environment.runtimeDirectory, DEFAULT_SOCKET_NAME));
+  const state = flags.state ?? environment.stateDirectory;
+  if (flags.config === null) refuse("--config DIR is required", true);
+  if (socket === null) refuse("--socket PATH is required (no $RUNTIME_DIRECTORY to default to)", true);
+  if (state === null) refuse("--state DIR is required (no $STATE_DIRECTORY to default to)", true);
+
+  const logger: Logger = pino({ base: { svc: "relay-shell-infra-broker" } }, pino.destination(2));
+  let broker: RunningBroker;
+  try {
+    broker = await startInfraBroker(
+      {
+        configDir: resolve(flags.config),
+        socketPath: resolve(socket),
+        stateDir: resolve(state),
+        credentialsDirectory: environment.credentialsDirectory,
+        keyFileDirectory: flags.allowKeyFile === null ? null : resolve(flags.allowKeyFile),
+        version: packageVersion(),
+      },
+      {
+        euid: process.geteuid?.() ?? 0,
+        clock: systemClock,
+        ids: cryptoIds,
+        logger,
+        stderr: (line) => void process.stderr.write(line),
+      },
+    );
+  } catch (err) {
+    if (err instanceof BrokerStartRefused) refuse(`refusing to start: ${err.message}`);
+    refuse(`refusing to start: ${describeError(err).message}`);
+  }
+  for (const line of startupLines(resolve(socket), broker.profiles)) {
+    process.stderr.write(`relay_shell infra-broker: ${line}\n`);
+  }
+  let stopping = false;
+  const stop = (): void => {
+    if (stopping) return;
+    stopping = true;
+    broker.stop().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err: describeError(err).message }, "the broker did not stop cleanly");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+}

@@ -1,0 +1,287 @@
+import { createServer, type Server, type Socket } from "node:net";
+import type { Logger } from "../core/index.js";
+import {
+  IDENTITY_CLAIM_FIELDS,
+  type InfraRequest,
+  type InfraResponse,
+  MAX_FRAME_BYTES,
+  type OutcomeCode,
+  outcomeClass,
+  PROTOCOL_VERSION,
+  requestSchema,
+} from "../infra-protocol/index.js";
+import type { Dispatcher } from "./dispatch.js";
+import { createFrameReader, type Frame } from "./frames.js";
+import { boundClaims, type Receipts } from "./receipts.js";
+import type { OpResult, Principal } from "./types.js";
+
+export interface InfraServerDeps {
+  dispatcher: Dispatcher;
+  receipts: Receipts;
+  logger: Logger;
+  /** The principal of a new connection, before any byte is read; null when the kernel would not say. */
+  identify(socket: Socket): Principal | null;
+  /** Connections served at once; more are closed as they arrive. */
+  maxConnections: number;
+  /** A connection with no request in progress is closed after this long without a whole request. */
+  idleMs: number;
+}
+
+export interface InfraServer {
+  /** Listen on the Unix socket at `path` (the caller cleared the way and sets its mode). */
+  listen(path: string): Promise<void>;
+  /** Stop accepting, close every connection, and wait for the requests in progress to finish. */
+  close(): Promise<void>;
+}
+
+/** The longest message sent; the response schema allows 4096 characters. */
+const MAX_MESSAGE_CHARS = 4000;
+
+/** One request as far as it could be read, before the dispatcher sees it. */
+interface Reading {
+  request: InfraRequest | null;
+  claims: Record<string, unknown> | null;
+  refusal: OpResult | null;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The first schema problem, naming the field. */
+function schemaProblem(issues: readonly { path: PropertyKey[]; message: string; keys?: string[] }[]): string {
+  const issue = issues[0];
+  if (issue === undefined) return "the request does not match the protocol";
+  if (issue.keys !== undefined && issue.keys.length > 0) {
+    return `unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}: a request names only op, profile, run_id, idempotency_key, approval, request_id and v`;
+  }
+  const field = issue.path.map(String).join(".");
+  return field === "" ? issue.message : `field "${field}": ${issue.message}`;
+}
+
+/**
+ * Read one frame into a request. Identity claims are taken out before
+ * validation, so a request that carries one is still served, as whoever the
+ * socket says it is; the claim only goes into the receipt.
+ */
+export function readFrame(frame: Frame): Reading {
+  const refused = (code: OutcomeCode, message: string, claims: Record<string, unknown> | null = null) => ({
+    request: null,
+    claims,
+    refusal: { code, message },
+  });
+  if (frame.kind === "too-large") {
+    return refused(
+      "FRAME_TOO_LARGE",
+      `a request line is limited to ${MAX_FRAME_BYTES} bytes; it was skipped`,
+    );
+  }
+  if (frame.kind === "not-utf8") return refused("MALFORMED_JSON", "the request line is not UTF-8 text");
+  let raw: unknown;
+  try {
+    raw = JSON.parse(frame.text);
+  } catch {
+    return refused("MALFORMED_JSON", "the request line is not valid JSON");
+  }
+  if (!isPlainObject(raw)) return refused("SCHEMA_VIOLATION", "a request is one JSON object");
+  let claims: Record<string, unknown> | null = null;
+  for (const field of IDENTITY_CLAIM_FIELDS) {
+    if (!Object.hasOwn(raw, field)) continue;
+    claims ??= {};
+    claims[field] = raw[field];
+    delete raw[field];
+  }
+  const bounded = claims === null ? null : boundClaims(claims);
+  const parsed = requestSchema.safeParse(raw);
+  if (!parsed.success) {
+    return refused(
+      "SCHEMA_VIOLATION",
+      schemaProblem(parsed.error.issues as Parameters<typeof schemaProblem>[0]),
+      bounded,
+    );
+  }
+  return { request: parsed.data, claims: bounded, refusal: null };
+}
+
+function boundedMessage(message: string): string {
+  return message.length <= MAX_MESSAGE_CHARS ? message : `${message.slice(0, MAX_MESSAGE_CHARS)}…`;
+}
+
+/**
+ * The broker's socket server: one connection at a time per request, answered
+ * in order; each request gets its receipt written before its response is
+ * sent. No byte is read from a connection before its principal is known.
+ */
+export function createInfraServer(deps: InfraServerDeps): InfraServer {
+  const { dispatcher, receipts, logger } = deps;
+  const sockets = new Set<Socket>();
+  const answering = new Set<Promise<unknown>>();
+  let closing = false;
+
+  /** Every answer is tracked, so closing waits for its receipt to be written. */
+  function track<T>(work: Promise<T>): Promise<T> {
+    answering.add(work);
+    const forget = (): void => void answering.delete(work);
+    work.then(forget, forget);
+    return work;
+  }
+
+  async function answer(principal: Principal | null, reading: Reading): Promise<InfraResponse> {
+    const receiptId = receipts.newId();
+    const request = reading.request;
+    let result: OpResult;
+    if (reading.refusal !== null) result = reading.refusal;
+    else if (principal === null || request === null) {
+      result = { code: "PRINCIPAL_NOT_ALLOWED", message: "the kernel did not say who is connecting" };
+    } else result = await dispatcher.dispatch(principal, request);
+    const response: InfraResponse = {
+      v: PROTOCOL_VERSION,
+      receipt_id: receiptId,
+      op: request?.op ?? null,
+      profile: request?.profile ?? null,
+      run_id: request?.run_id ?? null,
+      outcome: outcomeClass(result.code),
+      code: result.code,
+      message: boundedMessage(result.message),
+      ...(result.data !== undefined ? { data: result.data } : {}),
+      ...(result.replayed !== undefined ? { replayed: result.replayed } : {}),
+    };
+    const written = receipts.write({
+      receiptId,
+      op: request?.op ?? null,
+      profile: response.profile,
+      runId: response.run_id,
+      idempotencyKey: request?.idempotency_key ?? null,
+      requestId: request?.request_id ?? null,
+      principal,
+      outcome: response.outcome,
+      code: response.code,
+      claimedIdentity: reading.claims,
+      approvalPresent: request?.approval !== undefined,
+      response,
+    });
+    if (!written) {
+      logger.error({ receipt: receiptId, problem: receipts.problem() }, "a receipt did not reach the log");
+    }
+    return response;
+  }
+
+  function serve(socket: Socket): void {
+    const principal = deps.identify(socket);
+    const reader = createFrameReader(MAX_FRAME_BYTES);
+    const queue: Frame[] = [];
+    let busy = false;
+    let ended = false;
+    let idle: NodeJS.Timeout | null = null;
+
+    const disarm = (): void => {
+      if (idle !== null) clearTimeout(idle);
+      idle = null;
+    };
+    // Counted from the last answer, not from the last byte: a request trickled in slowly
+    // still has to be whole within the bound.
+    const arm = (): void => {
+      disarm();
+      idle = setTimeout(() => socket.destroy(), deps.idleMs);
+      idle.unref();
+    };
+
+    const send = (line: string): Promise<void> =>
+      new Promise((resolve) => {
+        if (socket.destroyed || socket.writableEnded) return resolve();
+        if (socket.write(line)) return resolve();
+        const done = (): void => {
+          socket.off("drain", done);
+          socket.off("close", done);
+          resolve();
+        };
+        socket.on("drain", done);
+        socket.on("close", done);
+      });
+
+    async function pump(): Promise<void> {
+      if (busy) return;
+      busy = true;
+      disarm();
+      socket.pause();
+      try {
+        while (queue.length > 0 && !socket.destroyed) {
+          const frame = queue.shift() as Frame;
+          const response = await track(answer(principal, readFrame(frame)));
+          await send(`${JSON.stringify(response)}\n`);
+        }
+      } catch (err) {
+        logger.error({ err: String(err) }, "a connection failed");
+        socket.destroy();
+      } finally {
+        busy = false;
+      }
+      if (socket.destroyed) return;
+      if (ended) {
+        socket.end();
+        return;
+      }
+      socket.resume();
+      arm();
+    }
+
+    socket.on("error", () => undefined);
+    socket.on("close", () => {
+      disarm();
+      sockets.delete(socket);
+    });
+
+    if (principal === null) {
+      // Nothing from this peer is read: one typed refusal, then the connection ends.
+      logger.warn({}, "a connection whose peer credentials cannot be read was refused");
+      busy = true;
+      track(answer(null, { request: null, claims: null, refusal: null }))
+        .then((response) => send(`${JSON.stringify(response)}\n`))
+        .catch((err: unknown) => logger.error({ err: String(err) }, "a connection failed"))
+        .finally(() => socket.end());
+      return;
+    }
+
+    socket.on("data", (chunk: Buffer) => {
+      queue.push(...reader.push(chunk));
+      if (queue.length > 0) void pump();
+    });
+    socket.on("end", () => {
+      ended = true;
+      queue.push(...reader.end());
+      if (queue.length > 0) void pump();
+      else if (!busy) socket.end();
+    });
+    arm();
+    socket.resume();
+  }
+
+  const server: Server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => {
+    if (closing || sockets.size >= deps.maxConnections) {
+      logger.warn({ connections: sockets.size }, "connection refused: the broker is at its connection limit");
+      socket.destroy();
+      return;
+    }
+    sockets.add(socket);
+    serve(socket);
+  });
+
+  return {
+    listen: (path) =>
+      new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen({ path, exclusive: true }, () => {
+          server.off("error", reject);
+          server.on("error", (err) => logger.error({ err: String(err) }, "the socket server failed"));
+          resolve();
+        });
+      }),
+    async close() {
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      while (answering.size > 0) await Promise.allSettled([...answering]);
+      await closed;
+    },
+  };
+}
