@@ -3,7 +3,13 @@ import { parseArgs } from "node:util";
 import pino from "pino";
 import { ConfigError, readInfraEnvironment, snapshotEnvironment } from "../config/index.js";
 import { cryptoIds, describeError, type Logger, systemClock } from "../core/index.js";
-import { BrokerStartRefused, type RunningBroker, startInfraBroker, startupLines } from "../infra/index.js";
+import {
+  BrokerStartRefused,
+  type InfraBrokerDeps,
+  type RunningBroker,
+  startInfraBroker,
+  startupLines,
+} from "../infra/index.js";
 import { packageVersion } from "./build.js";
 
 export const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
@@ -84,8 +90,14 @@ function refuse(message: string, usage = false): never {
   process.exit(2);
 }
 
+/** The parts of the broker that can be replaced when it is started from code rather than the command line. */
+export type InfraBrokerParts = Pick<InfraBrokerDeps, "loadProfiles" | "createRemote" | "createOperations">;
+
 /** `relay-shell infra-broker ...`: start the broker and serve until SIGTERM or SIGINT. */
-export async function runInfraBrokerCli(argv: readonly string[]): Promise<void> {
+export async function runInfraBrokerCli(
+  argv: readonly string[],
+  parts: InfraBrokerParts = {},
+): Promise<void> {
   const flags = parseInfraBrokerFlags(argv);
   if (typeof flags === "string") refuse(flags, true);
   if (flags.help) {
@@ -124,15 +136,19 @@ export async function runInfraBrokerCli(argv: readonly string[]): Promise<void> 
         ids: cryptoIds,
         logger,
         stderr: (line) => void process.stderr.write(line),
+        ...parts,
       },
     );
   } catch (err) {
     if (err instanceof BrokerStartRefused) refuse(`refusing to start: ${err.message}`);
     refuse(`refusing to start: ${describeError(err).message}`);
   }
-  for (const line of startupLines(resolve(socket), broker.profiles)) {
-    process.stderr.write(`relay_shell infra-broker: ${line}\n`);
-  }
+  // One write, so a reader waiting for the first line also has the broken profiles with it.
+  process.stderr.write(
+    startupLines(resolve(socket), broker.profiles)
+      .map((line) => `relay_shell infra-broker: ${line}\n`)
+      .join(""),
+  );
   let stopping = false;
   const stop = (): void => {
     if (stopping) return;

@@ -125,6 +125,9 @@ export async function startInfraBroker(
     stateDirectoryProblem(options.stateDir, euid),
   ].filter((p): p is string => p !== null);
   if (problems.length > 0) throw new BrokerStartRefused(problems.join("; "));
+  // Before anything else is opened: a broker already serving here keeps its socket and its receipts.
+  const stale = await clearStaleSocket(options.socketPath);
+  if (stale !== null) throw new BrokerStartRefused(stale);
 
   const profiles = attempt(`cannot read the profiles in ${options.configDir}`, () =>
     (deps.loadProfiles ?? loadProfiles)(options.configDir, { daemonUid: euid }),
@@ -178,8 +181,6 @@ export async function startInfraBroker(
       maxConnections: MAX_CONNECTIONS,
       idleMs: IDLE_MS,
     });
-    const stale = await clearStaleSocket(options.socketPath);
-    if (stale !== null) throw new BrokerStartRefused(stale);
     socket = await listen(server, options.socketPath);
   } catch (err) {
     return fail(err);
