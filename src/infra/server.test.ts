@@ -1,0 +1,242 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { verifyAuditChain } from "../audit/index.js";
+import { cryptoIds, silentLogger, systemClock } from "../core/index.js";
+import { MAX_FRAME_BYTES, parseResponse } from "../infra-protocol/index.js";
+import type { Dispatcher } from "./dispatch.js";
+import { createReceipts, type Receipts } from "./receipts.js";
+import { createInfraServer, type InfraServer, readFrame } from "./server.js";
+import type { Principal } from "./types.js";
+
+const PEER: Principal = { uid: 1000, gid: 1000, pid: 7, groups: [] };
+
+describe("readFrame", () => {
+  it("takes identity claims out before validation and keeps them, bounded, for the receipt", () => {
+    const reading = readFrame({
+      kind: "line",
+      text: JSON.stringify({
+        op: "status",
+        uid: 0,
+        user: "root",
+        principal: { uid: 0 },
+        pid: "x".repeat(1000),
+      }),
+    });
+    expect(reading.refusal).toBeNull();
+    expect(reading.request).toEqual({ op: "status" });
+    expect(reading.claims?.uid).toBe(0);
+    expect(reading.claims?.user).toBe("root");
+    expect(reading.claims?.principal).toBe('{"uid":0}');
+    expect(String(reading.claims?.pid).length).toBeLessThan(400);
+  });
+
+  it.each([
+    [{ kind: "too-large" } as const, "FRAME_TOO_LARGE"],
+    [{ kind: "not-utf8" } as const, "MALFORMED_JSON"],
+    [{ kind: "line", text: "{nope" } as const, "MALFORMED_JSON"],
+    [{ kind: "line", text: "[1,2]" } as const, "SCHEMA_VIOLATION"],
+    [{ kind: "line", text: "null" } as const, "SCHEMA_VIOLATION"],
+    [{ kind: "line", text: '"status"' } as const, "SCHEMA_VIOLATION"],
+  ])("refuses %j with %s", (frame, code) => {
+    expect(readFrame(frame).refusal?.code).toBe(code);
+  });
+
+  it("names the field a schema violation is about", () => {
+    expect(readFrame({ kind: "line", text: '{"op":"status","profile":"../x"}' }).refusal?.message).toMatch(
+      /^field "profile": /,
+    );
+    expect(readFrame({ kind: "line", text: '{"op":"shell"}' }).refusal?.message).toMatch(/^field "op": /);
+    expect(readFrame({ kind: "line", text: '{"op":"probe","command":"id"}' }).refusal?.message).toContain(
+      '"command"',
+    );
+    // A claim does not turn an otherwise broken request into a valid one, and is still kept.
+    const both = readFrame({ kind: "line", text: '{"op":"probe","uid":0,"path":"/etc"}' });
+    expect(both.refusal?.code).toBe("SCHEMA_VIOLATION");
+    expect(both.claims).toEqual({ uid: 0 });
+  });
+
+  it("does not let __proto__ through as a field", () => {
+    expect(
+      readFrame({ kind: "line", text: '{"op":"status","__proto__":{"profile":"x"}}' }).refusal?.code,
+    ).toBe("SCHEMA_VIOLATION");
+  });
+});
+
+describe("createInfraServer", () => {
+  let dir = "";
+  let server: InfraServer | null = null;
+  let receipts: Receipts | null = null;
+
+  afterEach(async () => {
+    await server?.close();
+    receipts?.close();
+    server = null;
+    receipts = null;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function start(options: {
+    dispatcher?: Dispatcher;
+    identify?: () => Principal | null;
+    maxConnections?: number;
+    idleMs?: number;
+  }): Promise<string> {
+    dir = mkdtempSync(join(tmpdir(), "relay-infra-server-"));
+    receipts = createReceipts(dir, { clock: systemClock, ids: cryptoIds, stderr: () => undefined });
+    server = createInfraServer({
+      dispatcher: options.dispatcher ?? {
+        dispatch: async (_p, r) => ({ code: "OK", message: `${r.op} ${r.run_id ?? ""}`.trim() }),
+      },
+      receipts,
+      logger: silentLogger,
+      identify: options.identify ?? (() => PEER),
+      maxConnections: options.maxConnections ?? 8,
+      idleMs: options.idleMs ?? 10_000,
+    });
+    const path = join(dir, "s.sock");
+    await server.listen(path);
+    return path;
+  }
+
+  /** Write `payload`, optionally half-close, and collect lines until the server closes or `count` arrive. */
+  function exchange(
+    path: string,
+    payload: string | Buffer,
+    count: number,
+    halfClose = false,
+  ): Promise<string[]> {
+    return new Promise((resolve, reject) => {
+      const socket: Socket = connect(path);
+      const lines: string[] = [];
+      let rest = "";
+      socket.on("error", reject);
+      socket.on("connect", () => {
+        socket.write(payload);
+        if (halfClose) socket.end();
+      });
+      socket.on("data", (data) => {
+        rest += data.toString("utf8");
+        for (let at = rest.indexOf("\n"); at >= 0; at = rest.indexOf("\n")) {
+          lines.push(rest.slice(0, at));
+          rest = rest.slice(at + 1);
+        }
+        if (lines.length >= count) socket.destroy();
+        if (lines.length >= count) resolve(lines);
+      });
+      socket.on("close", () => resolve(lines));
+    });
+  }
+
+  it("answers pipelined requests in order on one connection, each with its own receipt", async () => {
+    const path = await start({});
+    const payload = ["status", "probe", "verify"].map((op) => `{"op":"${op}","run_id":"r${op.length}"}\n`);
+    const lines = await exchange(path, payload.join(""), 3);
+    const responses = lines.map((l) => parseResponse(l));
+    expect(responses.map((r) => r?.message)).toEqual(["status r6", "probe r5", "verify r6"]);
+    const ids = responses.map((r) => r?.receipt_id);
+    const log = readFileSync(receipts?.path ?? "", "utf8");
+    for (const id of ids) expect(log).toContain(`"request_id":"${id}"`);
+    expect(verifyAuditChain(receipts?.path ?? "").ok).toBe(true);
+  });
+
+  it("answers a request whose sender half-closed right after it, and one without its newline", async () => {
+    const path = await start({});
+    const lines = await exchange(path, '{"op":"status"}\n{"op":"probe"}', 2, true);
+    expect(lines.map((l) => parseResponse(l)?.message)).toEqual(["status", "probe"]);
+  });
+
+  it("skips an over-long line without holding it and keeps the connection", async () => {
+    const path = await start({});
+    const payload = Buffer.concat([
+      Buffer.alloc(MAX_FRAME_BYTES + 1, 0x61),
+      Buffer.from('\n{"op":"status"}\n'),
+    ]);
+    const lines = await exchange(path, payload, 2);
+    expect(lines.map((l) => parseResponse(l)?.code)).toEqual(["FRAME_TOO_LARGE", "OK"]);
+  });
+
+  it("refuses a peer whose credentials cannot be read, with a typed answer and nothing read", async () => {
+    let asked = false;
+    const path = await start({
+      identify: () => null,
+      dispatcher: {
+        dispatch: async () => {
+          asked = true;
+          return { code: "OK", message: "should not happen" };
+        },
+      },
+    });
+    const lines = await exchange(path, '{"op":"status"}\n', 5);
+    expect(lines).toHaveLength(1);
+    expect(parseResponse(lines[0] ?? "")?.code).toBe("PRINCIPAL_NOT_ALLOWED");
+    expect(asked).toBe(false);
+    const record = JSON.parse(readFileSync(receipts?.path ?? "", "utf8").trim()) as {
+      tool: string;
+      args: { principal: unknown };
+    };
+    expect(record.tool).toBe("infra.invalid");
+    expect(record.args.principal).toBeNull();
+  });
+
+  it("closes a connection that sends no whole request in time, even one trickling bytes", async () => {
+    const path = await start({ idleMs: 300 });
+    const started = Date.now();
+    const closed = await new Promise<number>((resolve) => {
+      const socket = connect(path);
+      const trickle = setInterval(() => socket.write("{"), 50);
+      socket.on("close", () => {
+        clearInterval(trickle);
+        resolve(Date.now() - started);
+      });
+      socket.on("error", () => undefined);
+    });
+    expect(closed).toBeGreaterThanOrEqual(250);
+    expect(closed).toBeLessThan(5000);
+  });
+
+  it("does not close a connection for idleness while its request is being worked on", async () => {
+    const path = await start({
+      idleMs: 100,
+      dispatcher: {
+        dispatch: () =>
+          new Promise((resolve) => setTimeout(() => resolve({ code: "OK", message: "slow" }), 400)),
+      },
+    });
+    const lines = await exchange(path, '{"op":"probe"}\n', 1);
+    expect(parseResponse(lines[0] ?? "")?.message).toBe("slow");
+  });
+
+  it("closes connections beyond the bound as they arrive", async () => {
+    const path = await start({ maxConnections: 1 });
+    const first = connect(path);
+    await new Promise((resolve) => first.once("connect", resolve));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = await exchange(path, '{"op":"status"}\n', 1).catch(() => []);
+    expect(second).toEqual([]);
+    first.destroy();
+  });
+
+  it("waits for a request in progress when closing, so its receipt is written", async () => {
+    let release: () => void = () => undefined;
+    const path = await start({
+      dispatcher: {
+        dispatch: () =>
+          new Promise((resolve) => {
+            release = () => resolve({ code: "OK", message: "late" });
+          }),
+      },
+    });
+    const socket = connect(path);
+    socket.on("error", () => undefined);
+    socket.write('{"op":"probe"}\n');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closing = server?.close();
+    server = null;
+    setTimeout(() => release(), 100);
+    await closing;
+    expect(readFileSync(receipts?.path ?? "", "utf8")).toContain('"code":"OK"');
+  });
+});
