@@ -1,5 +1,6 @@
 import { chmodSync, lstatSync, unlinkSync } from "node:fs";
 import type { Socket } from "node:net";
+import { redactString } from "../audit/index.js";
 import { type Clock, describeError, type Ids, type Logger } from "../core/index.js";
 import { createProcessRunner } from "../exec/index.js";
 import { PROTOCOL_VERSION } from "../infra-protocol/index.js";
@@ -68,7 +69,7 @@ function attempt<T>(what: string, run: () => T): T {
   try {
     return run();
   } catch (err) {
-    throw new BrokerStartRefused(`${what}: ${describeError(err).message}`);
+    throw new BrokerStartRefused(`${what}: ${redactString(describeError(err).message)}`);
   }
 }
 

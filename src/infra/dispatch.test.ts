@@ -155,12 +155,15 @@ describe("createDispatcher", () => {
   });
 
   it("turns an exception into INTERNAL_ERROR with a generic sentence, the detail only in the log", async () => {
-    const secret = "-----BEGIN OPENSSH PRIVATE KEY----- AAAA";
+    const secret =
+      "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAAb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----";
     const { dispatcher, errors } = setup({ answer: () => Promise.reject(new Error(`boom ${secret}`)) });
     const result = await dispatcher.dispatch(ALICE, req({ op: "probe", profile: "alpha" }));
     expect(result.code).toBe("INTERNAL_ERROR");
     expect(result.message).not.toContain("boom");
     expect(errors).toHaveLength(1);
+    expect(JSON.stringify(errors)).toContain("boom");
+    expect(JSON.stringify(errors)).not.toContain("AAAA");
     // A synchronous throw is caught the same way.
     const sync = setup({
       answer: () => {

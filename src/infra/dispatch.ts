@@ -1,3 +1,4 @@
+import { redactString } from "../audit/index.js";
 import { describeError, type Logger } from "../core/index.js";
 import type { InfraRequest, OutcomeCode } from "../infra-protocol/index.js";
 import type { Operations, OpResult, Principal, Profile, ProfileSet } from "./types.js";
@@ -140,8 +141,9 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
     try {
       return await perform(profile, request);
     } catch (err) {
+      // Redacted even here: an exception's text is not ours to trust, and a key must not reach a log.
       logger.error(
-        { op: request.op, profile: profile.id, err: describeError(err).message },
+        { op: request.op, profile: profile.id, err: redactString(describeError(err).message) },
         "operation failed",
       );
       return refuse(

@@ -6,7 +6,9 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
+  readlinkSync,
   rmSync,
   symlinkSync,
   writeFileSync,
@@ -431,6 +433,34 @@ describe.skipIf(!IS_ROOT)("infra broker daemon", () => {
     expect(socket.isSocket()).toBe(true);
     expect(socket.mode & 0o777).toBe(0o660);
     expect(socket.uid).toBe(daemon.uid);
+  });
+
+  it("has no TCP or UDP socket open, only Unix ones", () => {
+    const pid = broker?.child.pid as number;
+    const inodes = new Set(
+      readdirSync(`/proc/${pid}/fd`)
+        .map((fd) => {
+          try {
+            return readlinkSync(`/proc/${pid}/fd/${fd}`);
+          } catch {
+            return "";
+          }
+        })
+        .map((target) => /^socket:\[(\d+)\]$/.exec(target)?.[1])
+        .filter((inode): inode is string => inode !== undefined),
+    );
+    expect(inodes.size).toBeGreaterThan(0);
+    const inodesOf = (table: string) =>
+      readFileSync(`/proc/${pid}/net/${table}`, "utf8")
+        .split("\n")
+        .slice(1)
+        .map((row) => row.trim().split(/\s+/)[9])
+        .filter((inode): inode is string => inode !== undefined);
+    for (const table of ["tcp", "tcp6", "udp", "udp6"]) {
+      for (const inode of inodesOf(table)) expect(inodes.has(inode), `${table} socket ${inode}`).toBe(false);
+    }
+    const unix = readFileSync(`/proc/${pid}/net/unix`, "utf8");
+    expect(unix).toContain(l.socket);
   });
 
   it("status shows the profiles the principal may use, every broken profile and the broker's facts", () => {
