@@ -1,11 +1,10 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import {
   chmodSync,
   chownSync,
   existsSync,
   lstatSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -13,11 +12,22 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type InfraResponse, parseResponse } from "../../src/infra-protocol/index.js";
+import {
+  announceInfraSkip,
+  createInfraFixture,
+  type DaemonOptions,
+  INFRA_SKIP_REASON,
+  type InfraDaemon,
+  type InfraFixture,
+  infraExchange,
+  type RequestFrame,
+  type SystemUser,
+} from "../fixtures/infra.js";
 import { REPO_ROOT, SERVER_ENTRY } from "../helpers/server.js";
 
 /**
@@ -27,64 +37,12 @@ import { REPO_ROOT, SERVER_ENTRY } from "../helpers/server.js";
  * (SO_PEERCRED, /proc groups), every receipt is read back from the file.
  */
 
-const IS_ROOT = process.geteuid?.() === 0;
+announceInfraSkip("infra broker daemon");
+
 const DIST = join(REPO_ROOT, "dist");
-/** The broker's account, a client allowed by uid and by group, and a client allowed nowhere. */
-const DAEMON_USER = "relayinfd";
-const ALLOWED_USER = "relayinfa";
-const OTHER_USER = "relayinfo";
-/** A group that allows a profile; only ALLOWED_USER has it, as a supplementary group. */
+/** A group that allows one profile; only the fixture's client account gets it, as a supplementary group. */
 const PROFILE_GROUP = "relayinfg";
-
-interface Account {
-  uid: number;
-  gid: number;
-}
-
-const createdUsers: string[] = [];
-const createdGroups: string[] = [];
-
-function idOf(kind: "passwd" | "group", name: string): number | null {
-  const r = spawnSync("getent", [kind, name], { encoding: "utf8" });
-  if (r.status !== 0) return null;
-  return Number(r.stdout.split(":")[2]);
-}
-
-function ensureGroup(name: string): number {
-  const existing = idOf("group", name);
-  if (existing !== null) return existing;
-  execFileSync("groupadd", ["-r", name], { stdio: "ignore" });
-  createdGroups.push(name);
-  return idOf("group", name) as number;
-}
-
-/** A system account without a home or a login shell; created here and removed afterwards. */
-function ensureUser(name: string, groups: string[]): Account {
-  if (idOf("passwd", name) === null) {
-    const extra = groups.length > 0 ? ["-G", groups.join(",")] : [];
-    execFileSync(
-      "useradd",
-      ["-r", "-U", "-M", "-d", "/nonexistent", "-s", "/usr/sbin/nologin", ...extra, name],
-      {
-        stdio: "ignore",
-      },
-    );
-    createdUsers.push(name);
-  } else if (groups.length > 0) {
-    execFileSync("usermod", ["-a", "-G", groups.join(","), name], { stdio: "ignore" });
-  }
-  const uid = idOf("passwd", name) as number;
-  const gid = Number(execFileSync("id", ["-g", name], { encoding: "utf8" }).trim());
-  return { uid, gid };
-}
-
-function removeAccounts(): void {
-  // Clients first: a user's own group is only removed with it once no other account is a member.
-  const users = createdUsers.splice(0).reverse();
-  for (const name of users) spawnSync("userdel", [name], { stdio: "ignore" });
-  for (const name of [...users, ...createdGroups.splice(0)])
-    spawnSync("groupdel", [name], { stdio: "ignore" });
-}
+const ROOT: SystemUser = { name: "root", uid: 0, gid: 0 };
 
 /** Whether the real profile loader, transport and operations are in dist/ (they are built apart). */
 async function realPartsBuilt(scratch: string): Promise<boolean> {
@@ -157,161 +115,101 @@ await runInfraBrokerCli(process.argv.slice(2), {
 });
 `;
 
-/** One connection: write `payload`, read `expect` response lines, print them as a JSON array. */
-const CLIENT = `
-import { connect } from "node:net";
-const [path, expect] = process.argv.slice(2);
-const chunks = [];
-for await (const chunk of process.stdin) chunks.push(chunk);
-const payload = Buffer.concat(chunks);
-const socket = connect(path);
-const lines = [];
-let rest = "";
-const finish = (code) => { process.stdout.write(JSON.stringify(lines)); process.exit(code); };
-setTimeout(() => finish(3), 15000).unref();
-socket.on("error", (err) => { process.stderr.write(String(err)); finish(4); });
-socket.on("connect", () => socket.write(payload));
-socket.on("data", (data) => {
-  rest += data.toString("utf8");
-  let at;
-  while ((at = rest.indexOf("\\n")) >= 0) {
-    lines.push(rest.slice(0, at));
-    rest = rest.slice(at + 1);
-    if (lines.length === Number(expect)) { socket.end(); finish(0); }
+/** Wait until something accepts connections on `path`, or the process is gone. */
+async function waitForSocket(path: string, alive: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline && alive()) {
+    const up = await new Promise<boolean>((resolve) => {
+      const socket = connect(path);
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (up) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
   }
-});
-socket.on("close", () => finish(lines.length === Number(expect) ? 0 : 5));
-`;
-
-interface Broker {
-  child: ChildProcess;
-  stderr: () => string;
-  exited: Promise<number | null>;
-}
-
-interface Layout {
-  base: string;
-  runDir: string;
-  socket: string;
-  stateDir: string;
-  profilesDir: string;
-  receipts: string;
-  client: string;
-  standIn: string;
-}
-
-function layout(base: string, daemon: Account): Layout {
-  const runDir = join(base, "run");
-  const stateDir = join(base, "state");
-  const profilesDir = join(base, "profiles");
-  mkdirSync(runDir, { mode: 0o750 });
-  chmodSync(runDir, 0o750);
-  chownSync(runDir, daemon.uid, daemon.gid);
-  mkdirSync(stateDir, { mode: 0o700 });
-  chownSync(stateDir, daemon.uid, daemon.gid);
-  mkdirSync(profilesDir, { mode: 0o755 });
-  const client = join(base, "client.mjs");
-  const standIn = join(base, "stand-in.mjs");
-  writeFileSync(client, CLIENT, { mode: 0o644 });
-  writeFileSync(standIn, STAND_IN, { mode: 0o644 });
-  return {
-    base,
-    runDir,
-    socket: join(runDir, "broker.sock"),
-    stateDir,
-    profilesDir,
-    receipts: join(stateDir, "receipts.jsonl"),
-    client,
-    standIn,
-  };
-}
-
-function brokerArgs(l: Layout, extra: string[] = []): string[] {
-  return ["--config", l.profilesDir, "--socket", l.socket, "--state", l.stateDir, ...extra];
-}
-
-/** The broker's command line: the built CLI, or the stand-in until the real parts are built. */
-function entry(real: boolean, l: Layout): string[] {
-  return real ? [SERVER_ENTRY, "infra-broker"] : [l.standIn];
-}
-
-const CHILD_ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C" };
-
-function runOnce(args: string[], account: Account | null) {
-  const r = spawnSync(process.execPath, args, {
-    env: CHILD_ENV,
-    encoding: "utf8",
-    timeout: 20_000,
-    ...(account ? { uid: account.uid, gid: account.gid } : {}),
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
-}
-
-function startBroker(args: string[], account: Account): Promise<Broker> {
-  const child = spawn(process.execPath, args, {
-    env: CHILD_ENV,
-    uid: account.uid,
-    gid: account.gid,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the broker did not start:\n${stderr}`)), 20_000);
-    child.stderr?.on("data", (data: Buffer) => {
-      stderr += data.toString("utf8");
-      if (stderr.includes("listening on")) {
-        clearTimeout(timer);
-        resolve({ child, stderr: () => stderr, exited });
-      }
-    });
-    void exited.then((code) => {
-      clearTimeout(timer);
-      reject(new Error(`the broker exited with ${code}:\n${stderr}`));
-    });
-  });
-}
-
-async function stopBroker(broker: Broker): Promise<number | null> {
-  if (broker.child.exitCode !== null) return broker.child.exitCode;
-  broker.child.kill("SIGTERM");
-  return broker.exited;
+  return false;
 }
 
 /**
- * Send `payload` on one connection as local account `user`, with its
- * supplementary groups (setpriv --init-groups), or with none.
+ * The broker, started as the fixture starts it: through the CLI when the
+ * real profile loader, transport and operations are built, else through the
+ * same CLI entry with the stand-ins above. Same flags, account and
+ * environment either way.
  */
-function request(
-  l: Layout,
-  user: string,
-  payload: string | Buffer,
-  expected: number,
-  groups: "init" | "none" = "init",
-): InfraResponse[] {
-  const r = spawnSync(
-    "setpriv",
-    [
-      `--reuid=${user}`,
-      `--regid=${user}`,
-      groups === "init" ? "--init-groups" : "--clear-groups",
-      process.execPath,
-      l.client,
-      l.socket,
-      String(expected),
-    ],
-    { input: payload, env: CHILD_ENV, encoding: "utf8", timeout: 20_000, maxBuffer: 16 << 20 },
-  );
-  expect(r.status, r.stderr).toBe(0);
-  const lines = JSON.parse(r.stdout) as string[];
-  return lines.map((line) => {
-    const response = parseResponse(line);
-    expect(response, line).not.toBeNull();
+async function startBroker(
+  fx: InfraFixture,
+  real: boolean,
+  options: DaemonOptions = {},
+): Promise<InfraDaemon> {
+  if (real) return fx.startDaemon(options);
+  const standIn = join(fx.root, "stand-in.mjs");
+  if (!existsSync(standIn)) writeFileSync(standIn, STAND_IN, { mode: 0o644 });
+  const user = options.user ?? fx.daemonUser;
+  const args = options.replaceArgs ?? [
+    "--config",
+    fx.configDir,
+    "--socket",
+    fx.socketPath,
+    "--state",
+    fx.stateDir,
+    ...(options.args ?? []),
+  ];
+  const child = spawn(process.execPath, [standIn, ...args], {
+    cwd: "/",
+    env: { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", CREDENTIALS_DIRECTORY: fx.credentialsDir },
+    uid: user.uid,
+    gid: user.gid,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const daemon: InfraDaemon = {
+    child,
+    stderr: () => stderr,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGTERM");
+        await exited;
+      }
+    },
+  };
+  if (options.expectExit) {
+    await exited;
+    return daemon;
+  }
+  if (!(await waitForSocket(fx.socketPath, () => child.exitCode === null))) {
+    child.kill("SIGKILL");
+    throw new Error(`the broker did not start listening on ${fx.socketPath}:\n${stderr}`);
+  }
+  return daemon;
+}
+
+/** Stop with SIGTERM and report how the process ended. */
+async function stopWithCode(daemon: InfraDaemon): Promise<number | null> {
+  await daemon.stop();
+  return daemon.child.exitCode;
+}
+
+/** Send frames on one connection (as root, or as `user` with its groups) and read the typed answers. */
+async function exchange(
+  fx: InfraFixture,
+  frames: RequestFrame[],
+  user?: SystemUser,
+): Promise<InfraResponse[]> {
+  const raw = await infraExchange(fx.socketPath, frames, user ? { user } : {});
+  expect(raw).toHaveLength(frames.length);
+  return raw.map((value) => {
+    const response = parseResponse(JSON.stringify(value));
+    expect(response, JSON.stringify(value)).not.toBeNull();
     return response as InfraResponse;
   });
 }
-
-const line = (value: unknown): string => `${JSON.stringify(value)}\n`;
 
 interface ReceiptRecord {
   tool: string;
@@ -330,21 +228,35 @@ interface ReceiptRecord {
   };
 }
 
-function receipts(l: Layout): ReceiptRecord[] {
-  return readFileSync(l.receipts, "utf8")
+function receiptsPath(fx: InfraFixture): string {
+  return join(fx.stateDir, "receipts.jsonl");
+}
+
+function receipts(fx: InfraFixture): ReceiptRecord[] {
+  return readFileSync(receiptsPath(fx), "utf8")
     .split("\n")
     .filter((t) => t !== "")
     .map((t) => JSON.parse(t) as ReceiptRecord);
 }
 
-function receiptOf(l: Layout, id: string): ReceiptRecord {
-  const found = receipts(l).filter((r) => r.request_id === id);
+function receiptOf(fx: InfraFixture, id: string): ReceiptRecord {
+  const found = receipts(fx).filter((r) => r.request_id === id);
   expect(found).toHaveLength(1);
   return found[0] as ReceiptRecord;
 }
 
+function cli(args: string[], user: SystemUser | null) {
+  const r = spawnSync(process.execPath, [SERVER_ENTRY, ...args], {
+    env: { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8" },
+    encoding: "utf8",
+    timeout: 20_000,
+    ...(user ? { uid: user.uid, gid: user.gid } : {}),
+  });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
 function verifyAudit(path: string) {
-  return runOnce([SERVER_ENTRY, "--verify-audit", "--audit-path", path], null);
+  return cli(["--verify-audit", "--audit-path", path], null);
 }
 
 /** The codes with which the dispatcher refuses before an operation runs. */
@@ -362,77 +274,58 @@ const DISPATCH_REFUSALS = [
   "INTERNAL_ERROR",
 ];
 
-describe.skipIf(!IS_ROOT)("infra broker daemon", () => {
-  let base: string;
-  let l: Layout;
-  let daemon: Account;
-  let allowed: Account;
-  let other: Account;
-  let profileGroup: number;
+describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
+  let fx: InfraFixture;
   let real = false;
-  let broker: Broker | null = null;
-  const sentReceipts: string[] = [];
+  let broker: InfraDaemon | null = null;
+  let profileGroup = 0;
+  let createdGroup = false;
+  const answered: string[] = [];
 
-  function writeProfile(id: string, fields: Record<string, unknown>): void {
-    const sourceRoot = join(base, "source");
-    mkdirSync(sourceRoot, { recursive: true, mode: 0o755 });
-    const knownHosts = join(base, "known_hosts");
-    if (!existsSync(knownHosts)) writeFileSync(knownHosts, "", { mode: 0o644 });
-    const profile = {
-      host: "127.0.0.1",
-      port: 22,
-      user: "receiver",
-      source_roots: [sourceRoot],
-      remote_root: ".",
-      known_hosts: knownHosts,
-      credential: "alpha-key",
-      allowed_principals: { uids: [], gids: [] },
-      approval: "none",
-      receiver: "rrsync",
-      ...fields,
-    };
-    writeFileSync(join(l.profilesDir, `${id}.json`), JSON.stringify(profile, null, 2), { mode: 0o644 });
-  }
-
-  /** `request` that also remembers every receipt id it was answered with. */
-  function ask(user: string, payload: string | Buffer, expected: number, groups: "init" | "none" = "init") {
-    const responses = request(l, user, payload, expected, groups);
-    for (const r of responses) sentReceipts.push(r.receipt_id);
+  /** `exchange`, remembering every receipt id it was answered with. */
+  async function ask(frames: RequestFrame[], user?: SystemUser): Promise<InfraResponse[]> {
+    const responses = await exchange(fx, frames, user);
+    for (const r of responses) answered.push(r.receipt_id);
     return responses;
   }
 
   beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), "relay-infra-daemon-"));
-    chmodSync(base, 0o755);
-    real = await realPartsBuilt(base);
-    profileGroup = ensureGroup(PROFILE_GROUP);
-    daemon = ensureUser(DAEMON_USER, []);
-    // Both clients may reach the socket (the broker's group); only one also has the profile group.
-    allowed = ensureUser(ALLOWED_USER, [DAEMON_USER, PROFILE_GROUP]);
-    other = ensureUser(OTHER_USER, [DAEMON_USER]);
-    l = layout(base, daemon);
-    writeProfile("alpha", { allowed_principals: { uids: [allowed.uid], gids: [] } });
-    writeProfile("grouped", { allowed_principals: { uids: [], gids: [profileGroup] } });
-    writeProfile("disabled", { enabled: false, allowed_principals: { uids: [allowed.uid], gids: [] } });
-    writeProfile("consent", { approval: "consent", allowed_principals: { uids: [allowed.uid], gids: [] } });
-    writeFileSync(join(l.profilesDir, "broken.json"), "{ not json", { mode: 0o644 });
-    broker = await startBroker([...entry(real, l), ...brokerArgs(l)], daemon);
-  }, 60_000);
+    fx = await createInfraFixture();
+    real = await realPartsBuilt(fx.root);
+    if (spawnSync("getent", ["group", PROFILE_GROUP]).status !== 0) {
+      execFileSync("groupadd", ["--system", PROFILE_GROUP], { stdio: "ignore" });
+      createdGroup = true;
+    }
+    profileGroup = Number(
+      execFileSync("getent", ["group", PROFILE_GROUP], { encoding: "utf8" }).split(":")[2],
+    );
+    execFileSync("usermod", ["-a", "-G", PROFILE_GROUP, fx.clientUser.name], { stdio: "ignore" });
+    const client = { uids: [fx.clientUser.uid], gids: [] };
+    fx.writeProfile("alpha", { allowed_principals: client });
+    fx.writeProfile("grouped", { allowed_principals: { uids: [], gids: [profileGroup] } });
+    fx.writeProfile("disabled", { enabled: false, allowed_principals: client });
+    fx.writeProfile("consent", { approval: "consent", allowed_principals: client });
+    writeFileSync(join(fx.configDir, "broken.json"), "{ not json", { mode: 0o644 });
+    broker = await startBroker(fx, real);
+  }, 90_000);
 
   afterAll(async () => {
-    if (broker) await stopBroker(broker);
-    removeAccounts();
-    if (base) rmSync(base, { recursive: true, force: true });
+    await broker?.stop();
+    if (fx) {
+      spawnSync("gpasswd", ["-d", fx.clientUser.name, PROFILE_GROUP], { stdio: "ignore" });
+      if (createdGroup) spawnSync("groupdel", [PROFILE_GROUP], { stdio: "ignore" });
+      fx.close();
+    }
   });
 
   it("starts as its own account, reports its socket, its profiles and each broken one", () => {
     const out = broker?.stderr() ?? "";
-    expect(out).toContain(`listening on ${l.socket} (4 profile(s) loaded, 1 broken)`);
+    expect(out).toContain(`listening on ${fx.socketPath} (4 profile(s) loaded, 1 broken)`);
     expect(out).toMatch(/broken profile broken \(.*broken\.json\): .+/);
-    const socket = lstatSync(l.socket);
+    const socket = lstatSync(fx.socketPath);
     expect(socket.isSocket()).toBe(true);
     expect(socket.mode & 0o777).toBe(0o660);
-    expect(socket.uid).toBe(daemon.uid);
+    expect(socket.uid).toBe(fx.daemonUser.uid);
   });
 
   it("has no TCP or UDP socket open, only Unix ones", () => {
@@ -459,48 +352,50 @@ describe.skipIf(!IS_ROOT)("infra broker daemon", () => {
     for (const table of ["tcp", "tcp6", "udp", "udp6"]) {
       for (const inode of inodesOf(table)) expect(inodes.has(inode), `${table} socket ${inode}`).toBe(false);
     }
-    const unix = readFileSync(`/proc/${pid}/net/unix`, "utf8");
-    expect(unix).toContain(l.socket);
+    expect(readFileSync(`/proc/${pid}/net/unix`, "utf8")).toContain(fx.socketPath);
   });
 
-  it("status shows the profiles the principal may use, every broken profile and the broker's facts", () => {
-    const [mine] = ask(ALLOWED_USER, line({ op: "status" }), 1);
+  it("status shows the profiles the principal may use, every broken profile and the broker's facts", async () => {
+    const [mine] = await ask([{ op: "status" }], fx.clientUser);
     expect(mine?.outcome).toBe("ok");
     const data = mine?.data as {
       broker: Record<string, unknown>;
-      principal: { uid: number };
+      principal: { uid: number; groups: number[] };
       profiles: { id: string }[];
       broken: { id: string; problems: string[] }[];
     };
     expect(data.profiles.map((p) => p.id)).toEqual(["alpha", "consent", "disabled", "grouped"]);
     expect(data.broken.map((b) => b.id)).toEqual(["broken"]);
     expect(data.broken[0]?.problems.length).toBeGreaterThan(0);
-    expect(data.principal.uid).toBe(allowed.uid);
+    expect(data.principal.uid).toBe(fx.clientUser.uid);
+    expect(data.principal.groups).toContain(profileGroup);
     expect(data.broker).toMatchObject({
       protocol: 1,
-      uid: daemon.uid,
-      socket: l.socket,
+      uid: fx.daemonUser.uid,
+      socket: fx.socketPath,
       profiles: 4,
       broken: 1,
     });
-    const [theirs] = ask(OTHER_USER, line({ op: "status" }), 1);
+    expect(JSON.stringify(mine)).not.toContain(fx.keyText().trim().split("\n")[1] ?? "no key");
+    const [theirs] = await ask([{ op: "status" }], fx.otherUser);
     const seen = theirs?.data as { profiles: unknown[]; broken: unknown[] };
     expect(seen.profiles).toEqual([]);
     expect(seen.broken).toHaveLength(1);
   });
 
-  it("answers a 1 MiB line and malformed JSON with typed errors, and the same connection goes on", () => {
-    const huge = `{"op":"status","pad":"${"x".repeat(1 << 20)}"}\n`;
-    const payload = [
-      huge,
-      line({ op: "status" }),
-      "{ this is not json\n",
-      line({ op: "status" }),
-      line({ op: "status", profile: "../etc" }),
-      line({ op: "status", host: "evil.example" }),
-      line({ op: "status" }),
-    ].join("");
-    const answers = ask(ALLOWED_USER, payload, 7);
+  it("answers a 1 MiB line and malformed JSON with typed errors, and the same connection goes on", async () => {
+    const answers = await ask(
+      [
+        `{"op":"status","pad":"${"x".repeat(1 << 20)}"}`,
+        { op: "status" },
+        "{ this is not json",
+        { op: "status" },
+        { op: "status", profile: "../etc" },
+        { op: "status", host: "evil.example" },
+        { op: "status" },
+      ],
+      fx.clientUser,
+    );
     expect(answers.map((a) => a.code)).toEqual([
       "FRAME_TOO_LARGE",
       "OK",
@@ -514,73 +409,75 @@ describe.skipIf(!IS_ROOT)("infra broker daemon", () => {
     expect(answers[4]?.message).toContain('field "profile"');
     expect(answers[5]?.message).toContain('"host"');
     expect(new Set(answers.map((a) => a.receipt_id)).size).toBe(7);
-    // Still serving other connections.
-    expect(ask(OTHER_USER, line({ op: "status" }), 1)[0]?.code).toBe("OK");
+    // The broker is still up for everyone else.
+    expect((await ask([{ op: "status" }], fx.otherUser))[0]?.code).toBe("OK");
   });
 
-  it("takes the principal from the socket: a second local user is refused, the listed one passes dispatch", () => {
-    const [refused] = ask(OTHER_USER, line({ op: "probe", profile: "alpha" }), 1);
+  it("takes the principal from the socket: a second local user is refused, the listed one passes dispatch", async () => {
+    const [refused] = await ask([{ op: "probe", profile: "alpha" }], fx.otherUser);
     expect(refused?.code).toBe("PRINCIPAL_NOT_ALLOWED");
     expect(refused?.outcome).toBe("blocked");
-    const [passed] = ask(ALLOWED_USER, line({ op: "probe", profile: "alpha" }), 1);
+    const [passed] = await ask([{ op: "probe", profile: "alpha" }], fx.clientUser);
     expect(DISPATCH_REFUSALS).not.toContain(passed?.code);
-    const record = receiptOf(l, refused?.receipt_id ?? "");
-    expect(record.args.principal?.uid).toBe(other.uid);
+    const record = receiptOf(fx, refused?.receipt_id ?? "");
+    expect(record.args.principal?.uid).toBe(fx.otherUser.uid);
     expect(record.tool).toBe("infra.probe");
     expect(record.denied).toBe(true);
+    expect(receiptOf(fx, passed?.receipt_id ?? "").args.principal?.uid).toBe(fx.clientUser.uid);
   });
 
-  it("allows by a supplementary group the kernel reports, and not without it", () => {
-    const [withGroup] = ask(ALLOWED_USER, line({ op: "probe", profile: "grouped" }), 1);
+  it("allows by a supplementary group the kernel reports, and not without it", async () => {
+    const [withGroup] = await ask([{ op: "probe", profile: "grouped" }], fx.clientUser);
     expect(DISPATCH_REFUSALS).not.toContain(withGroup?.code);
-    expect(receiptOf(l, withGroup?.receipt_id ?? "").args.principal?.groups).toContain(profileGroup);
-    // Without its supplementary groups the same account cannot even reach the socket (the broker's group).
-    const r = spawnSync(
+    expect(receiptOf(fx, withGroup?.receipt_id ?? "").args.principal?.groups).toContain(profileGroup);
+    // Without its supplementary groups the account cannot even reach the socket (the broker's group).
+    const probe = `require("node:net").connect(${JSON.stringify(fx.socketPath)})
+      .on("connect", () => process.exit(0)).on("error", (e) => { process.stderr.write(e.code); process.exit(3); })`;
+    const bare = spawnSync(
       "setpriv",
       [
-        `--reuid=${ALLOWED_USER}`,
-        `--regid=${ALLOWED_USER}`,
+        `--reuid=${fx.clientUser.uid}`,
+        `--regid=${fx.clientUser.gid}`,
         "--clear-groups",
         process.execPath,
-        l.client,
-        l.socket,
-        "1",
+        "-e",
+        probe,
       ],
-      { input: line({ op: "probe", profile: "grouped" }), env: CHILD_ENV, encoding: "utf8", timeout: 20_000 },
+      { encoding: "utf8", timeout: 20_000 },
     );
-    expect(r.status).toBe(4);
-    expect(r.stderr).toContain("EACCES");
-    const [other_] = ask(OTHER_USER, line({ op: "probe", profile: "grouped" }), 1);
-    expect(other_?.code).toBe("PRINCIPAL_NOT_ALLOWED");
+    expect(bare.status).toBe(3);
+    expect(bare.stderr).toContain("EACCES");
+    const [other] = await ask([{ op: "probe", profile: "grouped" }], fx.otherUser);
+    expect(other?.code).toBe("PRINCIPAL_NOT_ALLOWED");
   });
 
-  it("ignores a request's claim to be someone else, and records the claim in the receipt", () => {
+  it("ignores a request's claim to be someone else, and records the claim in the receipt", async () => {
     const claim = {
       op: "probe",
       profile: "alpha",
-      uid: allowed.uid,
-      gid: allowed.gid,
-      user: ALLOWED_USER,
+      uid: fx.clientUser.uid,
+      gid: fx.clientUser.gid,
+      user: fx.clientUser.name,
       groups: [profileGroup],
     };
-    const [answer] = ask(OTHER_USER, line(claim), 1);
+    const [answer] = await ask([claim], fx.otherUser);
     expect(answer?.code).toBe("PRINCIPAL_NOT_ALLOWED");
-    const record = receiptOf(l, answer?.receipt_id ?? "");
-    expect(record.args.principal?.uid).toBe(other.uid);
+    const record = receiptOf(fx, answer?.receipt_id ?? "");
+    expect(record.args.principal?.uid).toBe(fx.otherUser.uid);
     expect(record.args.claimed_identity).toEqual({
-      uid: allowed.uid,
-      gid: allowed.gid,
-      user: ALLOWED_USER,
+      uid: fx.clientUser.uid,
+      gid: fx.clientUser.gid,
+      user: fx.clientUser.name,
       groups: JSON.stringify([profileGroup]),
     });
-    // And status, asked with a claim, still answers for the socket's principal.
-    const [status] = ask(OTHER_USER, line({ op: "status", uid: allowed.uid }), 1);
+    // Status, asked with a claim, still answers for the socket's principal.
+    const [status] = await ask([{ op: "status", uid: fx.clientUser.uid }], fx.otherUser);
     const seen = status?.data as { principal: { uid: number }; profiles: unknown[] };
-    expect(seen.principal.uid).toBe(other.uid);
+    expect(seen.principal.uid).toBe(fx.otherUser.uid);
     expect(seen.profiles).toEqual([]);
   });
 
-  it("refuses before any operation runs, each with its own code", () => {
+  it("refuses before any operation runs, each with its own code", async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ op: "probe" }, "PROFILE_REQUIRED"],
       [{ op: "probe", profile: "nosuch" }, "PROFILE_NOT_FOUND"],
@@ -592,178 +489,193 @@ describe.skipIf(!IS_ROOT)("infra broker daemon", () => {
       [{ op: "rsync-dry-run", profile: "alpha" }, "RUN_ID_REQUIRED"],
       [{ op: "replicate", profile: "alpha", run_id: "run-1" }, "IDEMPOTENCY_KEY_REQUIRED"],
     ];
-    const answers = ask(ALLOWED_USER, cases.map(([req]) => line(req)).join(""), cases.length);
+    const answers = await ask(
+      cases.map(([req]) => req),
+      fx.clientUser,
+    );
     expect(answers.map((a) => a.code)).toEqual(cases.map(([, code]) => code));
-    const approval = receiptOf(l, answers[5]?.receipt_id ?? "");
+    const approval = receiptOf(fx, answers[5]?.receipt_id ?? "");
     expect(approval.args.approval_present).toBe(true);
     expect(approval.args.outcome).toBe("auth-required");
-    expect(receiptOf(l, answers[8]?.receipt_id ?? "").tier).toBe(2);
+    expect(receiptOf(fx, answers[8]?.receipt_id ?? "").tier).toBe(2);
   });
 
   it("leaves one chained receipt per answer, which --verify-audit accepts", () => {
-    const records = receipts(l);
+    const records = receipts(fx);
     const ids = new Set(records.map((r) => r.request_id));
-    for (const id of sentReceipts) expect(ids.has(id)).toBe(true);
+    for (const id of answered) expect(ids.has(id)).toBe(true);
     for (const r of records) {
       expect(r.request_id).toMatch(/^r-[0-9a-f]{24}$/);
       expect(r.args.receipt_id).toBe(r.request_id);
       expect(r.tool).toMatch(/^infra\.(status|probe|rsync-dry-run|replicate|verify|invalid)$/);
     }
     expect(records.find((r) => r.args.code === "FRAME_TOO_LARGE")?.tool).toBe("infra.invalid");
-    const verdict = verifyAudit(l.receipts);
+    const verdict = verifyAudit(receiptsPath(fx));
     expect(verdict.code, verdict.stdout + verdict.stderr).toBe(0);
     // And an edited receipt is caught.
-    const copy = join(base, "tampered.jsonl");
+    const copy = join(fx.root, "tampered.jsonl");
     writeFileSync(
       copy,
-      readFileSync(l.receipts, "utf8").replace('"code":"PRINCIPAL_NOT_ALLOWED"', '"code":"OK"'),
+      readFileSync(receiptsPath(fx), "utf8").replace('"code":"PRINCIPAL_NOT_ALLOWED"', '"code":"OK"'),
     );
     expect(verifyAudit(copy).code).toBe(2);
   });
 
   it("stops on SIGTERM, removing its socket, and a restart continues the chain", async () => {
-    expect(await stopBroker(broker as Broker)).toBe(0);
-    expect(existsSync(l.socket)).toBe(false);
-    broker = await startBroker([...entry(real, l), ...brokerArgs(l)], daemon);
-    const [answer] = ask(ALLOWED_USER, line({ op: "status" }), 1);
-    expect(answer?.code).toBe("OK");
-    expect(verifyAudit(l.receipts).code).toBe(0);
+    expect(await stopWithCode(broker as InfraDaemon)).toBe(0);
+    expect(existsSync(fx.socketPath)).toBe(false);
+    broker = await startBroker(fx, real);
+    expect((await ask([{ op: "status" }]))[0]?.code).toBe("OK");
+    expect(verifyAudit(receiptsPath(fx)).code).toBe(0);
   });
 
   it("refuses to start where another broker answers on the socket, and removes a stale one", async () => {
-    const busy = runOnce([...entry(real, l), ...brokerArgs(l)], daemon);
-    expect(busy.code).toBe(2);
-    expect(busy.stderr).toContain(`${l.socket} is in use`);
-    expect(await stopBroker(broker as Broker)).toBe(0);
+    const busy = await startBroker(fx, real, { expectExit: true });
+    expect(busy.child.exitCode).toBe(2);
+    expect(busy.stderr()).toContain(`${fx.socketPath} is in use`);
+    expect(await stopWithCode(broker as InfraDaemon)).toBe(0);
     broker = null;
     // A socket left behind by a killed broker: nobody answers on it.
     const leftover = spawn(
       process.execPath,
       [
         "-e",
-        `require("node:net").createServer().listen(${JSON.stringify(l.socket)}, () => console.log("up"))`,
+        `require("node:net").createServer().listen(${JSON.stringify(fx.socketPath)}, () => console.log("up"))`,
       ],
-      { uid: daemon.uid, gid: daemon.gid, stdio: ["ignore", "pipe", "inherit"], env: CHILD_ENV },
+      { uid: fx.daemonUser.uid, gid: fx.daemonUser.gid, stdio: ["ignore", "pipe", "inherit"] },
     );
     await new Promise((resolve) => leftover.stdout?.once("data", resolve));
     leftover.kill("SIGKILL");
     await new Promise((resolve) => leftover.once("exit", resolve));
-    expect(lstatSync(l.socket).isSocket()).toBe(true);
-    broker = await startBroker([...entry(real, l), ...brokerArgs(l)], daemon);
-    expect(ask(ALLOWED_USER, line({ op: "status" }), 1)[0]?.code).toBe("OK");
+    expect(lstatSync(fx.socketPath).isSocket()).toBe(true);
+    broker = await startBroker(fx, real);
+    expect((await ask([{ op: "status" }]))[0]?.code).toBe("OK");
   });
 
   it("does not perform an operation whose receipt cannot be written", async () => {
     // A directory where the receipts file was: the writer refuses it, so nothing may run.
-    await stopBroker(broker as Broker);
-    broker = await startBroker([...entry(real, l), ...brokerArgs(l)], daemon);
-    rmSync(l.receipts);
-    mkdirSync(l.receipts);
-    const [answer] = request(l, ALLOWED_USER, line({ op: "probe", profile: "alpha" }), 1);
-    expect(answer?.code).toBe("RECEIPT_UNAVAILABLE");
-    expect(answer?.outcome).toBe("blocked");
-    // The receipt that could not reach the file went to the broker's stderr instead.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(broker?.stderr()).toContain(answer?.receipt_id);
-    rmSync(l.receipts, { recursive: true });
+    rmSync(receiptsPath(fx));
+    mkdirSync(receiptsPath(fx));
+    try {
+      const [answer] = await exchange(fx, [{ op: "probe", profile: "alpha" }], fx.clientUser);
+      expect(answer?.code).toBe("RECEIPT_UNAVAILABLE");
+      expect(answer?.outcome).toBe("blocked");
+      // The receipt that could not reach the file went to the broker's stderr instead.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(broker?.stderr()).toContain(answer?.receipt_id);
+    } finally {
+      rmSync(receiptsPath(fx), { recursive: true });
+    }
   });
 });
 
-describe.skipIf(!IS_ROOT)("infra broker start-up refusals", () => {
-  let base: string;
-  let daemon: Account;
-  let real = false;
+describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker start-up refusals", () => {
+  let fx: InfraFixture;
 
   beforeAll(async () => {
-    base = mkdtempSync(join(tmpdir(), "relay-infra-refusals-"));
-    chmodSync(base, 0o755);
-    real = await realPartsBuilt(base);
-    daemon = ensureUser(DAEMON_USER, []);
-  });
+    fx = await createInfraFixture();
+  }, 90_000);
 
-  afterAll(() => {
-    removeAccounts();
-    if (base) rmSync(base, { recursive: true, force: true });
-  });
+  afterAll(() => fx?.close());
 
-  function fresh(name: string): Layout {
-    const dir = join(base, name);
-    mkdirSync(dir, { mode: 0o755 });
-    return layout(dir, daemon);
+  interface Dirs {
+    runDir: string;
+    socket: string;
+    stateDir: string;
   }
 
-  function start(l: Layout, account: Account | null) {
-    return runOnce([...entry(real, l), ...brokerArgs(l)], account);
+  /** A socket and state directory of the broker's own, as they should be, for one case to spoil. */
+  function fresh(name: string): Dirs {
+    const base = join(fx.root, "cases", name);
+    mkdirSync(base, { recursive: true, mode: 0o755 });
+    const own = (path: string, mode: number) => {
+      mkdirSync(path, { mode });
+      chmodSync(path, mode);
+      chownSync(path, fx.daemonUser.uid, fx.daemonUser.gid);
+    };
+    const dirs = {
+      runDir: join(base, "run"),
+      socket: join(base, "run", "broker.sock"),
+      stateDir: join(base, "state"),
+    };
+    own(dirs.runDir, 0o750);
+    own(dirs.stateDir, 0o700);
+    return dirs;
   }
 
-  it("refuses to start as root", () => {
-    const l = fresh("root");
-    chownSync(l.runDir, 0, 0);
-    chownSync(l.stateDir, 0, 0);
-    const r = start(l, null);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain("does not run as root");
-    expect(existsSync(l.socket)).toBe(false);
+  /** Always the built CLI: every refusal here comes before the profiles are read. */
+  async function start(dirs: Dirs, user?: SystemUser): Promise<InfraDaemon> {
+    return fx.startDaemon({
+      expectExit: true,
+      replaceArgs: ["--config", fx.configDir, "--socket", dirs.socket, "--state", dirs.stateDir],
+      ...(user ? { user } : {}),
+    });
+  }
+
+  it("refuses to start as root", async () => {
+    const dirs = fresh("root");
+    chownSync(dirs.runDir, 0, 0);
+    chownSync(dirs.stateDir, 0, 0);
+    const daemon = await start(dirs, ROOT);
+    expect(daemon.child.exitCode).toBe(2);
+    expect(daemon.stderr()).toContain("does not run as root");
+    expect(existsSync(dirs.socket)).toBe(false);
   });
 
   it.each([
     [
       "0777",
-      (l: Layout) => chmodSync(l.runDir, 0o777),
+      (d: Dirs) => chmodSync(d.runDir, 0o777),
       /socket directory .*run has mode 0777; it must be 0700 or 0750/,
     ],
-    ["0770", (l: Layout) => chmodSync(l.runDir, 0o770), /has mode 0770/],
+    ["0770", (d: Dirs) => chmodSync(d.runDir, 0o770), /has mode 0770/],
     [
       "owned by root",
-      (l: Layout) => chownSync(l.runDir, 0, 0),
+      (d: Dirs) => chownSync(d.runDir, 0, 0),
       /socket directory .*run is owned by uid 0, not by the broker's uid \d+ \(owner uid 0, mode 0750\)/,
     ],
     [
       "a symbolic link",
-      (l: Layout) => {
-        const real_ = `${l.runDir}-real`;
-        mkdirSync(real_, { mode: 0o700 });
-        chownSync(real_, daemon.uid, daemon.gid);
-        rmSync(l.runDir, { recursive: true });
-        symlinkSync(real_, l.runDir);
+      (d: Dirs) => {
+        const target = `${d.runDir}-real`;
+        mkdirSync(target, { mode: 0o700 });
+        chownSync(target, fx.daemonUser.uid, fx.daemonUser.gid);
+        rmSync(d.runDir, { recursive: true });
+        symlinkSync(target, d.runDir);
       },
       /socket directory .*run is a symbolic link, not a directory/,
     ],
-    [
-      "missing",
-      (l: Layout) => rmSync(l.runDir, { recursive: true }),
-      /socket directory .*run does not exist/,
-    ],
+    ["missing", (d: Dirs) => rmSync(d.runDir, { recursive: true }), /socket directory .*run does not exist/],
     [
       "a state directory of 0755",
-      (l: Layout) => chmodSync(l.stateDir, 0o755),
+      (d: Dirs) => chmodSync(d.stateDir, 0o755),
       /state directory .*state has mode 0755; it must be 0700/,
     ],
     [
       "a state directory owned by root",
-      (l: Layout) => chownSync(l.stateDir, 0, 0),
+      (d: Dirs) => chownSync(d.stateDir, 0, 0),
       /state directory .*state is owned by uid 0/,
     ],
   ])(
     "refuses a socket or state directory that is %s, naming path, owner and mode",
-    (name, spoil, message) => {
-      const l = fresh(name.replace(/\W+/g, "-"));
-      spoil(l);
-      const r = start(l, daemon);
-      expect(r.code).toBe(2);
-      expect(r.stderr).toMatch(message);
-      expect(existsSync(l.socket)).toBe(false);
+    async (name, spoil, message) => {
+      const dirs = fresh(name.replace(/\W+/g, "-"));
+      spoil(dirs);
+      const daemon = await start(dirs);
+      expect(daemon.child.exitCode).toBe(2);
+      expect(daemon.stderr()).toMatch(message);
+      expect(existsSync(dirs.socket)).toBe(false);
     },
   );
 
-  it("refuses a file in the socket's place that is not a socket, and leaves it there", () => {
-    const l = fresh("file-in-the-way");
-    writeFileSync(l.socket, "operator's file");
-    chownSync(l.socket, daemon.uid, daemon.gid);
-    const r = start(l, daemon);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${l.socket} is a regular file, not a socket; it is not removed`);
-    expect(readFileSync(l.socket, "utf8")).toBe("operator's file");
+  it("refuses a file in the socket's place that is not a socket, and leaves it there", async () => {
+    const dirs = fresh("file-in-the-way");
+    writeFileSync(dirs.socket, "operator's file");
+    chownSync(dirs.socket, fx.daemonUser.uid, fx.daemonUser.gid);
+    const daemon = await start(dirs);
+    expect(daemon.child.exitCode).toBe(2);
+    expect(daemon.stderr()).toContain(`${dirs.socket} is a regular file, not a socket; it is not removed`);
+    expect(readFileSync(dirs.socket, "utf8")).toBe("operator's file");
   });
 
   it.each([
@@ -777,13 +689,13 @@ describe.skipIf(!IS_ROOT)("infra broker start-up refusals", () => {
     [["--config", "/tmp", "--config", "/tmp"], "--config is given more than once"],
     [["stray"], "unknown argument: stray"],
   ])("refuses the arguments %j with exit 2 and its usage", (args, message) => {
-    const r = runOnce([SERVER_ENTRY, "infra-broker", ...args], daemon);
+    const r = cli(["infra-broker", ...args], fx.daemonUser);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`relay_shell infra-broker: ${message}\nusage: relay-shell infra-broker`);
   });
 
   it("prints its usage with --help", () => {
-    const r = runOnce([SERVER_ENTRY, "infra-broker", "--help"], daemon);
+    const r = cli(["infra-broker", "--help"], fx.daemonUser);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("usage: relay-shell infra-broker --config DIR");
   });
