@@ -16,6 +16,8 @@ import type { Principal, ProfileSet } from "./types.js";
 
 /** Connections served at once. */
 export const MAX_CONNECTIONS = 32;
+/** Connections one uid may hold at once. */
+export const MAX_CONNECTIONS_PER_UID = 8;
 /** How long a connection may sit without sending a whole request. */
 export const IDLE_MS = 30_000;
 /** The socket's mode: the broker's user and group may connect, nobody else. */
@@ -180,6 +182,7 @@ export async function startInfraBroker(
       logger,
       identify: deps.identify ?? identifyPeer,
       maxConnections: MAX_CONNECTIONS,
+      maxPerUid: MAX_CONNECTIONS_PER_UID,
       idleMs: IDLE_MS,
     });
     socket = await listen(server, options.socketPath);

@@ -82,6 +82,7 @@ describe("createInfraServer", () => {
     dispatcher?: Dispatcher;
     identify?: () => Principal | null;
     maxConnections?: number;
+    maxPerUid?: number;
     idleMs?: number;
   }): Promise<string> {
     dir = mkdtempSync(join(tmpdir(), "relay-infra-server-"));
@@ -94,6 +95,7 @@ describe("createInfraServer", () => {
       logger: silentLogger,
       identify: options.identify ?? (() => PEER),
       maxConnections: options.maxConnections ?? 8,
+      maxPerUid: options.maxPerUid ?? 8,
       idleMs: options.idleMs ?? 10_000,
     });
     const path = join(dir, "s.sock");
@@ -217,6 +219,39 @@ describe("createInfraServer", () => {
     const second = await exchange(path, '{"op":"status"}\n', 1).catch(() => []);
     expect(second).toEqual([]);
     first.destroy();
+  });
+
+  it("bounds the connections of one uid, leaving room for others", async () => {
+    const uids = [5, 5, 6];
+    const path = await start({ maxPerUid: 1, identify: () => ({ ...PEER, uid: uids.shift() ?? 0 }) });
+    const first = connect(path);
+    first.on("error", () => undefined);
+    await new Promise((resolve) => first.once("connect", resolve));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await exchange(path, '{"op":"status"}\n', 1).catch(() => [])).toEqual([]);
+    const third = await exchange(path, '{"op":"status"}\n', 1);
+    expect(parseResponse(third[0] ?? "")?.code).toBe("OK");
+    first.destroy();
+  });
+
+  it("closes a connection whose peer stops reading its answers", async () => {
+    const big = { code: "OK" as const, message: "x", data: { pad: "y".repeat(256 * 1024) } };
+    const path = await start({ idleMs: 300, dispatcher: { dispatch: async () => big } });
+    const socket = connect(path);
+    socket.on("error", () => undefined);
+    socket.pause();
+    socket.write('{"op":"status"}\n'.repeat(64));
+    // Not reading for well past the bound; then read what is left and see the connection was dropped.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    let received = 0;
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.toString("utf8").split("\n").length - 1;
+    });
+    await new Promise<void>((resolve) => {
+      socket.once("close", () => resolve());
+      socket.resume();
+    });
+    expect(received).toBeLessThan(64);
   });
 
   it("waits for a request in progress when closing, so its receipt is written", async () => {

@@ -23,7 +23,13 @@ export interface InfraServerDeps {
   identify(socket: Socket): Principal | null;
   /** Connections served at once; more are closed as they arrive. */
   maxConnections: number;
-  /** A connection with no request in progress is closed after this long without a whole request. */
+  /** Connections one uid may hold at once, so one local account cannot take every slot. */
+  maxPerUid: number;
+  /**
+   * A connection with no request in progress is closed after this long
+   * without a whole request; one that does not read its answers, after this
+   * long without taking them.
+   */
   idleMs: number;
 }
 
@@ -166,8 +172,7 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
     return response;
   }
 
-  function serve(socket: Socket): void {
-    const principal = deps.identify(socket);
+  function serve(socket: Socket, principal: Principal | null): void {
     const reader = createFrameReader(MAX_FRAME_BYTES);
     const queue: Frame[] = [];
     let busy = false;
@@ -190,7 +195,10 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
       new Promise((resolve) => {
         if (socket.destroyed || socket.writableEnded) return resolve();
         if (socket.write(line)) return resolve();
+        // A peer that stops reading its answers does not keep the connection forever.
+        const stalled = setTimeout(() => socket.destroy(), deps.idleMs);
         const done = (): void => {
+          clearTimeout(stalled);
           socket.off("drain", done);
           socket.off("close", done);
           resolve();
@@ -226,10 +234,7 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
     }
 
     socket.on("error", () => undefined);
-    socket.on("close", () => {
-      disarm();
-      sockets.delete(socket);
-    });
+    socket.on("close", disarm);
 
     if (principal === null) {
       // Nothing from this peer is read: one typed refusal, then the connection ends.
@@ -238,7 +243,7 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
       track(answer(null, { request: null, claims: null, refusal: null }))
         .then((response) => send(`${JSON.stringify(response)}\n`))
         .catch((err: unknown) => logger.error({ err: String(err) }, "a connection failed"))
-        .finally(() => socket.end());
+        .finally(() => socket.end(() => socket.destroy()));
       return;
     }
 
@@ -256,14 +261,33 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
     socket.resume();
   }
 
+  const perUid = new Map<number, number>();
+
   const server: Server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => {
+    socket.on("error", () => undefined);
     if (closing || sockets.size >= deps.maxConnections) {
       logger.warn({ connections: sockets.size }, "connection refused: the broker is at its connection limit");
       socket.destroy();
       return;
     }
+    // Read before any byte of the connection is: who connected is what the kernel recorded then.
+    const principal = deps.identify(socket);
+    const uid = principal?.uid ?? -1;
+    const held = perUid.get(uid) ?? 0;
+    if (held >= deps.maxPerUid) {
+      logger.warn({ uid, connections: held }, "connection refused: this uid is at its connection limit");
+      socket.destroy();
+      return;
+    }
+    perUid.set(uid, held + 1);
     sockets.add(socket);
-    serve(socket);
+    socket.on("close", () => {
+      sockets.delete(socket);
+      const left = (perUid.get(uid) ?? 1) - 1;
+      if (left > 0) perUid.set(uid, left);
+      else perUid.delete(uid);
+    });
+    serve(socket, principal);
   });
 
   return {
