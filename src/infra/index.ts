@@ -1,1 +1,3 @@
+export { loadProfiles } from "./profiles.js";
+export { createRemote, type RemoteOptions } from "./remote.js";
 export type { Principal, Profile, ProfileSet } from "./types.js";
