@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cryptoIds, RelayError, silentLogger, systemClock } from "../../src/core/index.js";
 import { createProcessRunner, type ProcessRequest, type ProcessRunner } from "../../src/exec/index.js";
 import { createRemote, loadProfiles, type RemoteOptions } from "../../src/infra/index.js";
+import { describeIssues, profileFileSchema } from "../../src/infra/profile-schema.js";
 import type { Profile, Remote, RemoteResult } from "../../src/infra/types.js";
 import {
   announceSkip,
@@ -32,6 +33,7 @@ import {
   type Sshd,
   type SshFixture,
 } from "../fixtures/sshd.js";
+import { REPO_ROOT } from "../helpers/server.js";
 
 announceSkip("INFRA-1 ssh/rsync transport suite");
 
@@ -85,6 +87,46 @@ function recordingRunner(inner: ProcessRunner) {
   return { runner, requests, keyModes };
 }
 
+const DEPLOY = join(REPO_ROOT, "deploy", "infra-broker");
+
+/** The one key line of the documented receiver-side authorized_keys. */
+function documentedKeyLine(): string {
+  const lines = readFileSync(join(DEPLOY, "receiver-authorized_keys"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "" && !l.startsWith("#"));
+  expect(lines).toHaveLength(1);
+  return lines[0] ?? "";
+}
+
+describe("the deployment examples", () => {
+  it("the example profile passes the profile schema", () => {
+    const parsed = profileFileSchema.safeParse(
+      JSON.parse(readFileSync(join(DEPLOY, "example-profile.json"), "utf8")),
+    );
+    expect(parsed.success ? [] : describeIssues(parsed.error)).toEqual([]);
+  });
+
+  it("the unit starts the broker with the flags it has and loads the key as a credential", () => {
+    const unit = readFileSync(join(DEPLOY, "relay-shell-infra-broker.service"), "utf8");
+    expect(unit).toMatch(
+      /^ExecStart=.* infra-broker --config \S+ --socket \/run\/relay-infra\/\S+ --state \/var\/lib\/relay-infra$/m,
+    );
+    expect(unit).not.toMatch(/--allow-key-file/);
+    for (const line of [
+      "LoadCredential=backup-key:",
+      "RuntimeDirectory=relay-infra",
+      "StateDirectory=relay-infra",
+      "ProtectSystem=strict",
+      "NoNewPrivileges=yes",
+      "PrivateTmp=yes",
+      "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
+      "SystemCallFilter=@system-service",
+    ]) {
+      expect(unit).toContain(`\n${line}`);
+    }
+  });
+});
+
 describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the forced command", () => {
   let fx: SshFixture;
   let sshd: Sshd;
@@ -129,11 +171,17 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
       chownSync(receiver, uid, uid);
       chownSync(join(receiver, "backups"), uid, uid);
     }
+    // The receiver is set up with the documented authorized_keys line, its directory and key swapped in.
     const keys = join(base, "rrsync_authorized_keys");
     const publicKey = readFileSync(`${fx.clientKey}.pub`, "utf8").trim();
-    writeFileSync(keys, `command="${RRSYNC} -no-del -no-overwrite ${receiver}",restrict ${publicKey}\n`, {
-      mode: 0o644,
-    });
+    const documented = documentedKeyLine();
+    expect(documented).toMatch(
+      /^command="\/usr\/bin\/rrsync -no-del -no-overwrite \/srv\/relay-receiver",restrict ssh-/,
+    );
+    const line = documented
+      .replace("/srv/relay-receiver", receiver)
+      .replace(/ssh-ed25519 \S+ \S+$/, publicKey);
+    writeFileSync(keys, `${line}\n`, { mode: 0o644 });
     sshd = await fx.start({ extraConfig: () => `Match User ${fx.user}\n  AuthorizedKeysFile ${keys}\n` });
 
     pinDir = join(base, "pins");
@@ -447,6 +495,35 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     );
     rmSync(target, { recursive: true, force: true });
     rmSync(big, { recursive: true, force: true });
+  });
+
+  it("a copy stopped by the profile's time limit is WRITE_INTERRUPTED; a read stopped by it is NETWORK_FAILURE", async () => {
+    const big = join(base, "slow-source");
+    mkdirSync(big);
+    const fd = openSync(join(big, "blob"), "w");
+    ftruncateSync(fd, 8 * 1024 ** 3);
+    closeSync(fd);
+    const limited = { ...profile, limits: { ...profile.limits, timeoutSeconds: 1 } };
+    const started = Date.now();
+    const result = await record(remote.push(limited, big, "runs/slow", { dryRun: false }));
+    expect(result).toMatchObject({ ok: false, code: "WRITE_INTERRUPTED", interrupted: true });
+    expect(result.ok || result.message).toMatch(/stopped after the profile's 1 s limit/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    rmSync(join(receiver, "backups", "runs", "slow"), { recursive: true, force: true });
+    rmSync(big, { recursive: true, force: true });
+  });
+
+  it("a dry run whose itemized output passes output_bytes is LIMIT_EXCEEDED, not a cut preview", async () => {
+    const many = join(base, "many-source");
+    mkdirSync(many);
+    for (let i = 0; i < 400; i++) writeFileSync(join(many, `file-with-a-long-name-${i}.txt`), `${i}`);
+    const limited = { ...profile, limits: { ...profile.limits, outputBytes: 4096 } };
+    const result = await record(remote.push(limited, many, "runs/many", { dryRun: true }));
+    expect(result).toMatchObject({ ok: false, code: "LIMIT_EXCEEDED" });
+    expect(await record(remote.push(profile, many, "runs/many", { dryRun: true }))).toMatchObject({
+      ok: true,
+    });
+    rmSync(many, { recursive: true, force: true });
   });
 
   it("a rotated host key is PIN_CHANGED, and the pin file is left as it was", async () => {
