@@ -164,6 +164,10 @@ describe("classifyFailure", () => {
     ["NETWORK_FAILURE", "ssh: connect to host 10.255.255.1 port 22: Connection timed out\r\n"],
     ["NETWORK_FAILURE", "ssh: Could not resolve hostname nowhere.invalid: Name or service not known\r\n"],
     ["NETWORK_FAILURE", "kex_exchange_identification: Connection closed by remote host\r\n"],
+    [
+      "NETWORK_FAILURE",
+      "kex_exchange_identification: read: Connection reset by peer\r\nConnection reset by 127.0.0.1 port 2222\r\n",
+    ],
     ["CREDENTIAL_REJECTED", "deploy@127.0.0.1: Permission denied (publickey).\r\n"],
     ["CREDENTIAL_UNAVAILABLE", 'Load key "/state/.ssh-home-x/id": invalid format\r\n'],
     ["RECEIVER_REFUSED", "/usr/bin/rrsync error: option --delete has been disabled on this server.\n"],
@@ -178,6 +182,24 @@ describe("classifyFailure", () => {
       "/usr/bin/rrsync error: post-realpath open failed (race detected): backups/runs/r9/ No such file or directory\n";
     expect(classifyFailure(stderr + rsyncTail, { ...base, write: false }).code).toBe("RUN_NOT_FOUND");
   });
+
+  it.each([
+    "Connection closed by 127.0.0.1 port 2222\r\n",
+    "Connection reset by 127.0.0.1 port 2222\r\n",
+    "client_loop: send disconnect: Broken pipe\r\n",
+  ])(
+    "says a write whose connection was lost (%j) is of unknown state, a read a network failure",
+    (stderr) => {
+      expect(classifyFailure(stderr + rsyncTail, base)).toMatchObject({
+        code: "WRITE_INTERRUPTED",
+        interrupted: true,
+      });
+      expect(classifyFailure(stderr + rsyncTail, { ...base, write: false })).toMatchObject({
+        code: "NETWORK_FAILURE",
+        interrupted: false,
+      });
+    },
+  );
 
   it("says a write that failed after connecting is of unknown state", () => {
     const result = classifyFailure(`rsync: [sender] write error: Broken pipe (32)\n${rsyncTail}`, base);

@@ -133,19 +133,22 @@ export interface FailureContext {
 
 const PIN_UNKNOWN = /No \S+ host key is known for/;
 const PIN_MISMATCH = /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/;
-/** Failures before the key exchange finished: nothing can have been written. */
-const NETWORK =
-  /ssh: connect to host \S+ port \d+: |ssh: Could not resolve hostname|Connection timed out during banner exchange|kex_exchange_identification|Connection closed by \S+ port \d+|Connection reset by \S+ port \d+|Name or service not known|Temporary failure in name resolution/;
+/** Failures to open the connection at all: nothing can have been written. */
+const UNREACHABLE =
+  /ssh: connect to host \S+ port \d+: |ssh: Could not resolve hostname|Connection timed out during banner exchange|kex_exchange_identification|Name or service not known|Temporary failure in name resolution/;
+/** A connection lost at any stage, the middle of a transfer included. */
+const LOST = /Connection closed by \S+ port \d+|Connection reset by \S+ port \d+|Broken pipe/;
 const KEY_UNUSABLE = /Load key "[^"]*": /;
 const KEY_REFUSED = /Permission denied \([a-z,-]+\)/;
 const RECEIVER = /rrsync error: (.*)/;
 const MISSING = /No such file or directory/;
 
 /**
- * Map what ssh/rsync printed to an outcome code. The connection-phase
- * failures (pin, network, key) happened before anything was sent, so they
- * are never `interrupted`; any other failure of a write, and a timeout or
- * signal during one, may have left part of it on the receiver.
+ * Map what ssh/rsync printed to an outcome code. The failures that can
+ * only happen before rsync starts (no route, pin, key, rrsync's refusal)
+ * are never `interrupted`; any other failure of a write, a lost connection,
+ * a timeout or a signal during one included, may have left part of it on
+ * the receiver.
  */
 export function classifyFailure(output: string, ctx: FailureContext): Failure {
   const where = `${endpoint(ctx.profile)} (${ctx.what})`;
@@ -159,8 +162,8 @@ export function classifyFailure(output: string, ctx: FailureContext): Failure {
       `the host key of ${where} does not match the pin in ${pin}; the connection was refused and the pin is never updated automatically`,
     );
   }
-  if (NETWORK.test(output)) {
-    return failure("NETWORK_FAILURE", `could not reach ${where}: ${firstMatchLine(output, NETWORK)}`);
+  if (UNREACHABLE.test(output)) {
+    return failure("NETWORK_FAILURE", `could not reach ${where}: ${firstMatchLine(output, UNREACHABLE)}`);
   }
   if (KEY_UNUSABLE.test(output)) {
     return failure(
@@ -197,6 +200,9 @@ export function classifyFailure(output: string, ctx: FailureContext): Failure {
   }
   if (ctx.timedOut) {
     return failure("NETWORK_FAILURE", `${where} did not answer within the profile's ${seconds} s limit`);
+  }
+  if (LOST.test(output)) {
+    return failure("NETWORK_FAILURE", `the connection to ${where} was lost: ${firstMatchLine(output, LOST)}`);
   }
   return failure(
     "TRANSFER_FAILED",
