@@ -9,7 +9,6 @@ import { ARGV_UNSAFE } from "./profile-schema.js";
 import {
   childEnvironment,
   classifyFailure,
-  endpoint,
   knownHostsName,
   RSYNC_PROGRAM,
   remoteSpec,
@@ -109,7 +108,7 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
     missingCode: OutcomeCode;
     /** A listing or preview cut by the output bound would be read as complete: refuse it instead. */
     needsWholeOutput: boolean;
-    args: (shell: string) => string[];
+    args: string[];
   }
 
   async function rsync(profile: Profile, run: RsyncRun): Promise<RemoteResult> {
@@ -120,7 +119,7 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
     let outcome: ProcessOutcome;
     try {
       outcome = await withKeyFile(ctx.stateDir, key.bytes, ({ keyFile, home }) =>
-        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...run.args("")], home, profile),
+        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...run.args], home, profile),
       );
     } catch (err) {
       return cannotStart(RSYNC_PROGRAM, err);
@@ -170,7 +169,7 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
         write: false,
         missingCode: "RECEIVER_REFUSED",
         needsWholeOutput: false,
-        args: () => ["--list-only", "--", target],
+        args: ["--list-only", "--no-h", "--", target],
       });
     },
 
@@ -181,7 +180,7 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
         write: false,
         missingCode: "RUN_NOT_FOUND",
         needsWholeOutput: true,
-        args: () => ["--list-only", "-r", "--", target],
+        args: ["--list-only", "--no-h", "-r", "--", target],
       });
     },
 
@@ -193,7 +192,7 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
         write: !options.dryRun,
         missingCode: "RECEIVER_REFUSED",
         needsWholeOutput: options.dryRun,
-        args: () => [
+        args: [
           "-r",
           "-t",
           "--mkpath",
@@ -218,7 +217,7 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
         write: false,
         missingCode: "RUN_NOT_FOUND",
         needsWholeOutput: false,
-        args: () => ["-r", "-t", `--max-size=${maxBytes}`, "--", target, `${localDir}/`],
+        args: ["-r", "-t", `--max-size=${maxBytes}`, "--", target, `${localDir}/`],
       });
     },
   };
@@ -274,5 +273,3 @@ export function toDetail(output: string): string {
   const tail = scrubbed.length > DETAIL_BYTES ? scrubbed.slice(-DETAIL_BYTES) : scrubbed;
   return truncateUtf8(tail.trim(), DETAIL_BYTES).text;
 }
-
-export { endpoint };

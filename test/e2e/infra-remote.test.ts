@@ -312,6 +312,8 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
       .filter(Boolean)
       .map((line) => line.split(/\s+/).slice(4).join(" "));
     expect(names.sort()).toEqual([".", "assets", "assets/app.js", "empty", "index.html"]);
+    // Sizes in plain digits, not grouped ("15,000"), for the caller to compare with its manifest.
+    expect(listing.ok && listing.output).toMatch(/^-\S+ +15000 \S+ \S+ assets\/app\.js$/m);
 
     const into = mkdtempSync(join(stateDir, "pull-"));
     const pulled = await record(remote.pull(profile, "runs/r1", into, 1024 * 1024));
