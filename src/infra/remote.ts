@@ -7,8 +7,10 @@ import { readCredential, sweepKeyFiles, withKeyFile, withPrivateDir } from "./cr
 import { octal } from "./file-trust.js";
 import { ARGV_UNSAFE } from "./profile-schema.js";
 import {
+  CONFINEMENT_CHECKS,
   childEnvironment,
   classifyFailure,
+  endpoint,
   knownHostsName,
   RSYNC_PROGRAM,
   remoteSpec,
@@ -111,19 +113,24 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
     args: string[];
   }
 
-  async function rsync(profile: Profile, run: RsyncRun): Promise<RemoteResult> {
-    const pin = await checkPin(profile);
-    if (pin !== null) return pin;
+  /** One rsync run with the profile's key; a RemoteResult when it could not start. */
+  async function connect(profile: Profile, args: string[]): Promise<ProcessOutcome | RemoteResult> {
     const key = readCredential(profile.credentialId, sources);
     if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
-    let outcome: ProcessOutcome;
     try {
-      outcome = await withKeyFile(ctx.stateDir, key.bytes, ({ keyFile, home }) =>
-        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...run.args], home, profile),
+      return await withKeyFile(ctx.stateDir, key.bytes, ({ keyFile, home }) =>
+        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...args], home, profile),
       );
     } catch (err) {
       return cannotStart(RSYNC_PROGRAM, err);
     }
+  }
+
+  async function rsync(profile: Profile, run: RsyncRun): Promise<RemoteResult> {
+    const pin = await checkPin(profile);
+    if (pin !== null) return pin;
+    const outcome = await connect(profile, run.args);
+    if ("ok" in outcome) return outcome;
     if (outcome.exitCode === 0 && !outcome.timedOut) {
       if (run.needsWholeOutput && outcome.droppedBytes > 0) {
         return refused(
@@ -133,6 +140,14 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
       }
       return { ok: true, output: outcome.output, durationMs: outcome.durationMs };
     }
+    return failed(profile, outcome, run);
+  }
+
+  function failed(
+    profile: Profile,
+    outcome: ProcessOutcome,
+    run: Omit<RsyncRun, "args" | "needsWholeOutput">,
+  ) {
     const failure = classifyFailure(outcome.output, {
       profile,
       exitCode: outcome.exitCode,
@@ -141,7 +156,33 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
       missingCode: run.missingCode,
       what: run.what,
     });
-    return { ok: false, ...failure, detail: toDetail(outcome.output) };
+    return { ok: false as const, ...failure, detail: toDetail(outcome.output) };
+  }
+
+  /**
+   * Ask the receiver for what its rrsync confinement must refuse, on a
+   * listing where a plain rsync would do no harm with it. A receiver that
+   * accepts is not the one the profile describes, and is not used.
+   */
+  async function attestConfinement(profile: Profile): Promise<RemoteResult | null> {
+    const target = spec(profile, ".");
+    for (const check of CONFINEMENT_CHECKS) {
+      const outcome = await connect(profile, ["--list-only", "--no-h", `-M${check.option}`, "--", target]);
+      if ("ok" in outcome) return outcome;
+      if (check.refusal.test(outcome.output)) continue;
+      if (outcome.exitCode === 0 && !outcome.timedOut) {
+        return refused(
+          "RECEIVER_REFUSED",
+          `${endpoint(profile)} accepted ${check.option}, which rrsync ${check.flag} refuses: the key is not confined by rrsync as the profile says, so the broker does not use this receiver`,
+        );
+      }
+      return failed(profile, outcome, {
+        what: `checking the receiver's confinement`,
+        write: false,
+        missingCode: "RECEIVER_REFUSED",
+      });
+    }
+    return null;
   }
 
   function spec(profile: Profile, path: string): string {
@@ -162,15 +203,17 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
       return { ok: true, output: "", durationMs: 0 };
     },
 
-    probe(profile) {
+    async probe(profile) {
       const target = spec(profile, ".");
-      return rsync(profile, {
+      const listed = await rsync(profile, {
         what: `listing the remote root ${profile.remoteRoot}`,
         write: false,
         missingCode: "RECEIVER_REFUSED",
         needsWholeOutput: false,
         args: ["--list-only", "--no-h", "--", target],
       });
+      if (!listed.ok) return listed;
+      return (await attestConfinement(profile)) ?? listed;
     },
 
     list(profile, remotePath) {

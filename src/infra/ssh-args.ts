@@ -112,6 +112,24 @@ export function childEnvironment(home: string): Record<string, string> {
   return { PATH: DEFAULT_PATH, HOME: home, LANG: "C" };
 }
 
+/**
+ * What a receiver confined by `rrsync -no-del -no-overwrite` refuses, each
+ * asked for as a remote option (`-M`) of a listing, where a plain rsync
+ * server would write its log to /dev/null or have nothing to delete.
+ */
+export const CONFINEMENT_CHECKS = [
+  {
+    option: "--log-file=/dev/null",
+    flag: "-no-overwrite",
+    refusal: /rrsync error: option --log-file has been disabled/,
+  },
+  {
+    option: "--delete-excluded",
+    flag: "-no-del",
+    refusal: /rrsync error: option --delete-excluded has been disabled/,
+  },
+] as const;
+
 /** How one failed ssh/rsync run is reported. */
 export interface Failure {
   code: OutcomeCode;

@@ -364,6 +364,24 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     expect(await record(remote.probe(escaped))).toMatchObject({ code: "RECEIVER_REFUSED" });
   });
 
+  it("a receiver whose key is not confined by rrsync is refused at probe", async () => {
+    const open = await fx.start();
+    try {
+      writeFileSync(
+        pin,
+        `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n[127.0.0.1]:${open.port} ${open.hostKeyPublic()}\n`,
+      );
+      const result = await record(remote.probe({ ...profile, port: open.port, remoteRoot: "." }));
+      expect(result).toMatchObject({ ok: false, code: "RECEIVER_REFUSED", interrupted: false });
+      expect(result.ok || result.message).toMatch(
+        /accepted --log-file=\/dev\/null, which rrsync -no-overwrite refuses: the key is not confined/,
+      );
+    } finally {
+      open.stop();
+      writePin();
+    }
+  });
+
   it("a key the receiver does not accept is CREDENTIAL_REJECTED", async () => {
     const result = await record(remote.probe({ ...profile, credentialId: "wrong-key" }));
     expect(result).toMatchObject({ ok: false, code: "CREDENTIAL_REJECTED", interrupted: false });
@@ -469,6 +487,12 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
       expect(argv.some((a) => a.startsWith("--delete") || a.startsWith("--remove") || a === "-s")).toBe(
         false,
       );
+      // Remote options only as the confinement check of a listing.
+      const remoteOptions = argv.filter((a) => a.startsWith("-M") || a.startsWith("--remote-option"));
+      for (const option of remoteOptions) {
+        expect(["-M--log-file=/dev/null", "-M--delete-excluded"]).toContain(option);
+        expect(argv).toContain("--list-only");
+      }
     }
     // The key was a 0600 file in a 0700 directory while each process ran.
     expect(new Set(recorder.keyModes)).toEqual(new Set(["600 700"]));
