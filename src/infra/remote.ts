@@ -23,7 +23,10 @@ import type { InfraContext, Profile, Remote, RemoteResult } from "./types.js";
 export interface RemoteOptions {
   /** `$CREDENTIALS_DIRECTORY` (systemd LoadCredential=), or null. */
   credentialsDirectory: string | null;
-  /** The explicit fallback: read `<dir>/<credential id>` from this operator-owned 0600 directory instead. */
+  /**
+   * The explicit fallback (`--allow-key-file`): `<dir>/<credential id>`, tried after the credentials
+   * directory; the directory writable by its owner alone, each key 0600 or 0400.
+   */
   keyFileDirectory: string | null;
   /** The uid the daemon runs as; the process's effective uid when absent. */
   daemonUid?: number;
