@@ -6,5 +6,7 @@ export {
   startInfraBroker,
   startupLines,
 } from "./daemon.js";
+export { loadProfiles } from "./profiles.js";
 export { RECEIPTS_FILE } from "./receipts.js";
+export { createRemote, type RemoteOptions } from "./remote.js";
 export type { Principal, Profile, ProfileSet } from "./types.js";

@@ -1,16 +1,321 @@
-import type { InfraContext, Remote } from "./types.js";
+import { lstatSync, readdirSync, type Stats, statSync } from "node:fs";
+import { isAbsolute } from "node:path";
+import { RelayError, truncateUtf8 } from "../core/index.js";
+import type { ProcessOutcome } from "../exec/index.js";
+import type { OutcomeCode } from "../infra-protocol/index.js";
+import { readCredential, sweepKeyFiles, withKeyFile, withPrivateDir } from "./credentials.js";
+import { octal } from "./file-trust.js";
+import { ARGV_UNSAFE } from "./profile-schema.js";
+import {
+  CONFINEMENT_CHECKS,
+  childEnvironment,
+  classifyFailure,
+  endpoint,
+  knownHostsName,
+  RSYNC_PROGRAM,
+  remoteSpec,
+  rsyncShell,
+  SSH_KEYGEN_PROGRAM,
+} from "./ssh-args.js";
+import type { InfraContext, Profile, Remote, RemoteResult } from "./types.js";
 
 /** Options of the transport that do not come from a profile. */
 export interface RemoteOptions {
   /** `$CREDENTIALS_DIRECTORY` (systemd LoadCredential=), or null. */
   credentialsDirectory: string | null;
-  /** The explicit fallback: read `<dir>/<credential id>` from this operator-owned 0600 directory instead. */
+  /**
+   * The explicit fallback (`--allow-key-file`): `<dir>/<credential id>`, tried after the credentials
+   * directory; the directory writable by its owner alone, each key 0600 or 0400.
+   */
   keyFileDirectory: string | null;
+  /** The uid the daemon runs as; the process's effective uid when absent. */
+  daemonUid?: number;
 }
 
-/** Placeholder signature only: the ssh/rsync transport replaces it. */
+/** Characters of ssh/rsync output kept in a failure's `detail`. */
+const DETAIL_BYTES = 2048;
+/** ssh-keygen -F prints the matching lines: a few hundred bytes per key. */
+const KEYGEN_OUTPUT_BYTES = 64 * 1024;
+const KEYGEN_TIMEOUT_MS = 10_000;
+
+/**
+ * The ssh/rsync transport (docs/infra-broker.md §Transport): fixed argument
+ * vectors built from the profile, the key handed over in a private file
+ * that exists only while its process runs, every process started through
+ * the context's ProcessRunner with the profile's time and output bounds,
+ * and every failure mapped to an outcome code.
+ */
 export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteOptions): Remote {
-  throw new Error(
-    `the transport is not built yet (${ctx.stateDir}, ${String(options.credentialsDirectory)})`,
-  );
+  if (!isAbsolute(ctx.stateDir) || ARGV_UNSAFE.test(ctx.stateDir)) {
+    // The key file lives under it and its path is one word of rsync's -e.
+    throw new RelayError(
+      "ValueError",
+      `state directory ${JSON.stringify(ctx.stateDir)} must be an absolute path without whitespace, quotes, '\\', '\`' or '$'`,
+    );
+  }
+  sweepKeyFiles(ctx.stateDir);
+  const daemonUid = options.daemonUid ?? process.geteuid?.() ?? 0;
+  const sources = {
+    credentialsDirectory: options.credentialsDirectory,
+    keyFileDirectory: options.keyFileDirectory,
+    daemonUid,
+  };
+
+  async function runChild(argv: string[], home: string, profile: Profile | null): Promise<ProcessOutcome> {
+    return ctx.runner.run({
+      argv,
+      env: childEnvironment(home),
+      timeoutMs: profile === null ? KEYGEN_TIMEOUT_MS : profile.limits.timeoutSeconds * 1000,
+      maxBufferBytes: profile === null ? KEYGEN_OUTPUT_BYTES : profile.limits.outputBytes,
+      mergeStderr: false,
+    });
+  }
+
+  /** The pin file exists, is trusted, and names the profile's host; null when so. */
+  async function checkPin(profile: Profile): Promise<RemoteResult | null> {
+    const pin = profile.knownHostsFile;
+    let st: Stats;
+    try {
+      st = lstatSync(pin);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return refused("PIN_MISSING", `the pin file ${pin} does not exist`);
+      return refused("PIN_MISSING", `the pin file ${pin} cannot be read (${code ?? "error"})`);
+    }
+    const problem = pinProblem(pin, st, daemonUid);
+    if (problem !== null) return refused("PROFILE_INVALID", problem);
+    const name = knownHostsName(profile);
+    let outcome: ProcessOutcome;
+    try {
+      outcome = await withPrivateDir(ctx.stateDir, (home) =>
+        runChild([SSH_KEYGEN_PROGRAM, "-F", name, "-f", pin], home, null),
+      );
+    } catch (err) {
+      return cannotStart(SSH_KEYGEN_PROGRAM, err);
+    }
+    if (outcome.exitCode === 0 && !outcome.timedOut) return null;
+    if (outcome.exitCode === 1) {
+      return refused(
+        "PIN_MISSING",
+        `the pin file ${pin} has no key for ${name}; add the receiver's host key to it (keys are never learned on first use)`,
+      );
+    }
+    return refused(
+      "PROFILE_INVALID",
+      `ssh-keygen could not read the pin file ${pin} (exit ${outcome.exitCode ?? "none"})`,
+      outcome.output,
+    );
+  }
+
+  interface RsyncRun {
+    what: string;
+    write: boolean;
+    missingCode: OutcomeCode;
+    /** A listing or preview cut by the output bound would be read as complete: refuse it instead. */
+    needsWholeOutput: boolean;
+    args: string[];
+  }
+
+  /** One rsync run with the profile's key; a RemoteResult when it could not start. */
+  async function connect(profile: Profile, args: string[]): Promise<ProcessOutcome | RemoteResult> {
+    const key = readCredential(profile.credentialId, sources);
+    if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
+    try {
+      return await withKeyFile(ctx.stateDir, key.bytes, ({ keyFile, home }) =>
+        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...args], home, profile),
+      );
+    } catch (err) {
+      return cannotStart(RSYNC_PROGRAM, err);
+    }
+  }
+
+  async function rsync(profile: Profile, run: RsyncRun): Promise<RemoteResult> {
+    const pin = await checkPin(profile);
+    if (pin !== null) return pin;
+    const outcome = await connect(profile, run.args);
+    if ("ok" in outcome) return outcome;
+    if (outcome.exitCode === 0 && !outcome.timedOut) {
+      if (run.needsWholeOutput && outcome.droppedBytes > 0) {
+        return refused(
+          "LIMIT_EXCEEDED",
+          `the output of ${run.what} was larger than the profile's output_bytes (${profile.limits.outputBytes})`,
+        );
+      }
+      return { ok: true, output: outcome.output, durationMs: outcome.durationMs };
+    }
+    return failed(profile, outcome, run);
+  }
+
+  function failed(
+    profile: Profile,
+    outcome: ProcessOutcome,
+    run: Omit<RsyncRun, "args" | "needsWholeOutput">,
+  ) {
+    const failure = classifyFailure(outcome.output, {
+      profile,
+      exitCode: outcome.exitCode,
+      timedOut: outcome.timedOut,
+      write: run.write,
+      missingCode: run.missingCode,
+      what: run.what,
+    });
+    return { ok: false as const, ...failure, detail: toDetail(outcome.output) };
+  }
+
+  /**
+   * Ask the receiver for what its rrsync confinement must refuse, on a
+   * listing where a plain rsync would do no harm with it. A receiver that
+   * accepts is not the one the profile describes, and is not used.
+   */
+  async function attestConfinement(profile: Profile): Promise<RemoteResult | null> {
+    const target = spec(profile, ".");
+    for (const check of CONFINEMENT_CHECKS) {
+      const outcome = await connect(profile, ["--list-only", "--no-h", `-M${check.option}`, "--", target]);
+      if ("ok" in outcome) return outcome;
+      if (check.refusal.test(outcome.output)) continue;
+      if (outcome.exitCode === 0 && !outcome.timedOut) {
+        return refused(
+          "RECEIVER_REFUSED",
+          `${endpoint(profile)} accepted ${check.option}, which rrsync ${check.flag} refuses: the key is not confined by rrsync as the profile says, so the broker does not use this receiver`,
+        );
+      }
+      return failed(profile, outcome, {
+        what: `checking the receiver's confinement`,
+        write: false,
+        missingCode: "RECEIVER_REFUSED",
+      });
+    }
+    return null;
+  }
+
+  function spec(profile: Profile, path: string): string {
+    const value = remoteSpec(profile, path);
+    if (value === null) {
+      throw new RelayError("ValueError", `remote path ${JSON.stringify(path)} is not a plain relative path`);
+    }
+    return value;
+  }
+
+  return {
+    async preflight(profile) {
+      const pin = await checkPin(profile);
+      if (pin !== null) return pin;
+      const key = readCredential(profile.credentialId, sources);
+      if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
+      key.bytes.fill(0);
+      return { ok: true, output: "", durationMs: 0 };
+    },
+
+    async probe(profile) {
+      const target = spec(profile, ".");
+      const listed = await rsync(profile, {
+        what: `listing the remote root ${profile.remoteRoot}`,
+        write: false,
+        missingCode: "RECEIVER_REFUSED",
+        needsWholeOutput: false,
+        args: ["--list-only", "--no-h", "--", target],
+      });
+      if (!listed.ok) return listed;
+      return (await attestConfinement(profile)) ?? listed;
+    },
+
+    list(profile, remotePath) {
+      const target = spec(profile, remotePath);
+      return rsync(profile, {
+        what: `listing ${remotePath}`,
+        write: false,
+        missingCode: "RUN_NOT_FOUND",
+        needsWholeOutput: true,
+        args: ["--list-only", "--no-h", "-r", "--", target],
+      });
+    },
+
+    push(profile, localDir, remotePath, options) {
+      const target = spec(profile, remotePath);
+      assertLocalDirectory(localDir, false);
+      return rsync(profile, {
+        what: `${options.dryRun ? "a dry run of the copy" : "the copy"} to ${remotePath}`,
+        write: !options.dryRun,
+        missingCode: "RECEIVER_REFUSED",
+        needsWholeOutput: options.dryRun,
+        args: [
+          "-r",
+          "-t",
+          "--mkpath",
+          "--ignore-existing",
+          "--itemize-changes",
+          ...(options.dryRun ? ["--dry-run"] : []),
+          "--",
+          `${localDir}/`,
+          target,
+        ],
+      });
+    },
+
+    pull(profile, remotePath, localDir, maxBytes) {
+      const target = spec(profile, remotePath);
+      assertLocalDirectory(localDir, true);
+      if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) {
+        throw new RelayError("ValueError", `maxBytes must be a positive integer, got ${maxBytes}`);
+      }
+      return rsync(profile, {
+        what: `fetching ${remotePath}`,
+        write: false,
+        missingCode: "RUN_NOT_FOUND",
+        needsWholeOutput: false,
+        args: ["-r", "-t", `--max-size=${maxBytes}`, "--", target, `${localDir}/`],
+      });
+    },
+  };
+}
+
+function refused(code: OutcomeCode, message: string, output = ""): RemoteResult {
+  return { ok: false, code, message, interrupted: false, detail: toDetail(output) };
+}
+
+function cannotStart(program: string, err: unknown): RemoteResult {
+  if (!(err instanceof RelayError)) throw err;
+  return refused("MISSING_EXECUTION_CAPABILITY", `the broker cannot run ${program}: ${err.message}`);
+}
+
+/** The pin file must not be a link, writable by others, or writable by the daemon itself. */
+function pinProblem(pin: string, st: Stats, daemonUid: number): string | null {
+  if (st.isSymbolicLink()) return `the pin file ${pin} is a symbolic link`;
+  if (!st.isFile()) return `the pin file ${pin} is not a regular file`;
+  if ((st.mode & 0o022) !== 0) {
+    return `the pin file ${pin} is writable by group or others (mode ${octal(st.mode)})`;
+  }
+  if (daemonUid !== 0 && st.uid === daemonUid) {
+    return `the pin file ${pin} is owned by the daemon's own uid ${daemonUid}`;
+  }
+  return null;
+}
+
+/** A local directory handed in by the operations: absolute, a real directory, and empty when it receives. */
+function assertLocalDirectory(dir: string, mustBeEmpty: boolean): void {
+  if (!isAbsolute(dir) || dir.endsWith("/")) {
+    throw new RelayError(
+      "ValueError",
+      `local directory ${JSON.stringify(dir)} must be absolute, without a trailing '/'`,
+    );
+  }
+  const st = statSync(dir);
+  if (!st.isDirectory()) throw new RelayError("ValueError", `${dir} is not a directory`);
+  if (mustBeEmpty && readdirSync(dir).length > 0) {
+    throw new RelayError("ValueError", `${dir} must be empty before a remote directory is fetched into it`);
+  }
+}
+
+const KEY_BLOCK = /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)/g;
+const LONG_BASE64_LINE = /^[A-Za-z0-9+/=]{40,}$/gm;
+
+/**
+ * A bounded excerpt of what ssh/rsync printed. ssh never prints a private
+ * key, but whatever shape of key material might appear is cut out anyway:
+ * the detail reaches receipts and callers.
+ */
+export function toDetail(output: string): string {
+  const scrubbed = output.replace(KEY_BLOCK, "[key material removed]").replace(LONG_BASE64_LINE, "[removed]");
+  const tail = scrubbed.length > DETAIL_BYTES ? scrubbed.slice(-DETAIL_BYTES) : scrubbed;
+  return truncateUtf8(tail.trim(), DETAIL_BYTES).text;
 }

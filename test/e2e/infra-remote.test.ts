@@ -1,0 +1,599 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  ftruncateSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cryptoIds, RelayError, silentLogger, systemClock } from "../../src/core/index.js";
+import { createProcessRunner, type ProcessRequest, type ProcessRunner } from "../../src/exec/index.js";
+import { createRemote, loadProfiles, type RemoteOptions } from "../../src/infra/index.js";
+import { describeIssues, profileFileSchema } from "../../src/infra/profile-schema.js";
+import type { Profile, Remote, RemoteResult } from "../../src/infra/types.js";
+import {
+  announceSkip,
+  createSshFixture,
+  SSHD_MISSING,
+  type Sshd,
+  type SshFixture,
+} from "../fixtures/sshd.js";
+import { REPO_ROOT } from "../helpers/server.js";
+
+announceSkip("INFRA-1 ssh/rsync transport suite");
+
+const RRSYNC = "/usr/bin/rrsync";
+const SKIP = SSHD_MISSING || !existsSync(RRSYNC) || !existsSync("/usr/bin/rsync");
+if (!SSHD_MISSING && SKIP)
+  process.stderr.write(`[skipped] INFRA-1 transport suite: ${RRSYNC} or rsync missing\n`);
+
+/** Every file under `root` with its SHA-256, by relative path. */
+function hashes(root: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      if (lstatSync(path).isDirectory()) walk(path);
+      else out[relative(root, path)] = createHash("sha256").update(readFileSync(path)).digest("hex");
+    }
+  };
+  walk(root);
+  return out;
+}
+
+/** Every file under `root`, read whole (for the search of key bytes). */
+function allFiles(root: string): string[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name));
+}
+
+/** The runner the daemon uses, recording what each child was given and checking its key file while it runs. */
+function recordingRunner(inner: ProcessRunner) {
+  const requests: ProcessRequest[] = [];
+  const keyModes: string[] = [];
+  const runner: ProcessRunner = {
+    run(request, signal) {
+      requests.push(request);
+      const shell = request.argv?.[request.argv.indexOf("-e") + 1] ?? "";
+      const words = shell.split(" ");
+      const keyFile = words[words.indexOf("-i") + 1];
+      if (request.argv?.includes("-e") && keyFile !== undefined) {
+        keyModes.push(
+          `${(statSync(keyFile).mode & 0o777).toString(8)} ${(statSync(dirname(keyFile)).mode & 0o777).toString(8)}`,
+        );
+      }
+      return inner.run(request, signal);
+    },
+    active: () => inner.active(),
+    killAll: () => inner.killAll(),
+  };
+  return { runner, requests, keyModes };
+}
+
+const DEPLOY = join(REPO_ROOT, "deploy", "infra-broker");
+
+/** The one key line of the documented receiver-side authorized_keys. */
+function documentedKeyLine(): string {
+  const lines = readFileSync(join(DEPLOY, "receiver-authorized_keys"), "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "" && !l.startsWith("#"));
+  expect(lines).toHaveLength(1);
+  return lines[0] ?? "";
+}
+
+describe("the deployment examples", () => {
+  it("the example profile passes the profile schema", () => {
+    const parsed = profileFileSchema.safeParse(
+      JSON.parse(readFileSync(join(DEPLOY, "example-profile.json"), "utf8")),
+    );
+    expect(parsed.success ? [] : describeIssues(parsed.error)).toEqual([]);
+  });
+
+  it("the unit starts the broker with the flags it has and loads the key as a credential", () => {
+    const unit = readFileSync(join(DEPLOY, "relay-shell-infra-broker.service"), "utf8");
+    expect(unit).toMatch(
+      /^ExecStart=.* infra-broker --config \S+ --socket \/run\/relay-infra\/\S+ --state \/var\/lib\/relay-infra$/m,
+    );
+    expect(unit).not.toMatch(/--allow-key-file/);
+    for (const line of [
+      "LoadCredential=backup-key:",
+      "RuntimeDirectory=relay-infra",
+      "StateDirectory=relay-infra",
+      "ProtectSystem=strict",
+      "NoNewPrivileges=yes",
+      "PrivateTmp=yes",
+      "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
+      "SystemCallFilter=@system-service",
+    ]) {
+      expect(unit).toContain(`\n${line}`);
+    }
+  });
+});
+
+describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the forced command", () => {
+  let fx: SshFixture;
+  let sshd: Sshd;
+  let base: string;
+  let receiver: string;
+  let pinDir: string;
+  let pin: string;
+  let creds: string;
+  let stateDir: string;
+  let sources: string;
+  let profile: Profile;
+  let recorder: ReturnType<typeof recordingRunner>;
+  let remote: Remote;
+  let keyLines: string[];
+  const results: RemoteResult[] = [];
+
+  const record = async (p: Promise<RemoteResult>): Promise<RemoteResult> => {
+    const result = await p;
+    results.push(result);
+    return result;
+  };
+
+  function makeRemote(options: Partial<RemoteOptions> = {}): Remote {
+    return createRemote(
+      { stateDir, runner: recorder.runner, clock: systemClock, ids: cryptoIds, logger: silentLogger },
+      { credentialsDirectory: creds, keyFileDirectory: null, ...options },
+    );
+  }
+
+  function writePin(port = sshd.port, key = sshd.hostKeyPublic()): void {
+    writeFileSync(pin, `[127.0.0.1]:${port} ${key}\n`, { mode: 0o644 });
+  }
+
+  beforeAll(async () => {
+    fx = createSshFixture();
+    base = mkdtempSync(join(tmpdir(), "relay-infra-remote-"));
+    chmodSync(base, 0o755);
+    receiver = join(base, "receiver");
+    mkdirSync(join(receiver, "backups"), { recursive: true, mode: 0o755 });
+    if (process.geteuid?.() === 0) {
+      const uid = Number(execFileSync("id", ["-u", fx.user], { encoding: "utf8" }).trim());
+      chownSync(receiver, uid, uid);
+      chownSync(join(receiver, "backups"), uid, uid);
+    }
+    // The receiver is set up with the documented authorized_keys line, its directory and key swapped in.
+    const keys = join(base, "rrsync_authorized_keys");
+    const publicKey = readFileSync(`${fx.clientKey}.pub`, "utf8").trim();
+    const documented = documentedKeyLine();
+    expect(documented).toMatch(
+      /^command="\/usr\/bin\/rrsync -no-del -no-overwrite \/srv\/relay-receiver",restrict ssh-/,
+    );
+    const line = documented
+      .replace("/srv/relay-receiver", receiver)
+      .replace(/ssh-ed25519 \S+ \S+$/, publicKey);
+    writeFileSync(keys, `${line}\n`, { mode: 0o644 });
+    sshd = await fx.start({ extraConfig: () => `Match User ${fx.user}\n  AuthorizedKeysFile ${keys}\n` });
+
+    pinDir = join(base, "pins");
+    mkdirSync(pinDir, { mode: 0o755 });
+    pin = join(pinDir, "known_hosts");
+    writePin();
+    creds = join(base, "credentials");
+    mkdirSync(creds, { mode: 0o700 });
+    copyFileSync(fx.clientKey, join(creds, "backup-key"));
+    chmodSync(join(creds, "backup-key"), 0o600);
+    copyFileSync(fx.wrongKey, join(creds, "wrong-key"));
+    chmodSync(join(creds, "wrong-key"), 0o600);
+    keyLines = readFileSync(fx.clientKey, "utf8")
+      .split("\n")
+      .filter((line) => line.length >= 20 && !line.startsWith("-----"));
+    expect(keyLines.length).toBeGreaterThan(0);
+
+    sources = join(base, "source");
+    mkdirSync(join(sources, "site", "assets"), { recursive: true });
+    writeFileSync(join(sources, "site", "index.html"), "<h1>hello</h1>\n");
+    writeFileSync(join(sources, "site", "assets", "app.js"), "console.log(1)\n".repeat(1000));
+    writeFileSync(join(sources, "site", "empty"), "");
+
+    const profiles = join(base, "profiles");
+    mkdirSync(profiles, { mode: 0o755 });
+    writeFileSync(
+      join(profiles, "backup.json"),
+      JSON.stringify({
+        host: "127.0.0.1",
+        port: sshd.port,
+        user: fx.user,
+        source_roots: [join(sources, "site")],
+        remote_root: "backups",
+        known_hosts: pin,
+        credential: "backup-key",
+        limits: { timeout_seconds: 60 },
+        allowed_principals: { uids: [0] },
+        approval: "none",
+        receiver: "rrsync",
+      }),
+      { mode: 0o644 },
+    );
+    const set = loadProfiles(profiles, { daemonUid: 4242 });
+    expect([...set.broken.values()]).toEqual([]);
+    profile = set.profiles.get("backup") as Profile;
+
+    stateDir = join(base, "state");
+    mkdirSync(stateDir, { mode: 0o700 });
+    recorder = recordingRunner(createProcessRunner());
+    remote = makeRemote();
+  });
+
+  afterAll(() => {
+    fx?.close();
+    if (base) rmSync(base, { recursive: true, force: true });
+  });
+
+  it("preflight: the pin names the host and the credential is readable", async () => {
+    expect(await record(remote.preflight(profile))).toEqual({ ok: true, output: "", durationMs: 0 });
+  });
+
+  it("preflight: a pin file without the host, or no pin file, is PIN_MISSING (no key is ever learned)", async () => {
+    const otherPin = join(pinDir, "other_hosts");
+    writeFileSync(otherPin, `[127.0.0.1]:1 ${sshd.hostKeyPublic()}\n`, { mode: 0o644 });
+    const noEntry = await record(remote.preflight({ ...profile, knownHostsFile: otherPin }));
+    expect(noEntry).toMatchObject({ ok: false, code: "PIN_MISSING", interrupted: false });
+    expect(noEntry.ok || noEntry.message).toMatch(/has no key for \[127\.0\.0\.1\]:\d+/);
+    const absent = await record(remote.preflight({ ...profile, knownHostsFile: join(pinDir, "absent") }));
+    expect(absent).toMatchObject({ ok: false, code: "PIN_MISSING" });
+    // A probe refuses too, before any connection: nothing was added to the pin file.
+    expect(await record(remote.probe({ ...profile, knownHostsFile: otherPin }))).toMatchObject({
+      code: "PIN_MISSING",
+    });
+    expect(readFileSync(otherPin, "utf8")).toBe(`[127.0.0.1]:1 ${sshd.hostKeyPublic()}\n`);
+  });
+
+  it("preflight: a hashed pin entry is found", async () => {
+    const hashed = join(pinDir, "hashed_hosts");
+    writeFileSync(hashed, `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n`, { mode: 0o644 });
+    execFileSync("ssh-keygen", ["-H", "-f", hashed], { stdio: "ignore" });
+    rmSync(`${hashed}.old`, { force: true });
+    expect(readFileSync(hashed, "utf8")).toMatch(/^\|1\|/);
+    chmodSync(hashed, 0o644);
+    expect(await record(remote.preflight({ ...profile, knownHostsFile: hashed }))).toMatchObject({
+      ok: true,
+    });
+    expect(await record(remote.probe({ ...profile, knownHostsFile: hashed }))).toMatchObject({ ok: true });
+  });
+
+  it("preflight: a pin file writable by others is refused", async () => {
+    const loose = join(pinDir, "loose_hosts");
+    writeFileSync(loose, `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n`);
+    chmodSync(loose, 0o666);
+    const result = await record(remote.probe({ ...profile, knownHostsFile: loose }));
+    expect(result).toMatchObject({ ok: false, code: "PROFILE_INVALID" });
+  });
+
+  it("probe connects, passes rrsync and lists the remote root", async () => {
+    const result = await record(remote.probe(profile));
+    expect(result).toMatchObject({ ok: true });
+    expect(result.ok && result.output).toMatch(/^d\S+\s+[\d,]+ \S+ \S+ \.$/m);
+  });
+
+  it("push, list and pull: a dry run writes nothing, the copy lands file by file, a second copy overwrites nothing", async () => {
+    const run = join(receiver, "backups", "runs", "r1");
+    const dry = await record(remote.push(profile, join(sources, "site"), "runs/r1", { dryRun: true }));
+    expect(dry).toMatchObject({ ok: true });
+    expect(dry.ok && dry.output).toMatch(/^<f\+{9} index\.html$/m);
+    expect(existsSync(run)).toBe(false);
+
+    const copy = await record(remote.push(profile, join(sources, "site"), "runs/r1", { dryRun: false }));
+    expect(copy).toMatchObject({ ok: true });
+    expect(copy.ok && copy.output).toMatch(/^<f\+{9} assets\/app\.js$/m);
+    expect(hashes(run)).toEqual(hashes(join(sources, "site")));
+
+    // The run directory is immutable: a changed source does not overwrite what is there.
+    const before = hashes(run);
+    writeFileSync(join(sources, "site", "index.html"), "<h1>changed</h1>\n");
+    const again = await record(remote.push(profile, join(sources, "site"), "runs/r1", { dryRun: false }));
+    expect(again).toMatchObject({ ok: true });
+    expect(hashes(run)).toEqual(before);
+    writeFileSync(join(sources, "site", "index.html"), "<h1>hello</h1>\n");
+
+    const listing = await record(remote.list(profile, "runs/r1"));
+    expect(listing).toMatchObject({ ok: true });
+    const names = (listing.ok ? listing.output : "")
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => line.split(/\s+/).slice(4).join(" "));
+    expect(names.sort()).toEqual([".", "assets", "assets/app.js", "empty", "index.html"]);
+    // Sizes in plain digits, not grouped ("15,000"), for the caller to compare with its manifest.
+    expect(listing.ok && listing.output).toMatch(/^-\S+ +15000 \S+ \S+ assets\/app\.js$/m);
+
+    const into = mkdtempSync(join(stateDir, "pull-"));
+    const pulled = await record(remote.pull(profile, "runs/r1", into, 1024 * 1024));
+    expect(pulled).toMatchObject({ ok: true });
+    expect(hashes(into)).toEqual(hashes(run));
+
+    const small = mkdtempSync(join(stateDir, "pull-small-"));
+    expect(await record(remote.pull(profile, "runs/r1", small, 100))).toMatchObject({ ok: true });
+    expect(Object.keys(hashes(small)).sort()).toEqual(["empty", "index.html"]);
+    rmSync(into, { recursive: true });
+    rmSync(small, { recursive: true });
+  });
+
+  it("a run that does not exist is RUN_NOT_FOUND; a missing remote root is RECEIVER_REFUSED", async () => {
+    expect(await record(remote.list(profile, "runs/never"))).toMatchObject({
+      ok: false,
+      code: "RUN_NOT_FOUND",
+    });
+    const into = mkdtempSync(join(stateDir, "pull-"));
+    expect(await record(remote.pull(profile, "runs/never", into, 1000))).toMatchObject({
+      code: "RUN_NOT_FOUND",
+    });
+    rmSync(into, { recursive: true });
+    expect(await record(remote.probe({ ...profile, remoteRoot: "nowhere" }))).toMatchObject({
+      ok: false,
+      code: "RECEIVER_REFUSED",
+    });
+  });
+
+  it("a remote path outside the remote root never reaches rsync", async () => {
+    const count = recorder.requests.length;
+    for (const path of ["../escape", "runs/../../x", "/etc", "-e", "runs/*"]) {
+      expect(() => remote.list(profile, path)).toThrow(RelayError);
+      expect(() => remote.push(profile, join(sources, "site"), path, { dryRun: true })).toThrow(RelayError);
+    }
+    expect(recorder.requests.length).toBe(count);
+  });
+
+  it("a receiver-side link pointing out of the rrsync directory is refused by the receiver, nothing written outside", async () => {
+    const outside = join(base, "outside");
+    mkdirSync(outside, { mode: 0o777 });
+    symlinkSync(outside, join(receiver, "escape"));
+    const escaped = { ...profile, remoteRoot: "escape" };
+    const push = await record(remote.push(escaped, join(sources, "site"), "runs/r2", { dryRun: false }));
+    expect(push).toMatchObject({ ok: false, code: "RECEIVER_REFUSED", interrupted: false });
+    expect(push.ok || push.message).toMatch(/rrsync refused/);
+    expect(readdirSync(outside)).toEqual([]);
+    expect(await record(remote.probe(escaped))).toMatchObject({ code: "RECEIVER_REFUSED" });
+  });
+
+  it("a receiver whose key is not confined by rrsync is refused at probe", async () => {
+    const open = await fx.start();
+    try {
+      writeFileSync(
+        pin,
+        `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n[127.0.0.1]:${open.port} ${open.hostKeyPublic()}\n`,
+      );
+      const result = await record(remote.probe({ ...profile, port: open.port, remoteRoot: "." }));
+      expect(result).toMatchObject({ ok: false, code: "RECEIVER_REFUSED", interrupted: false });
+      expect(result.ok || result.message).toMatch(
+        /accepted --log-file=\/dev\/null, which rrsync -no-overwrite refuses: the key is not confined/,
+      );
+    } finally {
+      open.stop();
+      writePin();
+    }
+  });
+
+  it("a key the receiver does not accept is CREDENTIAL_REJECTED", async () => {
+    const result = await record(remote.probe({ ...profile, credentialId: "wrong-key" }));
+    expect(result).toMatchObject({ ok: false, code: "CREDENTIAL_REJECTED", interrupted: false });
+    expect(result.ok || result.detail).toMatch(/Permission denied/);
+  });
+
+  it("a missing, loose, linked or foreign key is CREDENTIAL_UNAVAILABLE, naming the path and mode", async () => {
+    const missing = await record(remote.probe({ ...profile, credentialId: "absent-key" }));
+    expect(missing).toMatchObject({ ok: false, code: "CREDENTIAL_UNAVAILABLE" });
+    expect(missing.ok || missing.message).toContain(join(creds, "absent-key"));
+
+    copyFileSync(fx.clientKey, join(creds, "loose-key"));
+    chmodSync(join(creds, "loose-key"), 0o644);
+    const loose = await record(remote.probe({ ...profile, credentialId: "loose-key" }));
+    expect(loose).toMatchObject({ ok: false, code: "CREDENTIAL_UNAVAILABLE" });
+    expect(loose.ok || loose.message).toBe(
+      `the key ${join(creds, "loose-key")} has mode 0644; only 0600 or 0400 is accepted`,
+    );
+    expect(await record(remote.preflight({ ...profile, credentialId: "loose-key" }))).toMatchObject({
+      code: "CREDENTIAL_UNAVAILABLE",
+    });
+
+    symlinkSync(join(creds, "backup-key"), join(creds, "linked-key"));
+    expect(await record(remote.probe({ ...profile, credentialId: "linked-key" }))).toMatchObject({
+      code: "CREDENTIAL_UNAVAILABLE",
+      message: expect.stringMatching(/is a symbolic link/),
+    });
+    if (process.geteuid?.() === 0) {
+      copyFileSync(fx.clientKey, join(creds, "foreign-key"));
+      chmodSync(join(creds, "foreign-key"), 0o600);
+      chownSync(join(creds, "foreign-key"), 5151, 5151);
+      expect(await record(remote.probe({ ...profile, credentialId: "foreign-key" }))).toMatchObject({
+        code: "CREDENTIAL_UNAVAILABLE",
+        message: expect.stringMatching(/owned by uid 5151/),
+      });
+    }
+  });
+
+  it("the key file directory is used only when the fallback is given, and then a 0400 key works", async () => {
+    const fallback = join(base, "keyfiles");
+    mkdirSync(fallback, { mode: 0o700 });
+    copyFileSync(fx.clientKey, join(fallback, "backup-key"));
+    chmodSync(join(fallback, "backup-key"), 0o400);
+    const none = makeRemote({ credentialsDirectory: null });
+    expect(await record(none.probe(profile))).toMatchObject({
+      code: "CREDENTIAL_UNAVAILABLE",
+      message: expect.stringMatching(/no credential source/),
+    });
+    const withFallback = makeRemote({ credentialsDirectory: null, keyFileDirectory: fallback });
+    expect(await record(withFallback.probe(profile))).toMatchObject({ ok: true });
+  });
+
+  it("a closed port is NETWORK_FAILURE", async () => {
+    const port = await fx.closedPort();
+    writeFileSync(
+      pin,
+      `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n[127.0.0.1]:${port} ${sshd.hostKeyPublic()}\n`,
+    );
+    const result = await record(remote.probe({ ...profile, port }));
+    expect(result).toMatchObject({ ok: false, code: "NETWORK_FAILURE", interrupted: false });
+    expect(result.ok || result.message).toMatch(/Connection refused/);
+    writePin();
+  });
+
+  it("the child's environment is PATH, HOME and LANG only: an agent holding the accepted key is never asked", async () => {
+    const agentSocket = join(base, "agent.sock");
+    const agent: ChildProcess = spawn("ssh-agent", ["-D", "-a", agentSocket], { stdio: "ignore" });
+    const saved = process.env.SSH_AUTH_SOCK;
+    try {
+      for (let i = 0; i < 200 && !existsSync(agentSocket); i++) await new Promise((r) => setTimeout(r, 10));
+      execFileSync("ssh-add", [fx.clientKey], { env: { SSH_AUTH_SOCK: agentSocket }, stdio: "ignore" });
+      process.env.SSH_AUTH_SOCK = agentSocket;
+      const from = recorder.requests.length;
+      const result = await record(remote.probe({ ...profile, credentialId: "wrong-key" }));
+      expect(result).toMatchObject({ ok: false, code: "CREDENTIAL_REJECTED" });
+      const made = recorder.requests.slice(from);
+      expect(made.length).toBeGreaterThan(0);
+      for (const request of made) {
+        expect(Object.keys(request.env).sort()).toEqual(["HOME", "LANG", "PATH"]);
+        expect(request.env.LANG).toBe("C");
+        expect(request.env.HOME?.startsWith(`${stateDir}/`)).toBe(true);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.SSH_AUTH_SOCK;
+      else process.env.SSH_AUTH_SOCK = saved;
+      agent.kill();
+    }
+  });
+
+  it("every ssh/rsync argv is the fixed one, with no remote command", () => {
+    const rsyncRuns = recorder.requests.filter((r) => r.argv?.[0] === "rsync");
+    expect(rsyncRuns.length).toBeGreaterThan(5);
+    for (const request of rsyncRuns) {
+      const argv = request.argv ?? [];
+      const shell = argv[argv.indexOf("-e") + 1] ?? "";
+      expect(shell).toMatch(
+        /^ssh -F \/dev\/null -o BatchMode=yes .* -o IdentityAgent=none -o StrictHostKeyChecking=yes -o UserKnownHostsFile=\S+ -o GlobalKnownHostsFile=\/dev\/null .* -i \S+ -p \d+ -l \S+$/,
+      );
+      // The remote path is the last or second-to-last word and always host:path; nothing after `--` but paths.
+      const rest = argv.slice(argv.indexOf("--") + 1);
+      expect(rest.length).toBeLessThanOrEqual(2);
+      expect(rest.filter((a) => a.startsWith("127.0.0.1:")).length).toBe(1);
+      expect(argv.some((a) => a.startsWith("--delete") || a.startsWith("--remove") || a === "-s")).toBe(
+        false,
+      );
+      // Remote options only as the confinement check of a listing.
+      const remoteOptions = argv.filter((a) => a.startsWith("-M") || a.startsWith("--remote-option"));
+      for (const option of remoteOptions) {
+        expect(["-M--log-file=/dev/null", "-M--delete-excluded"]).toContain(option);
+        expect(argv).toContain("--list-only");
+      }
+    }
+    // The key was a 0600 file in a 0700 directory while each process ran.
+    expect(new Set(recorder.keyModes)).toEqual(new Set(["600 700"]));
+  });
+
+  it("a copy whose connection is cut mid-transfer is WRITE_INTERRUPTED", async () => {
+    const big = join(base, "big-source");
+    mkdirSync(big);
+    // Sparse: costs no disk here, takes long enough to cut on the way.
+    const fd = openSync(join(big, "blob"), "w");
+    ftruncateSync(fd, 2 * 1024 ** 3);
+    closeSync(fd);
+    const target = join(receiver, "backups", "runs", "cut");
+    const pending = record(remote.push(profile, big, "runs/cut", { dryRun: false }));
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      if (existsSync(target) && readdirSync(target).length > 0) break;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(existsSync(target) && readdirSync(target).length > 0).toBe(true);
+    sshd.dropConnections();
+    const result = await pending;
+    expect(result).toMatchObject({ ok: false, code: "WRITE_INTERRUPTED", interrupted: true });
+    expect(result.ok || result.message).toMatch(
+      /may have written; the run's state on the receiver is unknown/,
+    );
+    rmSync(target, { recursive: true, force: true });
+    rmSync(big, { recursive: true, force: true });
+  });
+
+  it("a copy stopped by the profile's time limit is WRITE_INTERRUPTED", async () => {
+    const big = join(base, "slow-source");
+    mkdirSync(big);
+    const fd = openSync(join(big, "blob"), "w");
+    ftruncateSync(fd, 8 * 1024 ** 3);
+    closeSync(fd);
+    const limited = { ...profile, limits: { ...profile.limits, timeoutSeconds: 1 } };
+    const started = Date.now();
+    const result = await record(remote.push(limited, big, "runs/slow", { dryRun: false }));
+    expect(result).toMatchObject({ ok: false, code: "WRITE_INTERRUPTED", interrupted: true });
+    expect(result.ok || result.message).toMatch(/stopped after the profile's 1 s limit/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    rmSync(join(receiver, "backups", "runs", "slow"), { recursive: true, force: true });
+    rmSync(big, { recursive: true, force: true });
+  });
+
+  it("a dry run whose itemized output passes output_bytes is LIMIT_EXCEEDED, not a cut preview", async () => {
+    const many = join(base, "many-source");
+    mkdirSync(many);
+    for (let i = 0; i < 400; i++) writeFileSync(join(many, `file-with-a-long-name-${i}.txt`), `${i}`);
+    const limited = { ...profile, limits: { ...profile.limits, outputBytes: 4096 } };
+    const result = await record(remote.push(limited, many, "runs/many", { dryRun: true }));
+    expect(result).toMatchObject({ ok: false, code: "LIMIT_EXCEEDED" });
+    expect(await record(remote.push(profile, many, "runs/many", { dryRun: true }))).toMatchObject({
+      ok: true,
+    });
+    rmSync(many, { recursive: true, force: true });
+  });
+
+  it("a rotated host key is PIN_CHANGED, and the pin file is left as it was", async () => {
+    const pinned = readFileSync(pin, "utf8");
+    await sshd.rotateHostKey();
+    const result = await record(remote.probe(profile));
+    expect(result).toMatchObject({ ok: false, code: "PIN_CHANGED", interrupted: false });
+    expect(result.ok || result.detail).toMatch(/REMOTE HOST IDENTIFICATION HAS CHANGED/);
+    expect(readFileSync(pin, "utf8")).toBe(pinned);
+    writePin();
+    expect(await record(remote.probe(profile))).toMatchObject({ ok: true });
+  });
+
+  it("the key's bytes are in no result and nothing of the key is left in the state directory", () => {
+    const text = JSON.stringify(results);
+    for (const line of keyLines) expect(text).not.toContain(line);
+    const argvText = JSON.stringify(recorder.requests.map((r) => r.argv));
+    for (const line of keyLines) expect(argvText).not.toContain(line);
+    expect(readdirSync(stateDir).filter((name) => name.startsWith(".ssh-home-"))).toEqual([]);
+    for (const file of allFiles(stateDir)) {
+      const content = readFileSync(file, "utf8");
+      for (const line of keyLines) expect(content).not.toContain(line);
+    }
+  });
+
+  it("key directories left by a crash are removed when the transport is built", () => {
+    mkdirSync(join(stateDir, ".ssh-home-stale"), { mode: 0o700 });
+    writeFileSync(join(stateDir, ".ssh-home-stale", "id"), readFileSync(fx.clientKey), { mode: 0o600 });
+    makeRemote();
+    expect(existsSync(join(stateDir, ".ssh-home-stale"))).toBe(false);
+  });
+
+  it("refuses a state directory rsync's -e would split", () => {
+    expect(() =>
+      createRemote(
+        {
+          stateDir: "/var/lib/relay infra",
+          runner: recorder.runner,
+          clock: systemClock,
+          ids: cryptoIds,
+          logger: silentLogger,
+        },
+        { credentialsDirectory: creds, keyFileDirectory: null },
+      ),
+    ).toThrow(/without whitespace/);
+  });
+});
