@@ -3,7 +3,7 @@ import { mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Ids } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
-import type { OutcomeCode } from "../infra-protocol/index.js";
+import { IDEMPOTENCY_KEY, type OutcomeCode, PROFILE_ID, RUN_ID } from "../infra-protocol/index.js";
 
 /**
  * The run ledger (docs/infra-broker.md §Replication): what the broker knows
@@ -16,6 +16,7 @@ import type { OutcomeCode } from "../infra-protocol/index.js";
  *   <state>/replication/runs/<profile>/<run>/run.json       the run's state
  *   <state>/replication/runs/<profile>/<run>/manifest.json  the manifest of its snapshot
  *   <state>/replication/runs/<profile>/<run>/tree/          the staged copy, until it is pushed
+ *   <state>/replication/scratch/                   snapshots being taken and runs being verified
  */
 
 export type ReplicationState = "started" | "replicated" | "unknown";
@@ -95,17 +96,32 @@ export async function writeJsonAtomic(path: string, value: unknown, ids: Ids): P
   }
 }
 
+/**
+ * Ids become path components here. The dispatcher validated them already;
+ * this check keeps a path outside the ledger impossible even if it had not.
+ */
+function component(value: string, pattern: RegExp, what: string): string {
+  if (!pattern.test(value)) throw new Error(`${what} ${JSON.stringify(value)} cannot name a ledger file`);
+  return value;
+}
+
 export function openLedger(stateDir: string, ids: Ids): Ledger {
   const root = join(stateDir, "replication");
-  const runDir = (profile: string, runId: string) => join(root, "runs", profile, runId);
-  const keyFile = (key: string) => join(root, "keys", `${key}.json`);
+  const runDir = (profile: string, runId: string) =>
+    join(root, "runs", component(profile, PROFILE_ID, "profile id"), component(runId, RUN_ID, "run id"));
+  const keyFile = (key: string) =>
+    join(root, "keys", `${component(key, IDEMPOTENCY_KEY, "idempotency key")}.json`);
+  const scratchBase = join(root, "scratch");
+  // Scratch directories left by a process that died are removed once, before the first new one.
+  let swept: Promise<void> | null = null;
   return {
     root,
     runDir,
     async scratchDir() {
-      const base = join(root, "scratch");
-      await mkdir(base, { recursive: true, mode: 0o700 });
-      const dir = join(base, ids.hex(12));
+      swept ??= rm(scratchBase, { recursive: true, force: true });
+      await swept;
+      await mkdir(scratchBase, { recursive: true, mode: 0o700 });
+      const dir = join(scratchBase, ids.hex(12));
       await mkdir(dir, { mode: 0o700 });
       return dir;
     },
