@@ -59,6 +59,14 @@ describe("countItemized and saysAbsent", () => {
       true,
     );
     expect(saysAbsent('rsync: link_stat "/runs/x" failed: No such file or directory (2)')).toBe(true);
+    expect(
+      saysAbsent(
+        "/usr/bin/rrsync error: post-realpath open failed (race detected): ./runs/r1/ No such file or directory\n",
+      ),
+    ).toBe(true);
+    expect(
+      saysAbsent("/usr/bin/rrsync error: post-realpath open failed (race detected): ./x Too many levels"),
+    ).toBe(false);
     expect(saysAbsent("rsync: connection unexpectedly closed")).toBe(false);
     expect(saysAbsent("No such file or directory")).toBe(false);
   });

@@ -79,10 +79,13 @@ export function countItemized(output: string): number {
 }
 
 /**
- * rsync's answer when the listed path does not exist (`change_dir ... failed:
- * No such file or directory` or `link_stat ...`): the remote run directory is
- * absent, which is what a new run needs.
+ * The receiver's answer when the listed path does not exist: rsync's own
+ * (`change_dir ... failed: No such file or directory`, `link_stat ...`), or
+ * rrsync's, which opens a sender's path itself before starting rsync and
+ * reports a missing one as `post-realpath open failed (race detected): <path>
+ * No such file or directory`. Either way the run directory is absent, which
+ * is what a new run needs.
  */
 export function saysAbsent(text: string): boolean {
-  return /(change_dir|link_stat)\b[^\n]*No such file or directory/.test(text);
+  return /(change_dir|link_stat|post-realpath open failed)\b[^\n]*No such file or directory/.test(text);
 }

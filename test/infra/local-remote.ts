@@ -4,13 +4,14 @@ import type { Profile, Remote, RemoteResult } from "../../src/infra/types.js";
 import type { OutcomeCode } from "../../src/infra-protocol/index.js";
 
 /**
- * A receiver on the local disk for the operations' tests: every call runs the
+ * A minimal rsync transport for the operations' tests: every call runs the
  * real rsync (through the project's process runner, with the profile's time
- * and output bounds), against `<receiver>/<remote root>/` instead of through
- * ssh and rrsync. It passes the options the real transport passes
- * (--ignore-existing, --mkpath, never --delete), so what a run directory
- * ends up holding is what rsync really did. `failures` lets a test make the
- * next call of an operation fail before anything is sent.
+ * and output bounds), either against `<receiver>/<remote root>/` on the local
+ * disk, or over ssh to a receiver whose key is forced to rrsync (`ssh`). It
+ * passes the options the broker's transport passes (--ignore-existing,
+ * --mkpath, never --delete), so what a run directory ends up holding is what
+ * rsync really did. `failures` lets a test make the next call of an
+ * operation fail before anything is sent.
  */
 export interface LocalRemote extends Remote {
   calls: Array<{ op: string; path: string; dryRun?: boolean }>;
@@ -19,16 +20,24 @@ export interface LocalRemote extends Remote {
   pushOptions: string[];
 }
 
-export function createLocalRemote(receiver: string): LocalRemote {
+export interface SshReceiver {
+  /** The full `ssh ...` command rsync runs (-e), with the key and pinned known_hosts. */
+  command: string;
+  user: string;
+  host: string;
+}
+
+export function createLocalRemote(receiver: string, ssh?: SshReceiver): LocalRemote {
   const runner = createProcessRunner();
   const calls: LocalRemote["calls"] = [];
   const failures: LocalRemote["failures"] = new Map();
   const pushOptions: string[] = [];
-  const base = (profile: Profile) => join(receiver, profile.remoteRoot);
+  const base = (profile: Profile) =>
+    ssh === undefined ? join(receiver, profile.remoteRoot) : `${ssh.user}@${ssh.host}:${profile.remoteRoot}`;
 
   async function rsync(profile: Profile, args: string[]): Promise<RemoteResult> {
     const outcome = await runner.run({
-      argv: ["rsync", ...args],
+      argv: ["rsync", ...(ssh === undefined ? [] : ["-e", ssh.command]), ...args],
       env: { PATH: "/usr/bin:/bin", LANG: "C" },
       timeoutMs: profile.limits.timeoutSeconds * 1000,
       maxBufferBytes: profile.limits.outputBytes,
