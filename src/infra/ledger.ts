@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { link, mkdir, open, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Ids } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
@@ -58,6 +58,9 @@ export interface Ledger {
   readRun(profile: string, runId: string): RunRecord | null;
   writeRun(record: RunRecord): Promise<void>;
   readKey(key: string): KeyRecord | null;
+  /** Record a key's first use; false when it is already recorded (another request got there first). */
+  claimKey(record: KeyRecord): Promise<boolean>;
+  /** Replace the record of a claimed key. */
   writeKey(record: KeyRecord): Promise<void>;
 }
 
@@ -72,7 +75,17 @@ function readJson(path: string): unknown {
   }
 }
 
-export async function writeJsonAtomic(path: string, value: unknown, ids: Ids): Promise<void> {
+async function syncDirectory(dir: string): Promise<void> {
+  const parent = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await parent.sync();
+  } finally {
+    await parent.close();
+  }
+}
+
+/** A synced temporary file beside `path` holding `value`; the caller moves it into place. */
+async function writeTemp(path: string, value: unknown, ids: Ids): Promise<string> {
   const dir = dirname(path);
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const temp = join(dir, `.tmp-${ids.hex(8)}`);
@@ -87,13 +100,33 @@ export async function writeJsonAtomic(path: string, value: unknown, ids: Ids): P
     throw err;
   }
   await file.close();
+  return temp;
+}
+
+/** Replace `path` with `value`: the old record or the new one survives a crash, never a torn one. */
+export async function writeJsonAtomic(path: string, value: unknown, ids: Ids): Promise<void> {
+  const temp = await writeTemp(path, value, ids);
   await rename(temp, path);
-  const parent = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  await syncDirectory(dirname(path));
+}
+
+/**
+ * Create `path` holding `value` only if it does not exist: link(2) of a
+ * complete temp file is atomic and fails on an existing name, so two
+ * requests cannot both claim it and a crash cannot leave it half-written.
+ */
+async function createJsonExclusive(path: string, value: unknown, ids: Ids): Promise<boolean> {
+  const temp = await writeTemp(path, value, ids);
   try {
-    await parent.sync();
+    await link(temp, path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
   } finally {
-    await parent.close();
+    await rm(temp, { force: true });
   }
+  await syncDirectory(dirname(path));
+  return true;
 }
 
 /**
@@ -133,6 +166,9 @@ export function openLedger(stateDir: string, ids: Ids): Ledger {
     },
     readKey(key) {
       return readJson(keyFile(key)) as KeyRecord | null;
+    },
+    claimKey(record) {
+      return createJsonExclusive(keyFile(record.key), record, ids);
     },
     async writeKey(record) {
       await writeJsonAtomic(keyFile(record.key), record, ids);

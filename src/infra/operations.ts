@@ -147,19 +147,22 @@ export function createOperations(ctx: InfraContext): Operations {
     return { ...outcome, replayed: true };
   }
 
+  /** The answer for a key already recorded: the first outcome for the same request, a conflict for another. */
+  async function usedKey(used: KeyRecord, profile: Profile, runId: string): Promise<OpResult> {
+    if (used.profile !== profile.id || used.run_id !== runId || used.op !== "replicate") {
+      return {
+        code: "IDEMPOTENCY_CONFLICT",
+        message: "This idempotency key was already used for a different request, so it is refused here.",
+      };
+    }
+    // Settle the run too, so its record says what the key says.
+    await loadRun(profile, runId);
+    return replay(used);
+  }
+
   async function replicate(profile: Profile, runId: string, key: string): Promise<OpResult> {
     const used = ledger.readKey(key);
-    if (used !== null) {
-      if (used.profile !== profile.id || used.run_id !== runId || used.op !== "replicate") {
-        return {
-          code: "IDEMPOTENCY_CONFLICT",
-          message: "This idempotency key was already used for a different request, so it is refused here.",
-        };
-      }
-      // Settle the run too, so its record says what the key says.
-      await loadRun(profile, runId);
-      return replay(used);
-    }
+    if (used !== null) return usedKey(used, profile, runId);
     const refused = await preflight(profile);
     if (refused !== null) return refused;
     const record = (await loadRun(profile, runId)) ?? emptyRun(profile, runId);
@@ -198,7 +201,12 @@ export function createOperations(ctx: InfraContext): Operations {
       outcome: null,
       at: now(),
     };
-    await ledger.writeKey(claimed);
+    if (!(await ledger.claimKey(claimed))) {
+      // Another profile's request took the key while this one was being prepared.
+      const taken = ledger.readKey(key);
+      if (taken === null) throw new Error(`idempotency key ${key} is claimed but has no record`);
+      return usedKey(taken, profile, runId);
+    }
     record.replication = { key, snapshot: snapshot.id, state: "started", at: now() };
     await ledger.writeRun(record);
     pushing.add(runKey(profile, runId));
@@ -261,6 +269,11 @@ export function createOperations(ctx: InfraContext): Operations {
         ...result,
         data: { ...result.data, replication: record.replication?.state ?? null, trusted: true },
       };
+    }
+    if (result.code === "VERIFY_FAILED" && record.verified !== null) {
+      // The latest answer counts: a run that no longer matches is no longer trusted.
+      record.verified = null;
+      await ledger.writeRun(record);
     }
     return result;
   }

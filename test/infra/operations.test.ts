@@ -233,6 +233,19 @@ describe("replicate's gates", () => {
     expect(otherProfile.code).toBe("IDEMPOTENCY_CONFLICT");
   });
 
+  it("two profiles racing with one key: one replicates, the other is a conflict", async () => {
+    mkdirSync(join(receiver, "other"));
+    const a = profile({ requireDryRun: false });
+    const b = profile({ id: "mirror", remoteRoot: "other", requireDryRun: false });
+    const results = await Promise.all([
+      ops.replicate(a, "r1", "key-race-0001"),
+      ops.replicate(b, "r1", "key-race-0001"),
+    ]);
+    expect(results.map((r) => r.code).sort()).toEqual(["IDEMPOTENCY_CONFLICT", "OK"]);
+    expect(remote.calls.filter((c) => c.op === "push" && !c.dryRun)).toHaveLength(1);
+    expect(existsSync(runDir("r1")) !== existsSync(join(receiver, "other", "runs", "r1"))).toBe(true);
+  });
+
   it("a push refused before any write is recorded under its key, and the run stays open to a new key", async () => {
     const p = profile();
     await ops.dryRun(p, "r1");
@@ -311,6 +324,7 @@ describe("verify", () => {
     const p = profile();
     await ops.dryRun(p, "r1");
     await ops.replicate(p, "r1", "key-r1-0001");
+    expect((await ops.verify(p, "r1")).code).toBe("OK");
     writeFileSync(join(runDir("r1"), "site", "assets", "app.js"), "console.log(2)\n");
     const res = await ops.verify(p, "r1");
     expect(res.code).toBe("VERIFY_FAILED");
@@ -319,6 +333,10 @@ describe("verify", () => {
       differences: [{ path: "site/assets/app.js", kind: "hash" }],
     });
     expect(readdirSync(join(state, "replication", "scratch"))).toEqual([]);
+    const record = JSON.parse(
+      readFileSync(join(state, "replication", "runs", "backup", "r1", "run.json"), "utf8"),
+    );
+    expect(record.verified).toBeNull();
   });
 
   it("catches an extra file without downloading anything", async () => {
