@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import {
+  chmodSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
@@ -37,6 +38,9 @@ afterEach(() => {
 describe("takeSnapshot", () => {
   it("copies each root under its base name, private, with mtimes kept, and lists what it copied", async () => {
     utimesSync(join(root, "top.txt"), new Date(1_600_000_000_000), new Date(1_600_000_000_000));
+    chmodSync(join(root, "top.txt"), 0o4640);
+    chmodSync(join(root, "a", "b", "deep.txt"), 0o444);
+    chmodSync(join(root, "a"), 0o2550);
     const res = await takeSnapshot([root], roomy, dest);
     expect(res.ok).toBe(true);
     if (!res.ok) return;
@@ -47,8 +51,10 @@ describe("takeSnapshot", () => {
     ]);
     expect(res.id).toMatch(/^[0-9a-f]{64}$/);
     expect(readFileSync(join(dest, "www", "a", "b", "deep.txt"), "utf8")).toBe("deep\n");
-    expect(statSync(join(dest, "www", "top.txt")).mode & 0o777).toBe(0o600);
-    expect(statSync(join(dest, "www", "a")).mode & 0o777).toBe(0o700);
+    // The source's permission bits, and always the owner's: 0640 stays, 0444 gains the owner's write.
+    expect(statSync(join(dest, "www", "top.txt")).mode & 0o7777).toBe(0o640);
+    expect(statSync(join(dest, "www", "a", "b", "deep.txt")).mode & 0o7777).toBe(0o644);
+    expect(statSync(join(dest, "www", "a")).mode & 0o7777).toBe(0o750);
     expect(statSync(join(dest, "www", "top.txt")).mtimeMs).toBe(1_600_000_000_000);
     const second = await takeSnapshot([root], roomy, mkdtempSync(join(dir, "again-")));
     expect(second.ok && second.id).toBe(res.id);

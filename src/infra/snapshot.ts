@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { constants, type FileHandle, lstat, mkdir, open, opendir, rm, utimes } from "node:fs/promises";
+import { chmod, constants, type FileHandle, lstat, mkdir, open, opendir, rm, utimes } from "node:fs/promises";
 import { basename, isAbsolute, join, normalize } from "node:path";
 import { buildManifest, type Manifest, type ManifestFile, manifestDigest } from "./manifest.js";
 
@@ -62,6 +62,17 @@ function checkName(raw: Buffer, where: string): string {
     );
   }
   return name;
+}
+
+/**
+ * The permission bits a staged copy keeps: the source's, without set-id or
+ * sticky bits, and always the owner's read and write (and search, for a
+ * directory) so the broker can fill and later remove it. The staging tree
+ * itself sits in 0700 directories, so these bits expose nothing locally;
+ * they are what the receiver gets when the transport preserves modes.
+ */
+function keptMode(mode: number, owner: number): number {
+  return (mode & 0o777) | owner;
 }
 
 interface Walk {
@@ -131,10 +142,13 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
       }
       if (stat.isDirectory()) {
         walk.directories.push(childRel);
-        if (walk.dest !== null) await mkdir(join(walk.dest, childRel), { mode: 0o700 });
+        if (walk.dest !== null) {
+          await mkdir(join(walk.dest, childRel), { mode: 0o700 });
+          await chmod(join(walk.dest, childRel), keptMode(stat.mode, 0o700));
+        }
         await walkDirectory(walk, child, childRel, childDisplay, depth + 1);
       } else {
-        await copyFile(walk, child, stat.size, stat.mtimeMs, childRel, childDisplay);
+        await copyFile(walk, child, stat, childRel, childDisplay);
       }
     } finally {
       await child.close();
@@ -145,8 +159,7 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
 async function copyFile(
   walk: Walk,
   source: FileHandle,
-  size: number,
-  mtimeMs: number,
+  { size, mtimeMs, mode }: { size: number; mtimeMs: number; mode: number },
   rel: string,
   display: string,
 ): Promise<void> {
@@ -183,7 +196,10 @@ async function copyFile(
     if (read !== size || after.size !== size || after.mtimeMs !== mtimeMs) {
       throw changed(display);
     }
-    if (target !== null) await target.sync();
+    if (target !== null) {
+      await target.chmod(keptMode(mode, 0o600));
+      await target.sync();
+    }
   } finally {
     await target?.close();
   }

@@ -109,6 +109,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("replication to an rrsync-confined r
     runId = `run-${run}`;
     remote.calls.length = 0;
     remote.pushOptions.length = 0;
+    remote.pushTimeoutMs = null;
   });
 
   it("dry-run, replicate, verify: the run directory matches the source file by file by hash", async () => {
@@ -167,16 +168,17 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("replication to an rrsync-confined r
     const big = join(fx.sourceDir, "big.bin");
     writeFileSync(big, Buffer.alloc(2_000_000, 1));
     try {
-      const slow = { ...profile, limits: { ...profile.limits, timeoutSeconds: 1 } };
-      expect((await ops.dryRun(slow, runId)).code).toBe("OK");
+      expect((await ops.dryRun(profile, runId)).code).toBe("OK");
+      // 2 MB at 200 KB/s, stopped after 2 s: the push is cut off part way.
       remote.pushOptions.push("--bwlimit=200");
-      const first = await ops.replicate(slow, runId, `key-${runId}-a`);
+      remote.pushTimeoutMs = 2000;
+      const first = await ops.replicate(profile, runId, `key-${runId}-a`);
       expect(first.code).toBe("WRITE_INTERRUPTED");
-      expect(await ops.replicate(slow, runId, `key-${runId}-a`)).toMatchObject({
+      expect(await ops.replicate(profile, runId, `key-${runId}-a`)).toMatchObject({
         code: "WRITE_INTERRUPTED",
         replayed: true,
       });
-      expect((await ops.replicate(slow, runId, `key-${runId}-b`)).code).toBe("RUN_EXISTS");
+      expect((await ops.replicate(profile, runId, `key-${runId}-b`)).code).toBe("RUN_EXISTS");
       expect(pushes()).toBe(1);
       expect((await ops.verify(profile, runId)).code).toBe("VERIFY_FAILED");
     } finally {

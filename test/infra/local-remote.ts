@@ -18,6 +18,8 @@ export interface LocalRemote extends Remote {
   failures: Map<string, { code: OutcomeCode; interrupted: boolean }>;
   /** Extra rsync options for pushes (e.g. --bwlimit to make a push slow enough to kill). */
   pushOptions: string[];
+  /** A shorter bound for real (not dry-run) pushes only, so a test can cut one off mid-transfer. */
+  pushTimeoutMs: number | null;
 }
 
 export interface SshReceiver {
@@ -35,11 +37,11 @@ export function createLocalRemote(receiver: string, ssh?: SshReceiver): LocalRem
   const base = (profile: Profile) =>
     ssh === undefined ? join(receiver, profile.remoteRoot) : `${ssh.user}@${ssh.host}:${profile.remoteRoot}`;
 
-  async function rsync(profile: Profile, args: string[]): Promise<RemoteResult> {
+  async function rsync(profile: Profile, args: string[], timeoutMs?: number): Promise<RemoteResult> {
     const outcome = await runner.run({
       argv: ["rsync", ...(ssh === undefined ? [] : ["-e", ssh.command]), ...args],
       env: { PATH: "/usr/bin:/bin", LANG: "C" },
-      timeoutMs: profile.limits.timeoutSeconds * 1000,
+      timeoutMs: timeoutMs ?? profile.limits.timeoutSeconds * 1000,
       maxBufferBytes: profile.limits.outputBytes,
       mergeStderr: false,
       killGraceMs: 200,
@@ -71,10 +73,11 @@ export function createLocalRemote(receiver: string, ssh?: SshReceiver): LocalRem
     };
   }
 
-  return {
+  const self: LocalRemote = {
     calls,
     failures,
     pushOptions,
+    pushTimeoutMs: null,
     async preflight() {
       calls.push({ op: "preflight", path: "" });
       return injected("preflight") ?? { ok: true, output: "", durationMs: 0 };
@@ -93,7 +96,8 @@ export function createLocalRemote(receiver: string, ssh?: SshReceiver): LocalRem
       if (failure !== null) return failure;
       const args = ["-r", "-t", "--ignore-existing", "--mkpath", "--itemize-changes", ...pushOptions];
       if (options.dryRun) args.push("--dry-run");
-      return rsync(profile, [...args, `${localDir}/`, `${base(profile)}/${remotePath}/`]);
+      const bound = options.dryRun ? undefined : (self.pushTimeoutMs ?? undefined);
+      return rsync(profile, [...args, `${localDir}/`, `${base(profile)}/${remotePath}/`], bound);
     },
     async pull(profile, remotePath, localDir, maxBytes) {
       calls.push({ op: "pull", path: remotePath });
@@ -109,4 +113,5 @@ export function createLocalRemote(receiver: string, ssh?: SshReceiver): LocalRem
       );
     },
   };
+  return self;
 }

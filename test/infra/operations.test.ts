@@ -263,9 +263,11 @@ describe("interrupted writes", () => {
   it("a push killed mid-transfer is unknown, never retried, and verify tells the truth", async () => {
     for (const name of ["a", "b", "c", "d"])
       writeFileSync(join(source, `big-${name}.bin`), Buffer.alloc(400_000, name));
-    const p = profile({}, { timeoutSeconds: 1 });
+    const p = profile();
     expect((await ops.dryRun(p, "r1")).code).toBe("OK");
+    // 1.6 MB at 400 KB/s, stopped after 1 s: the push is cut off part way.
     remote.pushOptions.push("--bwlimit=400");
+    remote.pushTimeoutMs = 1000;
     const first = await ops.replicate(p, "r1", "key-r1-0001");
     expect(first.code).toBe("WRITE_INTERRUPTED");
     expect(existsSync(runDir("r1"))).toBe(true);
@@ -281,6 +283,7 @@ describe("interrupted writes", () => {
     // What was cut short shows: files not there yet, or rsync's temporary file of the one being written.
     expect((counts.missing ?? 0) + (counts.extra ?? 0)).toBeGreaterThan(0);
 
+    remote.pushTimeoutMs = null;
     // The operator completes the copy by hand (and removes rsync's leftovers); verify then trusts the run.
     for (const name of readdirSync(join(runDir("r1"), "site"))) {
       if (name.startsWith(".big-")) rmSync(join(runDir("r1"), "site", name));
