@@ -75,6 +75,23 @@ function keptMode(mode: number, owner: number): number {
   return (mode & 0o777) | owner;
 }
 
+/** A path the broker may not read is a refusal naming it, not an internal error. */
+function failedRead(display: string, err: unknown): unknown {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "EACCES" || code === "EPERM")
+    return unsafe(`${display} cannot be read by the broker (permission denied).`);
+  if (code === "ENOENT") return changed(display);
+  return err;
+}
+
+async function reading<T>(display: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    throw failedRead(display, err);
+  }
+}
+
 interface Walk {
   limits: WalkLimits;
   entries: number;
@@ -102,7 +119,10 @@ function count(walk: Walk, display: string): void {
 async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: string, depth: number) {
   if (depth > MAX_DEPTH)
     throw new Refusal("LIMIT_EXCEEDED", `${display} is nested deeper than ${MAX_DEPTH} levels.`);
-  const listing = await opendir(fdPath(dir), { encoding: "buffer" as BufferEncoding, bufferSize: 64 });
+  const listing = await reading(
+    display,
+    opendir(fdPath(dir), { encoding: "buffer" as BufferEncoding, bufferSize: 64 }),
+  );
   const names: string[] = [];
   try {
     for await (const entry of listing) {
@@ -121,7 +141,7 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
       throw new Refusal("LIMIT_EXCEEDED", `${childDisplay} is a longer path than ${MAX_PATH_BYTES} bytes.`);
     }
     // lstat through the directory's descriptor first: a device is never opened (opening one can act on it).
-    const seen = await lstat(fdPath(dir, name));
+    const seen = await reading(childDisplay, lstat(fdPath(dir, name)));
     if (seen.isSymbolicLink())
       throw unsafe(`${childDisplay} is a symbolic link, which a snapshot does not follow.`);
     if (!seen.isDirectory() && !seen.isFile()) {
@@ -132,8 +152,10 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
       child = await open(fdPath(dir, name), seen.isDirectory() ? DIR_FLAGS : FILE_FLAGS);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ELOOP" || code === "ENOTDIR" || code === "ENXIO") throw changed(childDisplay);
-      throw err;
+      if (code === "ELOOP" || code === "ENOTDIR" || code === "ENXIO" || code === "ENOENT") {
+        throw changed(childDisplay);
+      }
+      throw failedRead(childDisplay, err);
     }
     try {
       const stat = await child.stat();
@@ -240,7 +262,7 @@ async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: str
       if (code === "ELOOP" || code === "ENOTDIR")
         throw unsafe(`The source root ${root} is not a directory (or is a symbolic link).`);
       if (code === "ENOENT") throw unsafe(`The source root ${root} does not exist.`);
-      throw err;
+      throw failedRead(root, err);
     }
     try {
       count(walk, root);
@@ -289,7 +311,7 @@ export type HashResult = { ok: true; directories: string[]; files: ManifestFile[
 export async function hashTree(dir: string, limits: WalkLimits): Promise<HashResult> {
   const walk: Walk = { limits, entries: 0, bytes: 0, directories: [], files: [], dest: null };
   try {
-    const handle = await open(dir, DIR_FLAGS);
+    const handle = await reading(dir, open(dir, DIR_FLAGS));
     try {
       await walkDirectory(walk, handle, "", dir, 1);
     } finally {
@@ -302,7 +324,27 @@ export async function hashTree(dir: string, limits: WalkLimits): Promise<HashRes
   }
 }
 
-/** Remove a staging or scratch directory; a failure here must not hide the operation's outcome. */
+/**
+ * Remove a staging or scratch directory; a failure here must not hide the
+ * operation's outcome. A pulled copy may hold directories the receiver made
+ * unwritable: those are opened up (never following links) and the removal
+ * tried once more.
+ */
 export async function removeTree(path: string): Promise<void> {
-  await rm(path, { recursive: true, force: true }).catch(() => undefined);
+  try {
+    await rm(path, { recursive: true, force: true });
+  } catch {
+    await openUp(path).catch(() => undefined);
+    await rm(path, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+async function openUp(path: string): Promise<void> {
+  const stat = await lstat(path);
+  if (!stat.isDirectory()) return;
+  await chmod(path, 0o700);
+  const entries = await opendir(path);
+  for await (const entry of entries) {
+    if (entry.isDirectory()) await openUp(join(path, entry.name));
+  }
 }
