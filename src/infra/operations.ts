@@ -183,7 +183,8 @@ export function createOperations(ctx: InfraContext): Operations {
     }
     const present = await checkRemoteAbsent(ctx, profile, runId);
     if (present !== null) return present;
-    if (!staged) {
+    // What a dry run previewed is what goes; without one (the profile allows it), the source as it is now.
+    if (!previewed) {
       const taken = await stageSnapshot(ctx, ledger, profile, record);
       if (!taken.ok) return taken.result;
       manifest = taken.manifest;

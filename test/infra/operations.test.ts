@@ -182,6 +182,15 @@ describe("replicate's gates", () => {
     expect((await ops.verify(p, "r1")).code).toBe("OK");
   });
 
+  it("without a required dry run, a snapshot whose preview failed is not what goes: the source now is", async () => {
+    const p = profile({ requireDryRun: false });
+    remote.failures.set("dry-push", { code: "NETWORK_FAILURE", interrupted: false });
+    expect((await ops.dryRun(p, "r1")).code).toBe("NETWORK_FAILURE");
+    writeFileSync(join(source, "index.html"), "<h1>current</h1>\n");
+    expect((await ops.replicate(p, "r1", "key-r1-0001")).code).toBe("OK");
+    expect(readFileSync(join(runDir("r1"), "site", "index.html"), "utf8")).toBe("<h1>current</h1>\n");
+  });
+
   it("never writes into a run directory that exists, on the receiver or in the ledger", async () => {
     const p = profile();
     mkdirSync(runDir("taken"), { recursive: true });
