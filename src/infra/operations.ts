@@ -9,6 +9,7 @@ import {
   readManifest,
   remoteFailure,
   runPath,
+  sentence,
   stagedTree,
   stageSnapshot,
 } from "./runs.js";
@@ -25,6 +26,7 @@ export type { Principal, Profile, ProfileSet } from "./types.js";
  * touched. Any other failure of a push may have written part of the run.
  */
 const BEFORE_ANY_WRITE: ReadonlySet<OutcomeCode> = new Set<OutcomeCode>([
+  "MISSING_EXECUTION_CAPABILITY",
   "PIN_MISSING",
   "PIN_CHANGED",
   "NETWORK_FAILURE",
@@ -33,11 +35,13 @@ const BEFORE_ANY_WRITE: ReadonlySet<OutcomeCode> = new Set<OutcomeCode>([
   "RECEIVER_REFUSED",
 ]);
 
-function interruptedWrite(runId: string, what: string): StoredOutcome {
-  return {
+function interruptedWrite(runId: string, what: string, data?: Record<string, unknown>): StoredOutcome {
+  const outcome: StoredOutcome = {
     code: "WRITE_INTERRUPTED",
     message: `The write of run ${runId} ${what}, so its state on the receiver is unknown; it is not retried, and only verify can establish it.`,
   };
+  if (data !== undefined) outcome.data = data;
+  return outcome;
 }
 
 /**
@@ -221,7 +225,13 @@ export function createOperations(ctx: InfraContext): Operations {
         { profile: profile.id, run_id: runId, error: describeError(err).message },
         "push failed",
       );
-      pushed = { ok: false, code: "TRANSFER_FAILED", message: "", interrupted: true, detail: "" };
+      pushed = {
+        ok: false,
+        code: "TRANSFER_FAILED",
+        message: "the transport failed while it ran the copy",
+        interrupted: true,
+        detail: "",
+      };
     } finally {
       pushing.delete(runKey(profile, runId));
     }
@@ -239,8 +249,13 @@ export function createOperations(ctx: InfraContext): Operations {
       // Nothing reached the run directory: the run may be replicated later under a new key.
       record.replication = null;
     } else {
-      outcome = interruptedWrite(runId, `was interrupted or failed part way (${pushed.code})`);
-      if (pushed.detail !== "") outcome.data = { detail: pushed.detail };
+      outcome = interruptedWrite(runId, "was interrupted or failed part way", {
+        run_id: runId,
+        snapshot: snapshot.id,
+        cause_code: pushed.code,
+        cause: sentence(pushed.message),
+        ...(pushed.detail === "" ? {} : { detail: pushed.detail }),
+      });
       record.replication.state = "unknown";
     }
     await ledger.writeRun(record);

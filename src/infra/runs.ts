@@ -19,11 +19,28 @@ export function runPath(runId: string): string {
   return `runs/${runId}`;
 }
 
+/** One sentence: a capital first letter and a full stop, whatever shape the transport's text has. */
+export function sentence(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === "") return "The receiver could not be reached for this operation.";
+  const capital = trimmed[0]?.toUpperCase() + trimmed.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
+}
+
 /** A transport failure as an operation's answer; `detail` is bounded and key-free by the transport's contract. */
 export function remoteFailure(result: Extract<RemoteResult, { ok: false }>): OpResult {
+  const message = sentence(result.message);
   return result.detail === ""
-    ? { code: result.code, message: result.message }
-    : { code: result.code, message: result.message, data: { detail: result.detail } };
+    ? { code: result.code, message }
+    : { code: result.code, message, data: { detail: result.detail } };
+}
+
+/**
+ * The listed or fetched path is not on the receiver: the transport says so
+ * with RUN_NOT_FOUND, and rsync or rrsync in their own words (see saysAbsent).
+ */
+export function isAbsent(result: Extract<RemoteResult, { ok: false }>): boolean {
+  return result.code === "RUN_NOT_FOUND" || saysAbsent(result.detail) || saysAbsent(result.message);
 }
 
 export function emptyRun(profile: Profile, runId: string): RunRecord {
@@ -125,6 +142,6 @@ export async function checkRemoteAbsent(
       message: `The receiver already holds ${runPath(runId)}, and a run directory is never written into twice.`,
     };
   }
-  if (saysAbsent(listed.detail) || saysAbsent(listed.message)) return null;
+  if (isAbsent(listed)) return null;
   return remoteFailure(listed);
 }

@@ -1,9 +1,9 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Ledger } from "./ledger.js";
-import { parseListing, saysAbsent } from "./listing.js";
+import { parseListing } from "./listing.js";
 import { type Comparison, compareWithManifest, MAX_LISTED_DIFFERENCES, type Manifest } from "./manifest.js";
-import { remoteFailure, runPath } from "./runs.js";
+import { isAbsent, remoteFailure, runPath } from "./runs.js";
 import { hashTree, removeTree } from "./snapshot.js";
 import type { InfraContext, OpResult, Profile } from "./types.js";
 
@@ -16,6 +16,14 @@ import type { InfraContext, OpResult, Profile } from "./types.js";
  * largest), every file hashed and compared; the scratch copy is removed
  * whatever happens.
  */
+
+function missingRun(runId: string): OpResult {
+  return {
+    code: "VERIFY_FAILED",
+    message: `The receiver holds no directory ${runPath(runId)}, so run ${runId} is not there to verify.`,
+    data: { run_id: runId, run_directory_missing: true },
+  };
+}
 
 function failed(runId: string, comparison: Comparison, extra: Record<string, unknown> = {}): OpResult {
   const total = Object.values(comparison.counts).reduce((a, b) => a + b, 0);
@@ -42,16 +50,7 @@ export async function verifyRun(
 ): Promise<OpResult> {
   const entries = manifest.directories.length + manifest.files.length;
   const listed = await ctx.remote.list(profile, runPath(runId));
-  if (!listed.ok) {
-    if (saysAbsent(listed.detail) || saysAbsent(listed.message)) {
-      return {
-        code: "VERIFY_FAILED",
-        message: `The receiver holds no directory ${runPath(runId)}, so run ${runId} is not there to verify.`,
-        data: { run_id: runId, run_directory_missing: true },
-      };
-    }
-    return remoteFailure(listed);
-  }
+  if (!listed.ok) return isAbsent(listed) ? missingRun(runId) : remoteFailure(listed);
   const parsed = parseListing(listed.output, runId);
   if (!parsed.ok) {
     return {
@@ -77,7 +76,7 @@ export async function verifyRun(
     await mkdir(into, { mode: 0o700 });
     const largest = manifest.files.reduce((max, f) => Math.max(max, f.size), 0);
     const pulled = await ctx.remote.pull(profile, runPath(runId), into, Math.max(largest, 1));
-    if (!pulled.ok) return remoteFailure(pulled);
+    if (!pulled.ok) return isAbsent(pulled) ? missingRun(runId) : remoteFailure(pulled);
     const hashed = await hashTree(into, {
       entries,
       bytes: manifest.total_bytes,

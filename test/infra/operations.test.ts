@@ -255,6 +255,18 @@ describe("replicate's gates", () => {
     expect(existsSync(runDir("r1")) !== existsSync(join(receiver, "other", "runs", "r1"))).toBe(true);
   });
 
+  it("a run directory the transport reports RUN_NOT_FOUND is absent; any other listing failure stops the run", async () => {
+    const p = profile();
+    remote.failures.set("list", { code: "RUN_NOT_FOUND", interrupted: false });
+    expect((await ops.dryRun(p, "r1")).code).toBe("OK");
+    remote.failures.set("list", { code: "NETWORK_FAILURE", interrupted: false });
+    const lost = await ops.replicate(p, "r1", "key-r1-0001");
+    expect(lost).toEqual({ code: "NETWORK_FAILURE", message: "Injected NETWORK_FAILURE." });
+    expect(remote.calls.filter((c) => c.op === "push" && !c.dryRun)).toHaveLength(0);
+    // Nothing was attempted under the key: it still replicates.
+    expect((await ops.replicate(p, "r1", "key-r1-0001")).code).toBe("OK");
+  });
+
   it("a push refused before any write is recorded under its key, and the run stays open to a new key", async () => {
     const p = profile();
     await ops.dryRun(p, "r1");
@@ -278,7 +290,10 @@ describe("interrupted writes", () => {
     remote.pushOptions.push("--bwlimit=400");
     remote.pushTimeoutMs = 1000;
     const first = await ops.replicate(p, "r1", "key-r1-0001");
-    expect(first.code).toBe("WRITE_INTERRUPTED");
+    expect(first).toMatchObject({
+      code: "WRITE_INTERRUPTED",
+      data: { run_id: "r1", cause_code: "TRANSFER_FAILED", cause: "Rsync ran out of time and was stopped." },
+    });
     expect(existsSync(runDir("r1"))).toBe(true);
 
     const again = await ops.replicate(p, "r1", "key-r1-0001");
