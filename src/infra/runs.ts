@@ -1,0 +1,147 @@
+import { existsSync } from "node:fs";
+import { mkdir, rename } from "node:fs/promises";
+import { join } from "node:path";
+import { isoTimestamp } from "../core/index.js";
+import { readBoundedFile } from "../files/index.js";
+import { type Ledger, type RunRecord, writeJsonAtomic } from "./ledger.js";
+import { saysAbsent } from "./listing.js";
+import { type Manifest, parseManifest } from "./manifest.js";
+import { removeTree, takeSnapshot } from "./snapshot.js";
+import type { InfraContext, OpResult, Profile, RemoteResult } from "./types.js";
+
+/**
+ * What the operations share: the run's remote path, its record, its staged
+ * snapshot and the answers built from a transport failure.
+ */
+
+/** The immutable directory of one run on the receiver, relative to the profile's remote root. */
+export function runPath(runId: string): string {
+  return `runs/${runId}`;
+}
+
+/** One sentence: a capital first letter and a full stop, whatever shape the transport's text has. */
+export function sentence(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === "") return "The receiver could not be reached for this operation.";
+  const capital = trimmed[0]?.toUpperCase() + trimmed.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
+}
+
+/** A transport failure as an operation's answer; `detail` is bounded and key-free by the transport's contract. */
+export function remoteFailure(result: Extract<RemoteResult, { ok: false }>): OpResult {
+  const message = sentence(result.message);
+  return result.detail === ""
+    ? { code: result.code, message }
+    : { code: result.code, message, data: { detail: result.detail } };
+}
+
+/**
+ * The listed or fetched path is not on the receiver: the transport says so
+ * with RUN_NOT_FOUND, and rsync or rrsync in their own words (see saysAbsent).
+ */
+export function isAbsent(result: Extract<RemoteResult, { ok: false }>): boolean {
+  return result.code === "RUN_NOT_FOUND" || saysAbsent(result.detail) || saysAbsent(result.message);
+}
+
+export function emptyRun(profile: Profile, runId: string): RunRecord {
+  return {
+    run_id: runId,
+    profile: profile.id,
+    snapshot: null,
+    dry_run: null,
+    replication: null,
+    verified: null,
+  };
+}
+
+/** Room for a manifest of `fileCount` entries with paths up to the walk's bound. */
+function manifestBound(profile: Profile): number {
+  return 1024 * 1024 + profile.limits.fileCount * 4400;
+}
+
+/** The manifest of the run's snapshot, checked against the id the record holds; null when it is not there. */
+export function readManifest(ledger: Ledger, profile: Profile, record: RunRecord): Manifest | null {
+  if (record.snapshot === null) return null;
+  const path = join(ledger.runDir(profile.id, record.run_id), "manifest.json");
+  const bytes = readBoundedFile(path, { maxBytes: manifestBound(profile), what: "manifest" });
+  if (bytes === null) return null;
+  return parseManifest(bytes.toString("utf8"), record.snapshot.id);
+}
+
+export function stagedTree(ledger: Ledger, profile: Profile, runId: string): string {
+  return join(ledger.runDir(profile.id, runId), "tree");
+}
+
+/** The staged copy is still there to be pushed (it is removed once a push consumed it). */
+export function hasStagedTree(ledger: Ledger, profile: Profile, runId: string): boolean {
+  return existsSync(stagedTree(ledger, profile, runId));
+}
+
+export type Staged = { ok: true; id: string; manifest: Manifest } | { ok: false; result: OpResult };
+
+/**
+ * Take a new snapshot of the profile's source roots for `record`'s run and
+ * make it the run's staged one, replacing any earlier staged copy. It is
+ * built in a scratch directory and moved in only when complete, so a refused
+ * or failed snapshot leaves nothing half-copied behind. The record is
+ * written twice: without any snapshot before the walk, with the new one
+ * (and no dry-run) after it.
+ */
+export async function stageSnapshot(
+  ctx: InfraContext,
+  ledger: Ledger,
+  profile: Profile,
+  record: RunRecord,
+): Promise<Staged> {
+  // The earlier snapshot stops counting first: if this one is refused, no dry-run of the old one remains usable.
+  record.snapshot = null;
+  record.dry_run = null;
+  await ledger.writeRun(record);
+  const scratch = await ledger.scratchDir();
+  try {
+    const tree = join(scratch, "tree");
+    await mkdir(tree, { mode: 0o700 });
+    const taken = await takeSnapshot(
+      profile.sourceRoots,
+      { entries: profile.limits.fileCount, bytes: profile.limits.transferBytes },
+      tree,
+    );
+    if (!taken.ok) return { ok: false, result: { code: taken.code, message: taken.message } };
+    await writeJsonAtomic(join(scratch, "manifest.json"), taken.manifest, ctx.ids);
+    const dir = ledger.runDir(profile.id, record.run_id);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await removeTree(join(dir, "tree"));
+    await rename(tree, join(dir, "tree"));
+    await rename(join(scratch, "manifest.json"), join(dir, "manifest.json"));
+    record.snapshot = {
+      id: taken.id,
+      files: taken.manifest.total_files,
+      bytes: taken.manifest.total_bytes,
+      taken_at: isoTimestamp(ctx.clock.now()),
+    };
+    await ledger.writeRun(record);
+    return { ok: true, id: taken.id, manifest: taken.manifest };
+  } finally {
+    await removeTree(scratch);
+  }
+}
+
+/**
+ * The run directory must not exist on the receiver yet: run directories are
+ * written once. Null when it is absent; otherwise the answer to give.
+ */
+export async function checkRemoteAbsent(
+  ctx: InfraContext,
+  profile: Profile,
+  runId: string,
+): Promise<OpResult | null> {
+  const listed = await ctx.remote.list(profile, runPath(runId));
+  if (listed.ok) {
+    return {
+      code: "RUN_EXISTS",
+      message: `The receiver already holds ${runPath(runId)}, and a run directory is never written into twice.`,
+    };
+  }
+  if (isAbsent(listed)) return null;
+  return remoteFailure(listed);
+}

@@ -1,0 +1,201 @@
+import { createHash } from "node:crypto";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative } from "node:path";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { cryptoIds, silentLogger, systemClock } from "../../src/core/index.js";
+import { createProcessRunner } from "../../src/exec/index.js";
+import { createOperations } from "../../src/infra/operations.js";
+import type { Operations, Profile } from "../../src/infra/types.js";
+import {
+  announceInfraSkip,
+  createInfraFixture,
+  INFRA_SKIP_REASON,
+  type InfraFixture,
+} from "../fixtures/infra.js";
+import { TEST_USER } from "../fixtures/sshd.js";
+import { createLocalRemote, type LocalRemote } from "../infra/local-remote.js";
+
+/**
+ * Replication against a real receiver: an OpenSSH sshd whose key for the
+ * broker is forced to `rrsync -no-del -no-overwrite <dir>`, with the host key
+ * pinned. The operations run as they do in the daemon; the transport is a
+ * minimal rsync-over-ssh one with the same options as the broker's, so what
+ * rrsync accepts, refuses and lists is what the operations see.
+ */
+
+announceInfraSkip("replication through rrsync");
+
+function hashes(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string) => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const path = join(d, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else out.set(relative(root, path), createHash("sha256").update(readFileSync(path)).digest("hex"));
+    }
+  };
+  walk(root);
+  return out;
+}
+
+describe.skipIf(INFRA_SKIP_REASON !== null)("replication to an rrsync-confined receiver", () => {
+  let fx: InfraFixture;
+  let work: string;
+  let remote: LocalRemote;
+  let ops: Operations;
+  let profile: Profile;
+  let run = 0;
+  let runId = "";
+  const runDir = (id: string) => join(fx.receiverDir, "runs", id);
+  const pushes = () => remote.calls.filter((c) => c.op === "push" && !c.dryRun).length;
+
+  beforeAll(async () => {
+    fx = await createInfraFixture();
+    work = mkdtempSync(join(tmpdir(), "infra-replication-"));
+    const key = join(work, "key");
+    writeFileSync(key, fx.keyText(), { mode: 0o600 });
+    const command = [
+      "ssh -F /dev/null -o BatchMode=yes -o PasswordAuthentication=no -o IdentitiesOnly=yes",
+      "-o IdentityAgent=none -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null",
+      `-o UserKnownHostsFile=${fx.knownHosts} -i ${key} -p ${fx.sshd.port}`,
+    ].join(" ");
+    remote = createLocalRemote(fx.receiverDir, { command, user: TEST_USER, host: "127.0.0.1" });
+    const state = join(work, "state");
+    mkdirSync(state, { mode: 0o700 });
+    ops = createOperations({
+      remote,
+      stateDir: state,
+      runner: createProcessRunner(),
+      clock: systemClock,
+      ids: cryptoIds,
+      logger: silentLogger,
+    });
+    profile = {
+      id: "replica",
+      file: join(fx.configDir, "replica.json"),
+      enabled: true,
+      host: "127.0.0.1",
+      port: fx.sshd.port,
+      user: TEST_USER,
+      sourceRoots: [fx.sourceDir],
+      remoteRoot: ".",
+      knownHostsFile: fx.knownHosts,
+      credentialId: fx.credentialId,
+      limits: { timeoutSeconds: 30, outputBytes: 1 << 20, transferBytes: 1 << 26, fileCount: 1000 },
+      allowedPrincipals: { uids: [0], gids: [] },
+      approval: "none",
+      receiver: "rrsync",
+      requireDryRun: true,
+    };
+  }, 120_000);
+
+  afterAll(() => {
+    rmSync(work, { recursive: true, force: true });
+    fx?.close();
+  });
+
+  beforeEach(() => {
+    run += 1;
+    runId = `run-${run}`;
+    remote.calls.length = 0;
+    remote.pushOptions.length = 0;
+    remote.pushTimeoutMs = null;
+  });
+
+  it("dry-run, replicate, verify: the run directory matches the source file by file by hash", async () => {
+    const dry = await ops.dryRun(profile, runId);
+    expect(dry).toMatchObject({ code: "OK", data: { files: 4 } });
+    expect(dry.data?.itemized_changes).toBeGreaterThanOrEqual(4);
+    expect(existsSync(runDir(runId))).toBe(false);
+    const rep = await ops.replicate(profile, runId, `key-${runId}-a`);
+    expect(rep.code).toBe("OK");
+    expect(hashes(join(runDir(runId), "site"))).toEqual(hashes(fx.sourceDir));
+    const ver = await ops.verify(profile, runId);
+    expect(ver).toMatchObject({ code: "OK", data: { trusted: true, files: 4 } });
+  });
+
+  it("refuses a replicate without a dry run, and never writes into an existing run directory", async () => {
+    expect((await ops.replicate(profile, runId, `key-${runId}-a`)).code).toBe("DRY_RUN_REQUIRED");
+    expect(pushes()).toBe(0);
+    mkdirSync(runDir(runId), { recursive: true });
+    expect((await ops.dryRun(profile, runId)).code).toBe("RUN_EXISTS");
+    rmSync(runDir(runId), { recursive: true });
+  });
+
+  it("the same key twice writes once: a file removed in between does not come back", async () => {
+    await ops.dryRun(profile, runId);
+    const first = await ops.replicate(profile, runId, `key-${runId}-a`);
+    expect(first.code).toBe("OK");
+    rmSync(join(runDir(runId), "site", "README.txt"));
+    expect(await ops.replicate(profile, runId, `key-${runId}-a`)).toEqual({ ...first, replayed: true });
+    expect(existsSync(join(runDir(runId), "site", "README.txt"))).toBe(false);
+    expect(pushes()).toBe(1);
+    expect((await ops.replicate(profile, `${runId}-other`, `key-${runId}-a`)).code).toBe(
+      "IDEMPOTENCY_CONFLICT",
+    );
+    const ver = await ops.verify(profile, runId);
+    expect(ver).toMatchObject({
+      code: "VERIFY_FAILED",
+      data: { differences: [{ path: "site/README.txt", kind: "missing" }] },
+    });
+  });
+
+  it("verify catches a file tampered on the receiver and a file planted there", async () => {
+    await ops.dryRun(profile, runId);
+    await ops.replicate(profile, runId, `key-${runId}-a`);
+    writeFileSync(join(runDir(runId), "site", "conf", "app.conf"), "listen = 6666\nworkers = 4\n");
+    const tampered = await ops.verify(profile, runId);
+    expect(tampered).toMatchObject({
+      code: "VERIFY_FAILED",
+      data: { downloaded: true, differences: [{ path: "site/conf/app.conf", kind: "hash" }] },
+    });
+    writeFileSync(join(runDir(runId), "site", "planted"), "x");
+    const planted = await ops.verify(profile, runId);
+    expect(planted.data?.differences).toContainEqual({ path: "site/planted", kind: "extra" });
+  });
+
+  it("a push killed mid-transfer is unknown, not retried, and verify says what is there", async () => {
+    const big = join(fx.sourceDir, "big.bin");
+    writeFileSync(big, Buffer.alloc(2_000_000, 1));
+    try {
+      expect((await ops.dryRun(profile, runId)).code).toBe("OK");
+      // 2 MB at 200 KB/s, stopped after 2 s: the push is cut off part way.
+      remote.pushOptions.push("--bwlimit=200");
+      remote.pushTimeoutMs = 2000;
+      const first = await ops.replicate(profile, runId, `key-${runId}-a`);
+      expect(first.code).toBe("WRITE_INTERRUPTED");
+      expect(await ops.replicate(profile, runId, `key-${runId}-a`)).toMatchObject({
+        code: "WRITE_INTERRUPTED",
+        replayed: true,
+      });
+      expect((await ops.replicate(profile, runId, `key-${runId}-b`)).code).toBe("RUN_EXISTS");
+      expect(pushes()).toBe(1);
+      expect((await ops.verify(profile, runId)).code).toBe("VERIFY_FAILED");
+    } finally {
+      rmSync(big);
+    }
+  });
+
+  it("refuses a source tree with a symlink pointing out of it before anything is sent", async () => {
+    const link = join(fx.sourceDir, "conf", "shadow");
+    symlinkSync("/etc/shadow", link);
+    try {
+      const res = await ops.dryRun(profile, runId);
+      expect(res.code).toBe("SOURCE_UNSAFE");
+      expect(res.message).toContain(link);
+      expect(remote.calls.some((c) => c.op === "push")).toBe(false);
+    } finally {
+      rmSync(link);
+    }
+  });
+});
