@@ -288,6 +288,12 @@ describe("every infra tool against a broker", () => {
       expect(s.records().at(-1)).toMatchObject({ tool: name, denied: true });
     }
     expect(broker.requests.length).toBe(before);
+    // A malformed call still records the approval by fingerprint only.
+    const approval = "sig:only-the-fingerprint-of-this-is-recorded with a blank";
+    await s.call("infra_probe", { profile: "web", approval });
+    const args = s.records().at(-1)?.args as Record<string, unknown>;
+    expect(args).toMatchObject({ profile: "web", approval_sha256: expect.stringMatching(/^[0-9a-f]{12}$/) });
+    expect(s.auditText()).not.toContain("only-the-fingerprint");
     // Extra arguments are dropped as for every tool: a host never reaches the broker.
     await s.call("infra_probe", { profile: "web", host: "evil.example", command: "id" });
     expect(broker.requests.at(-1)).toEqual({ v: 1, op: "probe", profile: "web" });
