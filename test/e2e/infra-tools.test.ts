@@ -1,9 +1,20 @@
-import { linkSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BrokerHandle, type StartBroker, startLineBroker } from "../helpers/infra-broker.js";
-import { startServer, type TestServer } from "../helpers/server.js";
+import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
 /**
  * The infra_* tools through the built server and the SDK client, against "a
@@ -133,6 +144,59 @@ describe("a socket that is set but where no broker answers", () => {
     const plain = join(dir, "plain");
     writeFileSync(plain, "");
     await eachTool(plain, "ECONNREFUSED");
+  });
+});
+
+/**
+ * The built server as the unprivileged account `nobody`, over stdio, so the
+ * kernel's permission check on the socket applies to it (root passes every one).
+ */
+async function startServerAs(user: string, dir: string, settings: Record<string, string>): Promise<Client> {
+  const transport = new StdioClientTransport({
+    command: RUNUSER,
+    args: ["-u", user, "--", process.execPath, SERVER_ENTRY],
+    env: baseEnv({
+      HOME: dir,
+      RELAY_SHELL_AUDIT_PATH: join(dir, "audit.jsonl"),
+      XDG_STATE_HOME: join(dir, "state"),
+      ...settings,
+    }),
+    cwd: dir,
+    stderr: "ignore",
+  });
+  const client = new Client({ name: "relay-shell-tests", version: "1.0.0" });
+  await client.connect(transport);
+  return client;
+}
+
+const RUNUSER = "/usr/sbin/runuser";
+const AS_ROOT_WITH_RUNUSER = process.geteuid?.() === 0 && existsSync(RUNUSER);
+
+describe.skipIf(!AS_ROOT_WITH_RUNUSER)("a socket the server's user may not open", () => {
+  it("answers blocked: MISSING_EXECUTION_CAPABILITY (EACCES), naming the path", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "infra-eacces-"));
+    chmodSync(dir, 0o755);
+    const broker = await startBroker(dir);
+    // Like the daemon's socket for an account outside its group.
+    chmodSync(broker.socketPath, 0o600);
+    const home = join(dir, "home");
+    mkdirSync(home);
+    chownSync(home, 65534, 65534);
+    const client = await startServerAs("nobody", home, { RELAY_SHELL_INFRA_SOCKET: broker.socketPath });
+    try {
+      const result = await client.callTool({ name: "infra_probe", arguments: { profile: "web" } });
+      const text = (result.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("");
+      expect(text.split("\n").slice(0, 3)).toEqual([
+        "blocked: MISSING_EXECUTION_CAPABILITY",
+        `No infrastructure broker answers at ${broker.socketPath} (RELAY_SHELL_INFRA_SOCKET): this server's user may not connect to that socket (EACCES). Nothing was sent and nothing ran; the operator has to start relay-shell infra-broker on that socket or give this server access to it.`,
+        "receipt: none",
+      ]);
+      expect(broker.requests).toEqual([]);
+    } finally {
+      await client.close();
+      await broker.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
