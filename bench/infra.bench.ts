@@ -83,13 +83,13 @@ export const infraBench: Bench = {
     const minimal = await startMinimalServer();
     try {
       const statusOnce = async () => {
-        const text = await server.call("infra_status", { profile: "web" });
+        const text = await server.call("infra_status", {});
         if (!text.startsWith("ok: OK\n")) throw new Error(`infra_status failed: ${text}`);
       };
       const floorOnce = () => server.call("session_list", {});
       const socketOnce = async () => {
         const answer = await requestInfra(
-          { op: "status", profile: "web" },
+          { op: "status" },
           { socketPath: broker.socketPath, timeoutMs: 5000 },
         );
         if (answer.kind !== "answered") throw new Error(`broker unreachable: ${answer.reason}`);

@@ -240,15 +240,14 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     name: "infra_status",
     title: "Infrastructure broker status",
     description:
-      "Ask the infrastructure broker whether it is up and which profiles it serves (each usable or broken, " +
-      "with why); with a profile, about that one. Read-only. Answers `<outcome>: <CODE>`, a sentence, the " +
-      "broker's receipt id and data.",
-    params: { profile: { ...PROFILE, optional: true } },
+      "Ask the infrastructure broker whether it is up, which profiles this server may use and which profile " +
+      "files are broken (with why). Read-only. Answers `<outcome>: <CODE>`, a sentence, the broker's receipt id " +
+      "and data.",
+    params: {},
     tier: READ_ONLY,
     annotations: annotationsFor(READ_ONLY, { openWorld: true }),
-    policyText: (a) => infraPolicyText("status", a),
-    run: (a, ctx) =>
-      ask(deps, { op: "status", ...(a.profile !== undefined ? { profile: a.profile } : {}) }, ctx, shortWait),
+    policyText: () => infraPolicyText("status", {}),
+    run: (_a, ctx) => ask(deps, { op: "status" }, ctx, shortWait),
   });
 
   const probe = defineTool({

@@ -61,7 +61,7 @@ describe("infra tools are listed only when RELAY_SHELL_INFRA_SOCKET is set", () 
       const infra = tools.filter((t) => t.name.startsWith("infra_"));
       expect(infra.map((t) => t.name).sort()).toEqual(INFRA_TOOLS);
       const byName = new Map(infra.map((t) => [t.name, t]));
-      expect(byName.get("infra_status")?.inputSchema.required).toBeUndefined();
+      expect(byName.get("infra_status")?.inputSchema).toEqual({ type: "object", properties: {} });
       expect(byName.get("infra_replicate")?.inputSchema).toMatchObject({
         required: ["profile", "run_id", "idempotency_key"],
         properties: {
@@ -453,7 +453,7 @@ describe("policy applies to infra tools as to any tool", () => {
       const before = broker.requests.length;
       const refused = [
         await s.call("infra_probe", { profile: "prod" }),
-        await s.call("infra_status", { profile: "prod" }),
+        await s.call("infra_replicate", { profile: "prod", run_id: "r1", idempotency_key: "prod-r1-0001" }),
         await s.call("infra_verify", { profile: "web", run_id: "frozen-1" }),
       ];
       for (const r of refused)
@@ -470,14 +470,15 @@ describe("policy applies to infra tools as to any tool", () => {
 describe("a broker that does not answer in time", () => {
   it("ends the call at RELAY_SHELL_MAX_TIMEOUT with the timeout grammar", async () => {
     const dir = mkdtempSync(join(tmpdir(), "infra-slow-"));
-    const broker = await startBroker(dir);
+    // A broker that accepts the connection and reads the request, then says nothing.
+    const broker = await startLineBroker(() => ({ kind: "silent" }))(dir);
     const s = await startServer({
       RELAY_SHELL_INFRA_SOCKET: broker.socketPath,
       RELAY_SHELL_MAX_TIMEOUT: "1",
       RELAY_SHELL_DEFAULT_TIMEOUT: "1",
     });
     try {
-      const r = await s.call("infra_status", { profile: "silent" });
+      const r = await s.call("infra_status");
       expect(r.text).toBe(
         `[TIMEOUT after 1s] no answer from the broker at ${broker.socketPath} within 1s; the request had been sent`,
       );
