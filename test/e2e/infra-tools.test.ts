@@ -13,15 +13,23 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createInfraFixture,
+  INFRA_SKIP_REASON,
+  type InfraDaemon,
+  type InfraFixture,
+} from "../fixtures/infra.js";
 import { type BrokerHandle, type StartBroker, startLineBroker } from "../helpers/infra-broker.js";
-import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
+import { baseEnv, REPO_ROOT, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
 /**
  * The infra_* tools through the built server and the SDK client, against "a
- * broker" on a real Unix socket. Until the broker daemon is built, that is the
- * scripted line broker of test/helpers/infra-broker.ts, which speaks the wire
- * protocol with fixed answers chosen by profile id: these tests hold the MCP
- * side (client, tools, policy, audit, result grammar) to the protocol.
+ * broker" on a real Unix socket. Most suites use the scripted line broker of
+ * test/helpers/infra-broker.ts, which speaks the wire protocol with fixed
+ * answers chosen by profile id, so every outcome class and every way a broker
+ * can fail is one call away: they hold the MCP side (client, tools, policy,
+ * audit, result grammar) to the protocol. The last suite runs the tools
+ * against the real daemon.
  */
 const startBroker: StartBroker = startLineBroker();
 
@@ -498,3 +506,91 @@ describe("a broker that does not answer in time", () => {
     }
   });
 });
+
+/**
+ * The same tools against the real broker daemon of test/fixtures/infra.ts:
+ * its own account, root-owned profiles, an sshd receiver confined by rrsync.
+ * It runs once the daemon's CLI is in dist/ (it is built apart from these
+ * tools) and the fixture can run here (root, sshd, rsync).
+ */
+const DAEMON_BUILT = existsSync(join(REPO_ROOT, "dist", "cli", "infra-broker.js"));
+
+describe.skipIf(INFRA_SKIP_REASON !== null || !DAEMON_BUILT)(
+  "the infra tools against the broker daemon",
+  () => {
+    let fx: InfraFixture;
+    let daemon: InfraDaemon;
+    let s: TestServer;
+    beforeAll(async () => {
+      fx = await createInfraFixture();
+      fx.writeProfile("web");
+      fx.writeProfile("off", { enabled: false });
+      fx.writeProfile("signed", { approval: "consent" });
+      daemon = await fx.startDaemon();
+      s = await startServer({ RELAY_SHELL_INFRA_SOCKET: fx.socketPath });
+    }, 60_000);
+    afterAll(async () => {
+      await s?.close();
+      await daemon?.stop();
+      fx?.close();
+    });
+
+    const head = (text: string) => text.split("\n")[0];
+
+    it("status lists the profiles this server may use, with the daemon's receipt", async () => {
+      const r = await s.call("infra_status");
+      expect(head(r.text)).toBe("ok: OK");
+      expect(r.structured.receipt_id).toEqual(expect.any(String));
+      expect(r.text).toContain(`\nreceipt: ${r.structured.receipt_id as string}\n`);
+      const profiles = (r.structured.data as { profiles: Array<{ id: string }> }).profiles.map((p) => p.id);
+      expect(profiles).toEqual(expect.arrayContaining(["web", "off", "signed"]));
+    });
+
+    it("shows the daemon's refusals as typed outcomes", async () => {
+      expect(head((await s.call("infra_probe", { profile: "ghost" })).text)).toBe(
+        "input-required: PROFILE_NOT_FOUND",
+      );
+      expect(head((await s.call("infra_probe", { profile: "off" })).text)).toBe("blocked: PROFILE_DISABLED");
+      expect(head((await s.call("infra_probe", { profile: "signed" })).text)).toBe(
+        "auth-required: APPROVAL_REQUIRED",
+      );
+    });
+
+    it("runs probe, dry-run, replicate and verify to ok, and a repeated key replays", async () => {
+      const args = { profile: "web", run_id: "mcp-r1" };
+      expect(head((await s.call("infra_probe", { profile: "web" })).text)).toBe("ok: OK");
+      expect(head((await s.call("infra_rsync_dry_run", args)).text)).toBe("ok: OK");
+      const replicate = { ...args, idempotency_key: "mcp-r1-0001" };
+      const first = await s.call("infra_replicate", replicate);
+      expect(head(first.text)).toBe("ok: OK");
+      const again = await s.call("infra_replicate", replicate);
+      expect(head(again.text)).toBe("ok: OK");
+      expect(again.structured.replayed).toBe(true);
+      expect(head((await s.call("infra_verify", args)).text)).toBe("ok: OK");
+      expect(fx.keyText().length).toBeGreaterThan(0);
+      for (const needle of fx
+        .keyText()
+        .split("\n")
+        .filter((l) => l.length > 20)) {
+        expect(s.auditText()).not.toContain(needle);
+      }
+    }, 120_000);
+
+    it("a server running as an account the profiles do not allow is refused by the daemon", async () => {
+      const home = mkdtempSync(join(tmpdir(), "infra-other-"));
+      chmodSync(home, 0o755);
+      chownSync(home, fx.otherUser.uid, fx.otherUser.gid);
+      const client = await startServerAs(fx.otherUser.name, home, {
+        RELAY_SHELL_INFRA_SOCKET: fx.socketPath,
+      });
+      try {
+        const result = await client.callTool({ name: "infra_probe", arguments: { profile: "web" } });
+        const text = (result.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("");
+        expect(head(text)).toBe("blocked: PRINCIPAL_NOT_ALLOWED");
+      } finally {
+        await client.close();
+        rmSync(home, { recursive: true, force: true });
+      }
+    });
+  },
+);
