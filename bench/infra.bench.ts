@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { requestInfra } from "../src/infra-protocol/index.js";
+import { createInfraFixture, INFRA_SKIP_REASON } from "../test/fixtures/infra.js";
 import { ROOT, startBenchServer, timeEach } from "./harness.js";
 import { type Bench, type BenchFigure, median, percentile } from "./types.js";
 
@@ -15,18 +16,45 @@ const OVER_FLOOR_MS = 2;
 
 /** A broker listening in a directory, in a process of its own. */
 interface BenchBroker {
+  /** What answers: the daemon, or the scripted stand-in. */
+  kind: string;
   socketPath: string;
   close(): Promise<void>;
 }
 
+const DAEMON_BUILT = existsSync(join(ROOT, "dist", "cli", "infra-broker.js"));
+
 /**
- * The broker the round trip reaches, in its own process as the daemon runs.
- * Until the daemon is built this is the scripted line broker of the
- * end-to-end suite (a real Unix-socket server speaking the protocol, answering
- * at once), so the figure is the cost of the MCP side: tool, runner, client,
- * socket, and the two hops between the processes.
+ * The broker daemon of the INFRA-1 fixture (its own account, root-owned
+ * profiles, a hash-chained receipt per request), when it is built and the
+ * fixture can run here.
  */
-async function startBroker(dir: string): Promise<BenchBroker> {
+async function startDaemon(): Promise<BenchBroker> {
+  const fx = await createInfraFixture();
+  fx.writeProfile("web");
+  try {
+    const daemon = await fx.startDaemon();
+    return {
+      kind: "the broker daemon",
+      socketPath: fx.socketPath,
+      close: async () => {
+        await daemon.stop();
+        fx.close();
+      },
+    };
+  } catch (err) {
+    fx.close();
+    throw err;
+  }
+}
+
+/**
+ * Otherwise the scripted line broker of the end-to-end suite, in a process
+ * of its own as the daemon runs: a real Unix-socket server speaking the
+ * protocol and answering at once, so the figure is the cost of the MCP side
+ * (tool, runner, client, socket and the hops between the processes).
+ */
+async function startLineBroker(dir: string): Promise<BenchBroker> {
   const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench", "line-broker.ts"), dir], {
     cwd: ROOT,
     stdio: ["pipe", "pipe", "inherit"],
@@ -40,6 +68,7 @@ async function startBroker(dir: string): Promise<BenchBroker> {
     child.once("exit", (code) => reject(new Error(`line broker exited ${code}`)));
   });
   return {
+    kind: "the scripted line broker",
     socketPath,
     close: () =>
       new Promise<void>((resolve) => {
@@ -78,7 +107,8 @@ export const infraBench: Bench = {
   name: "infra",
   async run(): Promise<BenchFigure[]> {
     const dir = mkdtempSync(join(tmpdir(), "relay-shell-bench-infra-"));
-    const broker = await startBroker(dir);
+    const broker =
+      INFRA_SKIP_REASON === null && DAEMON_BUILT ? await startDaemon() : await startLineBroker(dir);
     const server = await startBenchServer({ RELAY_SHELL_INFRA_SOCKET: broker.socketPath });
     const minimal = await startMinimalServer();
     try {
@@ -132,14 +162,14 @@ export const infraBench: Bench = {
           met: null,
         },
         {
-          name: "one request on the broker's socket, no MCP (median)",
+          name: `one request on the socket of ${broker.kind}, no MCP (median)`,
           value: median(socket),
           unit: "ms",
           target: "reported",
           met: null,
         },
         {
-          name: "infra_status through the relay and the socket (median)",
+          name: `infra_status through the relay and ${broker.kind} (median)`,
           value: statusMedian,
           unit: "ms",
           target: "reported",
