@@ -1,5 +1,6 @@
 import { coreBench } from "./core.bench.js";
 import { httpBench } from "./http.bench.js";
+import { infraBench } from "./infra.bench.js";
 import { sessionsBench } from "./sessions.bench.js";
 import { sshBench } from "./ssh.bench.js";
 import type { Bench, BenchFigure } from "./types.js";
@@ -8,7 +9,7 @@ import type { Bench, BenchFigure } from "./types.js";
  * Runs every benchmark (or those whose names start with one of the arguments:
  * `npm run bench -- core`) and prints each figure with its target and whether it is met.
  */
-const all: Bench[] = [coreBench, sessionsBench, sshBench, httpBench];
+const all: Bench[] = [coreBench, sessionsBench, sshBench, httpBench, infraBench];
 const wanted = process.argv.slice(2).map((arg) => arg.toLowerCase());
 const benches =
   wanted.length === 0 ? all : all.filter((b) => wanted.some((w) => b.name.toLowerCase().startsWith(w)));

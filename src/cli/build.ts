@@ -19,6 +19,7 @@ import {
   buildOperatingGuide,
   createConfirmTool,
   createDiagnosticsTools,
+  createInfraTools,
   createSessionTools,
   createShellTools,
   createSshForwardTools,
@@ -169,6 +170,16 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       },
     }),
   ];
+  // The INFRA-1 broker's tools exist only where the operator named its socket.
+  if (settings.infraSocket !== "") {
+    tools.push(
+      ...createInfraTools({
+        socketPath: settings.infraSocket,
+        maxTimeoutSeconds: settings.maxTimeout,
+        maxOutput: settings.maxOutput,
+      }),
+    );
+  }
   // Arming checks a verify/rollback command against the same admission as a call of the planned tool.
   const vetFollowUp = createFollowUpVetter({ settings, classifier, audit, tools: [...tools] });
   tools.push(createConfirmTool({ broker, vetFollowUp }));

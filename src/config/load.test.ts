@@ -90,6 +90,7 @@ describe("defaults", () => {
       authAccessTtl: 3600,
       authRefreshTtl: 2592000,
       authCodeTtl: 300,
+      infraSocket: "",
     });
   });
 
@@ -315,6 +316,21 @@ describe("paths", () => {
     const s = loadSettings({ RELAY_SHELL_AUDIT_PATH: "", RELAY_SHELL_INVENTORY: "  " }, opts());
     expect(s.auditPath).toBe("/home/op/.local/state/relay-shell/audit.jsonl");
     expect(s.inventory).toBe("");
+  });
+
+  it("takes the broker socket as a path and refuses one the kernel could not address", () => {
+    const cwd = workdir();
+    expect(loadSettings({ RELAY_SHELL_INFRA_SOCKET: "run/infra.sock" }, opts({ cwd })).infraSocket).toBe(
+      join(cwd, "run/infra.sock"),
+    );
+    expect(loadSettings({ RELAY_SHELL_INFRA_SOCKET: " " }, opts()).infraSocket).toBe("");
+    const fits = `/${"s".repeat(106)}`;
+    expect(loadSettings({ RELAY_SHELL_INFRA_SOCKET: fits }, opts()).infraSocket).toBe(fits);
+    // One byte more would be cut by the kernel to a name that may be another socket.
+    expect(problems({ RELAY_SHELL_INFRA_SOCKET: `${fits}s` })).toEqual([
+      `RELAY_SHELL_INFRA_SOCKET: expected a Unix socket path of at most 107 bytes, got "${fits}s": it resolves to 108 bytes`,
+    ]);
+    expect(problems({ RELAY_SHELL_INFRA_SOCKET: "/run/é".padEnd(107, "x") })).toHaveLength(1);
   });
 
   it("refuses ~user paths", () => {

@@ -12,6 +12,7 @@ import {
   type RawValue,
   regexSetting,
   type SettingSchema,
+  socketPathSetting,
   urlPathSetting,
   urlSetting,
 } from "./values.js";
@@ -94,6 +95,8 @@ const TABLE: SettingTable = {
   authAccessTtl: ["RELAY_SHELL_AUTH_ACCESS_TTL", int(3600, 60, 86400)],
   authRefreshTtl: ["RELAY_SHELL_AUTH_REFRESH_TTL", int(2592000, 300, 7776000)],
   authCodeTtl: ["RELAY_SHELL_AUTH_CODE_TTL", int(300, 30, 3600)],
+  // the INFRA-1 broker's socket; the infra_* tools exist only when it is set (docs/tools.md)
+  infraSocket: ["RELAY_SHELL_INFRA_SOCKET", socketPathSetting],
 };
 
 const FIELDS = Object.keys(TABLE) as (keyof Settings)[];

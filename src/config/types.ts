@@ -72,4 +72,6 @@ export interface Settings {
   authAccessTtl: number;
   authRefreshTtl: number;
   authCodeTtl: number;
+  // INFRA-1 broker (docs/tools.md#infra-tools)
+  infraSocket: string; // "" = no broker: the infra_* tools are not listed
 }

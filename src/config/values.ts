@@ -194,3 +194,33 @@ export function regexSetting(env: string): SettingSchema<RegExp | null> {
     },
   );
 }
+
+/** The longest path a Unix-domain socket address holds on Linux: `sun_path` is 108 bytes with its NUL. */
+export const MAX_SOCKET_PATH_BYTES = 107;
+
+/**
+ * The path of a Unix-domain socket to connect to; `""` (the default) means
+ * none. A longer path is refused here: the kernel would not take it, and a
+ * path cut to fit could name another socket.
+ */
+export function socketPathSetting(env: string, ctx: PathContext): SettingSchema<string> {
+  return setting(
+    env,
+    () => "",
+    (raw) => {
+      const text = raw.trim();
+      if (text === "") return { ok: true, value: "" };
+      const expanded = expandPath(text, ctx);
+      if (!expanded.ok) return expanded;
+      const bytes = Buffer.byteLength(expanded.value, "utf8");
+      if (bytes > MAX_SOCKET_PATH_BYTES) {
+        return {
+          ok: false,
+          expected: `a Unix socket path of at most ${MAX_SOCKET_PATH_BYTES} bytes`,
+          detail: `it resolves to ${bytes} bytes`,
+        };
+      }
+      return { ok: true, value: expanded.value };
+    },
+  );
+}

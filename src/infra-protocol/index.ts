@@ -1,4 +1,12 @@
 export {
+  type InfraClientErrorCode,
+  type InfraExchange,
+  type InfraRequestOptions,
+  MAX_RESPONSE_BYTES,
+  requestInfra,
+  type UnreachableReason,
+} from "./client.js";
+export {
   APPROVAL_REF,
   IDEMPOTENCY_KEY,
   IDENTITY_CLAIM_FIELDS,

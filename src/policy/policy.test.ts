@@ -201,6 +201,12 @@ describe("assessTier", () => {
       basis: "default",
       part: "",
     });
+    // A tool that changes state by design, whatever its text says (infra_replicate).
+    expect(assessTier({ kind: "fixed", tier: 2 }, "rm -rf /", fake)).toEqual({
+      tier: 2,
+      basis: "mutating_tool",
+      part: "",
+    });
     expect(fake.calls).toHaveLength(0);
   });
 

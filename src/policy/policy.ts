@@ -76,7 +76,9 @@ export type TargetKind =
   | "local"
   | "remote"
   | "listen"
-  | "dest";
+  | "dest"
+  | "profile"
+  | "run";
 
 /**
  * The lines the deny list is matched against besides the probe: `kind=value`
@@ -174,7 +176,8 @@ export function assessTier(
   input?: ProgramInput,
 ): Classification {
   if (spec.kind === "fixed") {
-    return { tier: spec.tier, basis: spec.tier === 0 ? "read_only_tool" : "default", part: "" };
+    const basis = spec.tier === 0 ? "read_only_tool" : spec.tier === 2 ? "mutating_tool" : "default";
+    return { tier: spec.tier, basis, part: "" };
   }
   const found = classifier.classify(text, {
     windows: spec.windows,

@@ -94,7 +94,7 @@ export type { PolicyMode } from "../config/index.js";
 
 /** How a tool's tier is decided (docs/wire-contract.md §2.1 Tier column). */
 export type TierSpec =
-  | { kind: "fixed"; tier: 0 | 1 } // fixed tier; text ignored for the tier, still fed to the deny list
+  | { kind: "fixed"; tier: 0 | 1 | 2 } // fixed tier; text ignored for the tier, still fed to the deny list
   | { kind: "heuristic"; floor: 1 | 2; windows: boolean };
 
 export interface PolicyDecision {

@@ -6,7 +6,15 @@ import { z } from "zod";
  * can never drift apart.
  */
 export type ParamSpec =
-  | { type: "string"; description: string; default?: string; noNul?: boolean }
+  | {
+      type: "string";
+      description: string;
+      default?: string;
+      noNul?: boolean;
+      /** The whole value must match (anchor it); announced as the JSON Schema `pattern`. */
+      pattern?: RegExp;
+      optional?: true;
+    }
   | { type: "integer"; description: string; default?: number; optional?: true }
   | { type: "number"; description: string; default?: number }
   | { type: "boolean"; description: string; default?: boolean }
@@ -61,6 +69,8 @@ function fieldSchema(spec: ParamSpec): z.ZodType {
     case "string": {
       let s = z.string();
       if (spec.noNul) s = s.refine((v) => !v.includes("\0"), "must not contain NUL bytes");
+      if (spec.pattern) s = s.regex(stateless(spec.pattern), `must match ${spec.pattern.source}`);
+      if (spec.optional) return s.optional();
       return spec.default === undefined ? s : s.default(spec.default);
     }
     case "integer": {
@@ -79,6 +89,11 @@ function fieldSchema(spec: ParamSpec): z.ZodType {
     case "boolean_or_null":
       return z.preprocess(coerceBoolean, z.boolean().nullable()).default(null);
   }
+}
+
+/** A global or sticky regex keeps `lastIndex` between tests and would skip matches. */
+function stateless(regex: RegExp): RegExp {
+  return regex.global || regex.sticky ? new RegExp(regex.source, regex.flags.replace(/[gy]/g, "")) : regex;
 }
 
 export interface ArgParser<A> {
@@ -115,6 +130,10 @@ export function toInputSchema(table: ParamTable): {
   for (const [name, spec] of Object.entries(table)) {
     const type = spec.type === "boolean_or_null" ? ["boolean", "null"] : spec.type;
     const prop: Record<string, unknown> = { type, description: spec.description };
+    // JSON Schema patterns have no flags: a pattern that needs them is checked by the server only.
+    if (spec.type === "string" && spec.pattern && spec.pattern.flags.replace(/[gy]/g, "") === "") {
+      prop.pattern = spec.pattern.source;
+    }
     if (spec.default !== undefined) prop.default = spec.default;
     else if (!("optional" in spec && spec.optional)) required.push(name);
     properties[name] = prop;

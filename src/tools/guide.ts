@@ -50,6 +50,15 @@ const INSTRUCTIONS: readonly Paragraph[] = [
       "forwards, ssh_forward_list shows them and ssh_forward_close ends one.",
   },
   {
+    tools: ["infra_status", "infra_probe", "infra_rsync_dry_run", "infra_replicate", "infra_verify"],
+    text:
+      "Infrastructure work without a shell: the operator's broker runs a closed set of operations on profiles " +
+      "it defines. infra_status lists the profiles, infra_probe checks one's receiver, infra_rsync_dry_run " +
+      "previews a run, infra_replicate copies it (with an idempotency_key; retry with the same key), " +
+      "infra_verify checks it. Each answers `<outcome>: <CODE>` on its first line: only ok means done; " +
+      "blocked, auth-required and input-required mean nothing was done, unknown means verify before trusting.",
+  },
+  {
     tools: ["operation_confirm"],
     text:
       "When the operator enabled the Tier-3 confirmation broker, an irreversible command returns " +
@@ -116,6 +125,21 @@ const GUIDE: readonly Paragraph[] = [
       "## Fleets\n" +
       "ssh_hosts lists known hosts, ssh_check tells which answer, ssh_fanout runs one command across many hosts " +
       "and returns one JSON object with a result per host, ssh_keyscan collects host keys.",
+  },
+  {
+    tools: ["infra_status", "infra_probe", "infra_rsync_dry_run", "infra_replicate", "infra_verify"],
+    text:
+      "## Infrastructure broker\n" +
+      "The infra_* tools ask the operator's broker daemon to act on a profile; the profile, not the call, fixes " +
+      "host, user, paths, key and limits. A replication is: `infra_status()` to see the profiles, " +
+      '`infra_probe(profile="web")`, `infra_rsync_dry_run(profile="web", run_id="r1")`, ' +
+      '`infra_replicate(profile="web", run_id="r1", idempotency_key="web-r1-0001")`, then ' +
+      '`infra_verify(profile="web", run_id="r1")`. The first line of each result is `<outcome>: <CODE>`: ' +
+      "`ok` (done), `blocked` (the broker refused or could not act; MISSING_EXECUTION_CAPABILITY means no " +
+      "broker answers), `auth-required` (a human approval is missing or invalid: pass its reference as " +
+      "`approval`), `input-required` (unknown profile or run), `unknown` (a write was interrupted: run " +
+      "infra_verify; never assume it worked). If a replicate gives no answer, call it again with the same " +
+      "idempotency_key: the broker returns the first outcome and never writes twice.",
   },
   {
     tools: ["operation_confirm"],

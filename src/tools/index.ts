@@ -1,6 +1,7 @@
 export { type ConfirmToolDeps, createConfirmTool } from "./confirm.js";
 export { createDiagnosticsTools, type DiagnosticsDeps, type RuntimeInfo } from "./diagnostics.js";
 export { buildInstructions, buildOperatingGuide } from "./guide.js";
+export { createInfraTools, type InfraToolDeps } from "./infra.js";
 export { createSshResources, type SshResource } from "./resources.js";
 export { createSessionTools, type SessionToolDeps } from "./sessions.js";
 export { clampTimeout, createShellTools, joinProbe, type ShellToolDeps } from "./shell.js";

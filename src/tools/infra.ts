@@ -1,0 +1,347 @@
+import { tokenFingerprint } from "../broker/index.js";
+import { RelayError } from "../core/index.js";
+import {
+  APPROVAL_REF,
+  IDEMPOTENCY_KEY,
+  type InfraRequest,
+  type InfraResponse,
+  type Operation,
+  type OutcomeClass,
+  type OutcomeCode,
+  PROFILE_ID,
+  RUN_ID,
+  requestInfra,
+  type UnreachableReason,
+} from "../infra-protocol/index.js";
+import type { PolicyTarget, TierSpec } from "../policy/index.js";
+import {
+  annotationsFor,
+  defineTool,
+  type Tool,
+  type ToolContext,
+  type ToolOutcome,
+} from "../runner/index.js";
+
+export interface InfraToolDeps {
+  /** RELAY_SHELL_INFRA_SOCKET: the broker's Unix socket. */
+  socketPath: string;
+  /** RELAY_SHELL_MAX_TIMEOUT: the longest the relay waits for one answer. */
+  maxTimeoutSeconds: number;
+  /** RELAY_SHELL_MAX_OUTPUT: the budget of one result. */
+  maxOutput: number;
+}
+
+/** `status` answers from the broker's memory: a broker that takes longer is not well. */
+const STATUS_TIMEOUT_SECONDS = 30;
+
+const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+const REVERSIBLE: TierSpec = { kind: "fixed", tier: 1 };
+const STATEFUL: TierSpec = { kind: "fixed", tier: 2 };
+
+const PROFILE = {
+  type: "string",
+  description: "id of an operator-owned profile (it fixes host, user, paths, key and limits)",
+  pattern: PROFILE_ID,
+} as const;
+const RUN = {
+  type: "string",
+  description: "id of the run: one directory <remote root>/runs/<run_id>/ on the receiver",
+  pattern: RUN_ID,
+} as const;
+const APPROVAL = {
+  type: "string",
+  description: "reference of a human-signed approval, for a profile whose approval policy is consent",
+  pattern: APPROVAL_REF,
+  optional: true,
+} as const;
+
+/** The structuredContent fields every infra tool adds (docs/tools.md#infra-tools). */
+const RESULT_FIELDS: Record<string, Record<string, unknown>> = {
+  outcome: {
+    type: "string",
+    enum: ["ok", "blocked", "auth-required", "input-required", "unknown", "invalid"],
+    description: "the broker's outcome class",
+  },
+  code: { type: "string", description: "the broker's stable outcome code (OK, PIN_MISSING, ...)" },
+  message: { type: "string", description: "the broker's sentence about the outcome" },
+  receipt_id: {
+    type: ["string", "null"],
+    description: "id of the receipt in the broker's hash-chained log; null when the broker was not reached",
+  },
+  data: { type: ["object", "null"], description: "operation-specific facts from the broker" },
+  replayed: {
+    type: "boolean",
+    description: "the idempotency key's first outcome was returned; nothing ran again",
+  },
+};
+
+interface InfraArgs {
+  profile?: string | undefined;
+  run_id?: string;
+  idempotency_key?: string;
+  approval?: string | undefined;
+}
+
+/**
+ * The stable policy text of an infra call: `infra <operation>`, then
+ * `profile=<id>` and `run=<id>` when the call names them. This is what the
+ * deny and allow lists see after the tool name; the idempotency key and the
+ * approval are not part of it (they say which attempt, not what is done).
+ */
+export function infraPolicyText(op: Operation, args: InfraArgs): string {
+  const parts = ["infra", op];
+  if (args.profile !== undefined) parts.push(`profile=${args.profile}`);
+  if (args.run_id !== undefined) parts.push(`run=${args.run_id}`);
+  return parts.join(" ");
+}
+
+function infraTargets(args: InfraArgs): PolicyTarget[] {
+  const out: PolicyTarget[] = [];
+  if (args.profile !== undefined) out.push({ kind: "profile", value: args.profile });
+  if (args.run_id !== undefined) out.push({ kind: "run", value: args.run_id });
+  return out;
+}
+
+/** The approval is recorded by fingerprint only: it is a credential of the human who signed it. */
+function infraAuditArgs(args: InfraArgs): Record<string, unknown> {
+  return {
+    ...(args.profile !== undefined ? { profile: args.profile } : {}),
+    ...(args.run_id !== undefined ? { run_id: args.run_id } : {}),
+    ...(args.idempotency_key !== undefined ? { idempotency_key: args.idempotency_key } : {}),
+    ...(args.approval !== undefined ? { approval_sha256: tokenFingerprint(args.approval) } : {}),
+  };
+}
+
+function auditInvalid(raw: Record<string, unknown>): Record<string, unknown> {
+  const { approval, ...rest } = raw;
+  if (approval === undefined) return rest;
+  return { ...rest, approval_sha256: typeof approval === "string" ? tokenFingerprint(approval) : "" };
+}
+
+const UNREACHABLE_TEXT: Record<UnreachableReason, string> = {
+  ENOENT: "there is no socket at that path",
+  ENOTDIR: "there is no socket at that path",
+  ECONNREFUSED: "nothing listens on that socket",
+  EACCES: "this server's user may not connect to that socket",
+  EPERM: "this server's user may not connect to that socket",
+};
+
+/** What the caller sees when the broker cannot be reached: a capability that is missing, not a crash. */
+function unreachable(reason: UnreachableReason, socketPath: string): InfraAnswer {
+  return {
+    outcome: "blocked",
+    code: "MISSING_EXECUTION_CAPABILITY",
+    message:
+      `No infrastructure broker answers at ${socketPath} (RELAY_SHELL_INFRA_SOCKET): ` +
+      `${UNREACHABLE_TEXT[reason]} (${reason}). Nothing was sent and nothing ran; ` +
+      "the operator has to start relay-shell infra-broker on that socket or give this server access to it.",
+    receipt_id: null,
+    data: null,
+    replayed: false,
+  };
+}
+
+interface InfraAnswer {
+  outcome: OutcomeClass;
+  code: OutcomeCode;
+  message: string;
+  receipt_id: string | null;
+  data: Record<string, unknown> | null;
+  replayed: boolean;
+}
+
+function answerOf(response: InfraResponse): InfraAnswer {
+  return {
+    outcome: response.outcome,
+    code: response.code,
+    message: response.message,
+    receipt_id: response.receipt_id,
+    data: response.data ?? null,
+    replayed: response.replayed === true,
+  };
+}
+
+/**
+ * The body of an infra result: `<outcome>: <CODE>`, the broker's sentence on
+ * one line, `receipt: <id>` (`none` when the broker was not reached), then
+ * `replayed: …` and `data: <compact JSON>` when they apply.
+ */
+export function infraBody(answer: InfraAnswer): string {
+  const lines = [
+    `${answer.outcome}: ${answer.code}`,
+    // One line per fact: the broker's sentence must not forge the lines after it.
+    answer.message.replace(/[\r\n\u2028\u2029]+/g, " "),
+    `receipt: ${answer.receipt_id ?? "none"}`,
+  ];
+  if (answer.replayed) lines.push("replayed: the first outcome of this idempotency key; nothing ran again");
+  if (answer.data !== null) lines.push(`data: ${JSON.stringify(answer.data)}`);
+  return lines.join("\n");
+}
+
+/** Failures after the request was sent, where a replicate may already have written. */
+const SENT_FAILURES = new Set(["INFRA_TIMEOUT", "INFRA_NO_RESPONSE", "INFRA_ABORTED"]);
+const REPLICATE_HINT =
+  "; the replicate may have run: call infra_replicate again with the same idempotency_key to get its outcome " +
+  "(the broker never writes twice under one key)";
+
+async function ask(
+  deps: InfraToolDeps,
+  request: InfraRequest,
+  ctx: ToolContext,
+  timeoutSeconds: number,
+): Promise<ToolOutcome> {
+  let answer: InfraAnswer;
+  try {
+    const exchange = await requestInfra(request, {
+      socketPath: deps.socketPath,
+      timeoutMs: timeoutSeconds * 1000,
+      signal: ctx.signal,
+    });
+    answer =
+      exchange.kind === "unreachable"
+        ? unreachable(exchange.reason, exchange.socketPath)
+        : answerOf(exchange.response);
+  } catch (err) {
+    if (!(err instanceof RelayError)) throw err;
+    const hint = request.op === "replicate" && SENT_FAILURES.has(err.code) ? REPLICATE_HINT : "";
+    if (err.code === "INFRA_TIMEOUT")
+      return { body: "", timedOutAfter: timeoutSeconds, timeoutSuffix: err.message + hint };
+    if (hint === "") throw err;
+    throw new RelayError(err.type, err.message + hint, { code: err.code, cause: err });
+  }
+  return {
+    body: infraBody(answer),
+    fields: { ...answer },
+    // Links this record to the broker's own receipt of the same request.
+    auditExtra: { outcome_code: answer.code, receipt_id: answer.receipt_id },
+  };
+}
+
+/**
+ * The `infra_*` tools: typed requests to the INFRA-1 broker daemon over its
+ * Unix socket. Nothing in them names a host, path, user or command: the
+ * profile fixes all of that on the broker's side. Listed only when
+ * RELAY_SHELL_INFRA_SOCKET is set (docs/tools.md#infra-tools).
+ */
+export function createInfraTools(deps: InfraToolDeps): Tool[] {
+  const longWait = deps.maxTimeoutSeconds;
+  const shortWait = Math.min(STATUS_TIMEOUT_SECONDS, deps.maxTimeoutSeconds);
+  const budget = () => deps.maxOutput;
+  const common = {
+    budget,
+    targets: infraTargets,
+    auditArgs: infraAuditArgs,
+    auditInvalid,
+    resultFields: RESULT_FIELDS,
+  };
+
+  const status = defineTool({
+    ...common,
+    name: "infra_status",
+    title: "Infrastructure broker status",
+    description:
+      "Ask the infrastructure broker whether it is up, which profiles this server may use and which profile " +
+      "files are broken (with why). Read-only. Answers `<outcome>: <CODE>`, a sentence, the broker's receipt id " +
+      "and data.",
+    params: {},
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: true }),
+    policyText: () => infraPolicyText("status", {}),
+    run: (_a, ctx) => ask(deps, { op: "status" }, ctx, shortWait),
+  });
+
+  const probe = defineTool({
+    ...common,
+    name: "infra_probe",
+    title: "Probe a profile's receiver",
+    description:
+      "Have the infrastructure broker connect to a profile's receiver with its pinned host key and key, and " +
+      "list the remote root; proves pin, credential and receiver without changing anything. Read-only.",
+    params: { profile: PROFILE, approval: APPROVAL },
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: true }),
+    policyText: (a) => infraPolicyText("probe", a),
+    run: (a, ctx) => ask(deps, withApproval({ op: "probe", profile: a.profile }, a.approval), ctx, longWait),
+  });
+
+  const dryRun = defineTool({
+    ...common,
+    name: "infra_rsync_dry_run",
+    title: "Preview a replication",
+    description:
+      "Snapshot a profile's source roots and preview, with rsync --dry-run, what infra_replicate would copy into " +
+      "the run directory run_id. Writes nothing remotely; a profile may require it before infra_replicate.",
+    params: { profile: PROFILE, run_id: RUN, approval: APPROVAL },
+    tier: REVERSIBLE,
+    annotations: annotationsFor(REVERSIBLE, { openWorld: true }),
+    policyText: (a) => infraPolicyText("rsync-dry-run", a),
+    run: (a, ctx) =>
+      ask(
+        deps,
+        withApproval({ op: "rsync-dry-run", profile: a.profile, run_id: a.run_id }, a.approval),
+        ctx,
+        longWait,
+      ),
+  });
+
+  const replicate = defineTool({
+    ...common,
+    name: "infra_replicate",
+    title: "Replicate into a new run directory",
+    description:
+      "Copy the dry-run's snapshot of a profile's source roots into the new, immutable run directory run_id on " +
+      "the receiver; never deletes or overwrites. idempotency_key makes a retry safe: the same key returns the " +
+      "first outcome and never writes twice. An interrupted copy is `unknown`: check it with infra_verify.",
+    params: {
+      profile: PROFILE,
+      run_id: RUN,
+      idempotency_key: {
+        type: "string",
+        description:
+          "8..128 of A-Z a-z 0-9 _ : -, one per intended replication; reuse it only to retry that one",
+        pattern: IDEMPOTENCY_KEY,
+      },
+      approval: APPROVAL,
+    },
+    tier: STATEFUL,
+    // The idempotency key makes a repeated call return the first outcome.
+    annotations: annotationsFor(STATEFUL, { openWorld: true, idempotent: true }),
+    policyText: (a) => infraPolicyText("replicate", a),
+    run: (a, ctx) =>
+      ask(
+        deps,
+        withApproval(
+          { op: "replicate", profile: a.profile, run_id: a.run_id, idempotency_key: a.idempotency_key },
+          a.approval,
+        ),
+        ctx,
+        longWait,
+      ),
+  });
+
+  const verify = defineTool({
+    ...common,
+    name: "infra_verify",
+    title: "Verify a replicated run",
+    description:
+      "Compare the checksums of a run's manifest with the run directory on the receiver; a run is trusted only " +
+      "after this answers ok. Read-only.",
+    params: { profile: PROFILE, run_id: RUN, approval: APPROVAL },
+    tier: READ_ONLY,
+    annotations: annotationsFor(READ_ONLY, { openWorld: true }),
+    policyText: (a) => infraPolicyText("verify", a),
+    run: (a, ctx) =>
+      ask(
+        deps,
+        withApproval({ op: "verify", profile: a.profile, run_id: a.run_id }, a.approval),
+        ctx,
+        longWait,
+      ),
+  });
+
+  return [status, probe, dryRun, replicate, verify];
+}
+
+function withApproval(request: InfraRequest, approval: string | undefined): InfraRequest {
+  return approval === undefined ? request : { ...request, approval };
+}
