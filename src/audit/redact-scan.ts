@@ -113,7 +113,7 @@ export function isSpace(code: number): boolean {
   );
 }
 
-export function isLineBreak(code: number): boolean {
+function isLineBreak(code: number): boolean {
   return code === LF || code === CR;
 }
 

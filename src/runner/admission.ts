@@ -25,7 +25,7 @@ export interface Admitted {
   reason: string;
 }
 
-export interface Refused {
+interface Refused {
   admitted: false;
   auditArgs: Record<string, unknown>;
   classification: Classification;

@@ -5,7 +5,7 @@ import { z } from "zod";
  * the runner validates with and the JSON Schema the client sees, so the two
  * can never drift apart.
  */
-export type ParamSpec =
+type ParamSpec =
   | { type: "string"; description: string; default?: string; noNul?: boolean }
   | { type: "integer"; description: string; default?: number; optional?: true }
   | { type: "number"; description: string; default?: number }

@@ -24,7 +24,7 @@ export interface RelayDeps {
   logger?: Logger;
 }
 
-export interface CallContext {
+interface CallContext {
   requestId: string;
   clientId: string;
   signal: AbortSignal;
@@ -32,7 +32,7 @@ export interface CallContext {
   progress?: (done: number, total: number, message?: string) => void;
 }
 
-export interface RunResult {
+interface RunResult {
   text: string;
   structured: StructuredResult;
 }

@@ -19,7 +19,7 @@ import { outputSchemaFor, type Relay } from "../runner/index.js";
  * A read-only MCP resource. Reads are not policy-gated (they reveal what a
  * Tier-0 tool does) but every read is audited and bounded by the relay.
  */
-export interface ResourceDef {
+interface ResourceDef {
   name: string;
   description: string;
   mimeType: string;
@@ -42,7 +42,7 @@ export interface McpServerDeps {
   resources?: readonly ResourceDef[];
 }
 
-export const PROMPT_NAME = "operating_guide";
+const PROMPT_NAME = "operating_guide";
 
 /** What could be recovered of a message too large to parse, and its size. */
 export interface OversizedRequest {

@@ -35,7 +35,7 @@ export interface CopyOptions {
   meter: TransferMeter;
 }
 
-export const MAX_SKIPPED = 20;
+const MAX_SKIPPED = 20;
 
 export function emptyStats(destination: string): CopyStats {
   return { files: 0, bytes: 0, directories: 0, symlinks: 0, skipped: [], destination };
