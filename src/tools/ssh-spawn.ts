@@ -4,9 +4,10 @@ import { clampTerminalSize, type SessionRegistry } from "../sessions/index.js";
 import { openSshPty, type SshService } from "../ssh/index.js";
 import {
   CONNECTION_PARAMS,
+  CONNECTION_RESULT_FIELDS,
   connectionAudit,
-  HOST_KEY_FIELD,
-  hostKeyFields,
+  connectionFields,
+  HOST_PARAM,
   REMOTE_COMMAND_TIER,
   sshProbe,
   sshTargets,
@@ -31,7 +32,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
       "session_send and session_recv like a local session; end it with session_kill. For a command that runs " +
       "and exits, use ssh_exec.",
     params: {
-      host: { type: "string", description: "inventory / ssh_config alias, or user@host", noNul: true },
+      host: HOST_PARAM,
       command: {
         type: "string",
         description: "command for the remote shell to run on the terminal; empty = the login shell",
@@ -47,9 +48,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
     resultFields: {
       session_id: { type: "string", description: "id for the session_* tools" },
       recording: { type: "string", description: "path of the asciicast recording, or empty" },
-      connection_reused: { type: "boolean", description: "a pooled connection was reused" },
-      host_key: HOST_KEY_FIELD,
-      jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+      ...CONNECTION_RESULT_FIELDS,
     },
     budget: () => 4096,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
@@ -90,8 +89,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
         fields: {
           session_id: added.id,
           recording: added.recording,
-          connection_reused: opened.reused,
-          ...hostKeyFields(opened.hostKey, opened.jumpHostKeys),
+          ...connectionFields(opened),
         },
       };
     },
