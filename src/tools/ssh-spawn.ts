@@ -2,6 +2,7 @@ import type { Settings } from "../config/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { clampTerminalSize, type SessionRegistry } from "../sessions/index.js";
 import { openSshPty, type SshService } from "../ssh/index.js";
+import { SESSION_RESULT_FIELDS } from "./sessions.js";
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
@@ -46,8 +47,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
     tier: REMOTE_COMMAND_TIER,
     annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
     resultFields: {
-      session_id: { type: "string", description: "id for the session_* tools" },
-      recording: { type: "string", description: "path of the asciicast recording, or empty" },
+      ...SESSION_RESULT_FIELDS,
       ...CONNECTION_RESULT_FIELDS,
     },
     budget: () => 4096,
