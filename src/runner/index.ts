@@ -2,6 +2,7 @@ export { createFollowUpVetter } from "./admission.js";
 export { createConfirmGate } from "./confirm-gate.js";
 export { clampOutput } from "./format.js";
 export { createRelay, type Relay } from "./relay.js";
+export type { ResourceDef } from "./resource.js";
 export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,

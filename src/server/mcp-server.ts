@@ -13,24 +13,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { outputSchemaFor, type Relay } from "../runner/index.js";
-
-/**
- * A read-only MCP resource. Reads are not policy-gated (they reveal what a
- * Tier-0 tool does) but every read is audited and bounded by the relay.
- */
-interface ResourceDef {
-  name: string;
-  description: string;
-  mimeType: string;
-  /** A fixed URI, or an RFC 6570 template such as `relay-shell://inventory/{host}`. */
-  uri: string;
-  template: boolean;
-  /** Fixed audit label (`resource:<name>`): user input goes into args, never the label. */
-  auditLabel: string;
-  auditArgs(vars: Record<string, string>): Record<string, unknown>;
-  read(vars: Record<string, string>): string;
-}
+import { outputSchemaFor, type Relay, type ResourceDef } from "../runner/index.js";
 
 export interface McpServerDeps {
   relay: Relay;
