@@ -4,6 +4,7 @@ export { describeError, RelayError } from "./errors.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isLoopbackHost } from "./loopback.js";
+export { isNonAsciiSeparator } from "./separators.js";
 export { holdTerminalEvents, type TerminalEvents } from "./terminal-events.js";
 export {
   neutralizeTerminalOutput,
