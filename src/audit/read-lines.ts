@@ -10,9 +10,9 @@ const CHUNK = 64 * 1024;
  * (args are length-bounded by redaction), so this only bites on a corrupt or
  * foreign file; the scan then stops instead of swallowing the file.
  */
-export const MAX_SCAN_BYTES = 64 * 1024 * 1024;
+const MAX_SCAN_BYTES = 64 * 1024 * 1024;
 /** Ceiling on the decompressed size of a rotated `.gz` sibling. */
-export const MAX_GUNZIP_BYTES = 256 * 1024 * 1024;
+const MAX_GUNZIP_BYTES = 256 * 1024 * 1024;
 
 const NEWLINE = 0x0a;
 
@@ -26,7 +26,7 @@ function isGzip(head: Uint8Array): boolean {
 }
 
 /** Whole contents of a (possibly gzip-compressed) file, decompression bounded. */
-export function readWholeFile(path: string): Buffer {
+function readWholeFile(path: string): Buffer {
   const fd = openSync(path, "r");
   try {
     const size = fstatSync(fd).size;
@@ -47,7 +47,7 @@ export function readWholeFile(path: string): Buffer {
 }
 
 /** The last `max` non-blank lines of a buffer, oldest first. */
-export function lastLinesOfBuffer(data: Buffer, max: number): string[] {
+function lastLinesOfBuffer(data: Buffer, max: number): string[] {
   const out: string[] = [];
   let end = data.length;
   while (end > 0 && out.length < max) {

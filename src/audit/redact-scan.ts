@@ -5,6 +5,8 @@
  * value whose end is unknown (an unterminated quote, a megabyte-long token).
  */
 
+import { isNonAsciiSeparator } from "../core/index.js";
+
 /** What every secret span becomes. */
 export const PLACEHOLDER = "[REDACTED]";
 
@@ -99,21 +101,10 @@ export function isBlank(code: number): boolean {
 /** Same set as `\s` in a JavaScript regular expression. */
 export function isSpace(code: number): boolean {
   if (code <= 0x20) return code === SPACE || (code >= TAB && code <= CR);
-  if (code < 0xa0) return false;
-  return (
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000 ||
-    code === 0xfeff
-  );
+  return code === 0xfeff || isNonAsciiSeparator(code);
 }
 
-export function isLineBreak(code: number): boolean {
+function isLineBreak(code: number): boolean {
   return code === LF || code === CR;
 }
 

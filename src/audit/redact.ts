@@ -18,9 +18,9 @@ import { applySpans, PLACEHOLDER, type Span } from "./redact-scan.js";
 import { privateKeyBlocks, providerTokens } from "./redact-tokens.js";
 
 /** Code points kept from each string. */
-export const REDACT_KEEP = 500;
+const REDACT_KEEP = 500;
 /** Code points scanned past the kept prefix, so secrets that start inside it are still found. */
-export const REDACT_LOOKAHEAD = 16384;
+const REDACT_LOOKAHEAD = 16384;
 const SCAN_WINDOW = REDACT_KEEP + REDACT_LOOKAHEAD;
 // Rules all read the same text and their spans are merged, but a collapsed
 // value can still complete another rule's match (a quoted value with a space

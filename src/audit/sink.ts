@@ -18,8 +18,8 @@ import { dirname } from "node:path";
 const OPEN_FLAGS =
   constants.O_APPEND | constants.O_CREAT | constants.O_WRONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const READ_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
-export const FILE_MODE = 0o600;
-export const DIR_MODE = 0o700;
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
 
 /** The audit file as opened: its descriptor and identity. */
 export interface AuditFile {
@@ -82,7 +82,7 @@ function endsMidLine(path: string, st: Stats): boolean {
  * else owns. Tightens the mode of an existing file to 0600 (best effort).
  * Throws an UnsafeAuditPathError for a refused path, the system error otherwise.
  */
-export function openAuditFile(path: string, euid: number | undefined): AuditFile {
+function openAuditFile(path: string, euid: number | undefined): AuditFile {
   // Looked at before opening so that a device or FIFO is never opened at all
   // (opening one can have effects of its own); the fstat below closes the race.
   const before = lstatSync(path, { throwIfNoEntry: false });

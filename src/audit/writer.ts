@@ -23,7 +23,7 @@ export interface AuditLogDeps {
 }
 
 /** Prefix that marks audit records on stderr (docs/wire-contract.md §4.6). */
-export const STDERR_PREFIX = "AUDIT ";
+const STDERR_PREFIX = "AUDIT ";
 
 /**
  * Room kept allocated past the end of the file before a call above Tier 0
@@ -32,7 +32,7 @@ export const STDERR_PREFIX = "AUDIT ";
  * allocation call at all (one in some three hundred does).
  */
 export const RESERVE_MIN = 64 * 1024;
-export const RESERVE_CHUNK = 256 * 1024;
+const RESERVE_CHUNK = 256 * 1024;
 
 /** The open file and what the writer knows of it. */
 interface Held extends AuditFile {

@@ -16,7 +16,7 @@ export interface ConfirmBrokerDeps {
   ids: Ids;
 }
 
-export const DEFAULT_MAX_TOKENS = 256;
+const DEFAULT_MAX_TOKENS = 256;
 const TOKEN_BYTES = 16;
 
 interface Entry {

@@ -43,7 +43,7 @@ export type ArmOutcome =
   | { kind: "conflict" };
 
 /** A burnt token: the call it matched may run now, with these follow-ups. */
-export interface Confirmation {
+interface Confirmation {
   fingerprint: string;
   followUps: FollowUpPlan | null;
 }

@@ -5,7 +5,7 @@
  * gets a fix-it message, and so no Node version reinterprets it silently.
  */
 
-export const POLICY_REGEX_FLAGS = "iu";
+const POLICY_REGEX_FLAGS = "iu";
 
 export type CompiledRegex = { ok: true; regex: RegExp } | { ok: false; error: string };
 

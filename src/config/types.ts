@@ -1,6 +1,6 @@
 import type { TerminalOutputMode } from "../core/index.js";
 
-export type Transport = "stdio" | "http";
+type Transport = "stdio" | "http";
 export type KnownHostsMode = "strict" | "accept-new" | "ignore";
 export type AuditFormat = "jsonl" | "cef" | "leef";
 export type PolicyMode = "open" | "guarded" | "readonly";

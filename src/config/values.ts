@@ -20,13 +20,13 @@ type Parsed<T> = { ok: true; value: T } | { ok: false; expected: string; detail?
 const MAX_SHOWN = 200;
 
 /** The offending value as a one-line quoted string, shortened so a huge value cannot flood the log. */
-export function quoteValue(raw: string): string {
+function quoteValue(raw: string): string {
   const shown = raw.length > MAX_SHOWN ? `${raw.slice(0, MAX_SHOWN)}... (${raw.length} characters)` : raw;
   return JSON.stringify(shown);
 }
 
 /** One problem line: `RELAY_SHELL_X: expected integer 1..3600, got "5m"`. */
-export function problemLine(env: string, expected: string, raw: string, detail?: string): string {
+function problemLine(env: string, expected: string, raw: string, detail?: string): string {
   const tail = detail === undefined ? "" : `: ${detail}`;
   return `${env}: expected ${expected}, got ${quoteValue(raw)}${tail}`;
 }
@@ -104,7 +104,7 @@ export function enumSetting<const T extends string>(
  * Expand `~` and resolve against the working directory. `~user` is refused
  * rather than looked up: the loader does no account lookups.
  */
-export function expandPath(value: string, ctx: PathContext): Parsed<string> {
+function expandPath(value: string, ctx: PathContext): Parsed<string> {
   if (value === "~") return { ok: true, value: ctx.home };
   if (value.startsWith("~/")) return { ok: true, value: join(ctx.home, value.slice(2)) };
   if (value.startsWith("~")) {

@@ -73,7 +73,7 @@ export function pythonFloatRepr(x: number): string {
  * float that lost its fraction, not an exact integer (exact big integers are
  * `bigint`). Non-finite numbers are not JSON; they are written as strings.
  */
-export function renderNumber(x: number): string {
+function renderNumber(x: number): string {
   if (!Number.isFinite(x)) return quoteString(String(x));
   if (Number.isSafeInteger(x)) return Object.is(x, -0) ? "0" : String(x);
   return pythonFloatRepr(x);

@@ -4,13 +4,13 @@ export { describeError, RelayError } from "./errors.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isLoopbackHost } from "./loopback.js";
-export { holdTerminalEvents, type TerminalEventHold, type TerminalEvents } from "./terminal-events.js";
+export { isNonAsciiSeparator } from "./separators.js";
+export { holdTerminalEvents, type TerminalEvents } from "./terminal-events.js";
 export {
-  type Neutralized,
   neutralizeTerminalOutput,
   openSequenceStart,
   TERMINAL_OUTPUT_MODES,
   type TerminalOutputMode,
 } from "./terminal-output.js";
-export { isTier, maxTier, TIER_NAMES, type Tier, type TierName, tierName } from "./tier.js";
+export { type Tier, tierName } from "./tier.js";
 export { clamp, decodeUtf8, type Truncated, truncateUtf8, utf8Length } from "./truncate.js";

@@ -60,7 +60,7 @@ function valueError(message: string): RelayError {
  * nesting before it is parsed, so no input, however deep, builds a deep
  * structure or reaches a recursive function.
  */
-export function parseEnvOverlay(envJson: string): Record<string, unknown> | undefined {
+function parseEnvOverlay(envJson: string): Record<string, unknown> | undefined {
   if (envJson.trim() === "") return undefined;
   refuseNesting(envJson);
   let parsed: unknown;

@@ -15,7 +15,7 @@ import { createProcessRunner } from "./process-runner.js";
  * their outcomes sent before it exits anyway (the supervisor's own waits are
  * bounded well below this).
  */
-export const CLOSE_DEADLINE_MS = 5000;
+const CLOSE_DEADLINE_MS = 5000;
 
 /**
  * The launcher side: answer run requests from the parent with the in-process

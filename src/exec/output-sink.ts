@@ -1,6 +1,6 @@
 export type StreamName = "stdout" | "stderr";
 
-export interface DrainedOutput {
+interface DrainedOutput {
   output: string;
   totalBytes: number;
   droppedBytes: number;

@@ -6,7 +6,7 @@ import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.
 import { superviseChild } from "./supervise.js";
 import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
 
-export const DEFAULT_KILL_GRACE_MS = 2000;
+const DEFAULT_KILL_GRACE_MS = 2000;
 
 export interface ProcessRunnerDeps {
   clock?: Clock;

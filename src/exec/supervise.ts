@@ -3,13 +3,13 @@ import { type CommandTracker, signalGroup, toExitCode } from "../proc/index.js";
 import type { OutputSink, StreamName } from "./output-sink.js";
 
 /** How long to wait for the reap (and the pipes) after SIGKILL before giving up on the child. */
-export const REAP_WAIT_MS = 3000;
+const REAP_WAIT_MS = 3000;
 /**
  * After the child exits, how long its pipes may stay open before the group is
  * killed: long enough to read what is still in flight, short enough that a
  * backgrounded grandchild holding stdout (`server &`) does not hold the call.
  */
-export const PIPE_GRACE_MS = 100;
+const PIPE_GRACE_MS = 100;
 /** The largest delay setTimeout honours; anything larger would fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 

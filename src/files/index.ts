@@ -1,1 +1,1 @@
-export { FILE_TOO_LARGE, type FileBound, openIfExists, readBoundedFile } from "./read-bounded.js";
+export { FILE_TOO_LARGE, openIfExists, readBoundedFile } from "./read-bounded.js";

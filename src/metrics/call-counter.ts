@@ -1,7 +1,7 @@
 /** Fixed outcome labels (docs/wire-contract.md §9.3): never user text. */
 export type CallOutcome = "ok" | "denied" | "error" | "confirm_required";
 
-export interface CallLabels {
+interface CallLabels {
   tool: string;
   tier: number;
   mode: string;
@@ -24,7 +24,7 @@ export interface CallCounter extends CallMetrics {
   series(): CallSeries[];
 }
 
-export function callKey(labels: CallLabels): string {
+function callKey(labels: CallLabels): string {
   return `${labels.tool}|${labels.tier}|${labels.mode}|${labels.outcome}`;
 }
 

@@ -15,7 +15,7 @@ const DURATION_BUCKETS = [
 ];
 
 /** The label a call outside the known tool set is filed under, so clients cannot grow the series. */
-export const OTHER_TOOL = "unknown_tool";
+const OTHER_TOOL = "unknown_tool";
 
 export interface MetricsRegistryDeps {
   calls: { series(): CallSeries[] };

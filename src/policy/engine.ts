@@ -7,7 +7,7 @@ import { subcommandVerdict } from "./rules/subcommands.js";
 import type { ParsedScript, StdinFeed, Unit } from "./script.js";
 import { type Origin, ScriptIndex } from "./script-index.js";
 import type { Basis } from "./types.js";
-import { joinAll, unwrap } from "./unwrap.js";
+import { unwrap } from "./unwrap.js";
 import { baseName, DYNAMIC, type Word } from "./words.js";
 
 /**
@@ -200,5 +200,3 @@ function shellNetworkRedirect(unit: Unit, best: Best): void {
     best.consider(3, "remote_code", unit.text);
   }
 }
-
-export { joinAll };

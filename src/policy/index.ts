@@ -4,7 +4,6 @@ export { canonicalIpForms, splitHostList, widenHostTokens } from "./ip-widen.js"
 export {
   assessTier,
   decide,
-  type PolicyConfig,
   type PolicyTarget,
   type TargetKind,
   targetLines,
@@ -13,9 +12,6 @@ export type {
   Basis,
   Classification,
   Classifier,
-  ClassifyOptions,
-  PolicyDecision,
-  PolicyMode,
   ProgramInput,
   ProgramLanguage,
   TierSpec,

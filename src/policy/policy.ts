@@ -1,4 +1,4 @@
-import { tierName } from "../core/index.js";
+import { isNonAsciiSeparator, tierName } from "../core/index.js";
 import type {
   Classification,
   Classifier,
@@ -31,14 +31,7 @@ function isPythonSpace(code: number): boolean {
     (code >= 0x09 && code <= 0x0d) ||
     (code >= 0x1c && code <= 0x20) ||
     code === 0x85 ||
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000
+    isNonAsciiSeparator(code)
   );
 }
 

@@ -1,6 +1,7 @@
 import type { Best } from "./best.js";
 import { type ArgvCtx, argvHit, type Scope, scriptWord } from "./engine.js";
-import { classifyPython, type PythonHost } from "./python.js";
+import { classifyPython } from "./python.js";
+import type { PythonHost } from "./python-actions.js";
 import { redirectHit } from "./redirects.js";
 import { flatScript, plainUnit, type Unit } from "./script.js";
 import { ScriptIndex } from "./script-index.js";

@@ -25,7 +25,7 @@ export function mainThreadChildren(pid: number): number[] | null {
 }
 
 /** Children of every thread of `pid` (a multi-threaded program may fork from any of them). */
-export function allChildren(pid: number): number[] {
+function allChildren(pid: number): number[] {
   const found: number[] = [];
   let tasks: string[];
   try {

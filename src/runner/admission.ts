@@ -3,6 +3,7 @@ import type { Settings } from "../config/index.js";
 import { describeError, type Tier, tierName, utf8Length } from "../core/index.js";
 import { assessTier, type Classification, type Classifier, decide, targetLines } from "../policy/index.js";
 import { deniedText } from "./format.js";
+import type { Finish } from "./record.js";
 import type { Tool } from "./tool.js";
 
 /** Room for the tool name and a space in the deny probe (docs/wire-contract.md §14.9). */
@@ -25,7 +26,7 @@ export interface Admitted {
   reason: string;
 }
 
-export interface Refused {
+interface Refused {
   admitted: false;
   auditArgs: Record<string, unknown>;
   classification: Classification;
@@ -37,6 +38,21 @@ export interface Refused {
 }
 
 export type Admit = (tool: Tool, args: unknown) => Admitted | Refused;
+
+/** What is recorded of a call admission refused: it did not run, so it has no exit status. */
+export function refusalRecord(tool: Tool, refused: Refused): Finish {
+  return {
+    tool: tool.name,
+    tier: refused.tier,
+    classification: refused.classification,
+    denied: true,
+    reason: refused.reason,
+    args: refused.auditArgs,
+    text: refused.text,
+    exitCode: null,
+    outcome: "denied",
+  };
+}
 
 /**
  * Admission of one validated call, shared by the call itself and by the

@@ -2,7 +2,7 @@ import type { FollowUpPlan } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import { type Logger, RelayError } from "../core/index.js";
 import type { Classifier } from "../policy/index.js";
-import { type Admit, classifyLoose } from "./admission.js";
+import { type Admit, classifyLoose, refusalRecord } from "./admission.js";
 import { deniedText, errorText, stepText } from "./format.js";
 import type { RecordContext, Recorder } from "./record.js";
 import type { StepSummary } from "./structured.js";
@@ -163,18 +163,7 @@ async function runStep(
   // The same admission as any call: the deny list first, then the mode; no gate.
   const admission = deps.admit(tool, parsed.args);
   if (!admission.admitted) {
-    record(ctx, {
-      tool: tool.name,
-      tier: admission.tier,
-      classification: admission.classification,
-      denied: true,
-      reason: admission.reason,
-      args: admission.auditArgs,
-      text: admission.text,
-      exitCode: null,
-      outcome: "denied",
-      action,
-    });
+    record(ctx, { ...refusalRecord(tool, admission), action });
     return {
       summary: summary({ tier: admission.tier, denied: true }, true),
       text: admission.text,

@@ -5,7 +5,7 @@ import { z } from "zod";
  * the runner validates with and the JSON Schema the client sees, so the two
  * can never drift apart.
  */
-export type ParamSpec =
+type ParamSpec =
   | {
       type: "string";
       description: string;

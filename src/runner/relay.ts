@@ -4,7 +4,7 @@ import type { Settings } from "../config/index.js";
 import { type Logger, RelayError, silentLogger, tierName, truncateUtf8 } from "../core/index.js";
 import type { CallMetrics } from "../metrics/index.js";
 import type { Classification, Classifier } from "../policy/index.js";
-import { type Admitted, classifyLoose, createAdmission } from "./admission.js";
+import { type Admitted, classifyLoose, createAdmission, refusalRecord } from "./admission.js";
 import { runFollowUps } from "./follow-up.js";
 import { clampOutput, deniedText, errorText } from "./format.js";
 import { attachNotices, auditLostNotice, computeNotices } from "./notices.js";
@@ -24,7 +24,7 @@ export interface RelayDeps {
   logger?: Logger;
 }
 
-export interface CallContext {
+interface CallContext {
   requestId: string;
   clientId: string;
   signal: AbortSignal;
@@ -32,7 +32,7 @@ export interface CallContext {
   progress?: (done: number, total: number, message?: string) => void;
 }
 
-export interface RunResult {
+interface RunResult {
   text: string;
   structured: StructuredResult;
 }
@@ -114,19 +114,7 @@ export function createRelay(deps: RelayDeps): Relay {
 
     // 2-5. Policy text and targets, input bound, classification, deny list, mode, fail-closed audit.
     const admission = admit(tool, args);
-    if (!admission.admitted) {
-      return finish(ctx, {
-        tool: tool.name,
-        tier: admission.tier,
-        classification: admission.classification,
-        denied: true,
-        reason: admission.reason,
-        args: admission.auditArgs,
-        text: admission.text,
-        exitCode: null,
-        outcome: "denied",
-      });
-    }
+    if (!admission.admitted) return finish(ctx, refusalRecord(tool, admission));
     const base = {
       tool: tool.name,
       tier: admission.tier,

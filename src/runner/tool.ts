@@ -165,7 +165,7 @@ export function annotationsFor(
 }
 
 /** The identity of one admitted call, as a gate sees it. */
-export interface CallIdentity {
+interface CallIdentity {
   tool: string;
   policyText: string;
   /** Raw (unredacted) audit args: the target of the call. */
@@ -175,7 +175,7 @@ export interface CallIdentity {
   args: unknown;
 }
 
-export type GateVerdict =
+type GateVerdict =
   | {
       kind: "proceed";
       action?: AuditAction;

@@ -36,7 +36,7 @@ interface Entry {
 }
 
 /** What the edge may do with a request that names a connection (by its `Mcp-Session-Id`). */
-export type ConnectionLookup = { found: true; handle: ConnectionHandle } | { found: false };
+type ConnectionLookup = { found: true; handle: ConnectionHandle } | { found: false };
 
 export interface ConnectionHandle {
   readonly id: string;

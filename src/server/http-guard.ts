@@ -50,7 +50,7 @@ export function allowedHostnames(input: HostPolicyInput): Set<string> {
 }
 
 /** A host name as `URL.hostname` spells it that this server answers to. */
-export function isAllowedHostname(hostname: string, allowed: ReadonlySet<string>): boolean {
+function isAllowedHostname(hostname: string, allowed: ReadonlySet<string>): boolean {
   return allowed.has(hostname) || isLoopbackHost(hostname);
 }
 

@@ -13,24 +13,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
-import { outputSchemaFor, type Relay } from "../runner/index.js";
-
-/**
- * A read-only MCP resource. Reads are not policy-gated (they reveal what a
- * Tier-0 tool does) but every read is audited and bounded by the relay.
- */
-export interface ResourceDef {
-  name: string;
-  description: string;
-  mimeType: string;
-  /** A fixed URI, or an RFC 6570 template such as `relay-shell://inventory/{host}`. */
-  uri: string;
-  template: boolean;
-  /** Fixed audit label (`resource:<name>`): user input goes into args, never the label. */
-  auditLabel: string;
-  auditArgs(vars: Record<string, string>): Record<string, unknown>;
-  read(vars: Record<string, string>): string;
-}
+import { outputSchemaFor, type Relay, type ResourceDef } from "../runner/index.js";
 
 export interface McpServerDeps {
   relay: Relay;
@@ -42,7 +25,7 @@ export interface McpServerDeps {
   resources?: readonly ResourceDef[];
 }
 
-export const PROMPT_NAME = "operating_guide";
+const PROMPT_NAME = "operating_guide";
 
 /** What could be recovered of a message too large to parse, and its size. */
 export interface OversizedRequest {

@@ -38,7 +38,7 @@ export interface OAuthProviderDeps {
   logger: Logger;
 }
 
-export interface TokenResponse {
+interface TokenResponse {
   access_token: string;
   token_type: "Bearer";
   expires_in: number;
@@ -46,7 +46,7 @@ export interface TokenResponse {
   scope: string;
 }
 
-export interface AuthorizeRequest {
+interface AuthorizeRequest {
   redirectUri: string;
   redirectUriExplicit: boolean;
   scope: string | undefined;
@@ -55,7 +55,7 @@ export interface AuthorizeRequest {
   resource: string | undefined;
 }
 
-export type VerifyResult = { ok: true; info: AuthInfo } | { ok: false; reason: "invalid" | "expired" };
+type VerifyResult = { ok: true; info: AuthInfo } | { ok: false; reason: "invalid" | "expired" };
 
 export interface OAuthProvider {
   readonly config: OAuthConfig;
@@ -347,5 +347,3 @@ export function createOAuthProvider(config: OAuthConfig, deps: OAuthProviderDeps
     },
   };
 }
-
-export type { ClientRecord, TokenRecord };

@@ -10,7 +10,7 @@ const FORBIDDEN_SCHEMES = new Set(["javascript:", "data:", "vbscript:", "file:",
  * a loopback listener (a native client), or a private-use scheme; never a
  * script or data URL, never a fragment.
  */
-export function isAcceptableRedirectUri(value: string): boolean {
+function isAcceptableRedirectUri(value: string): boolean {
   if (!URL.canParse(value)) return false;
   const url = new URL(value);
   if (FORBIDDEN_SCHEMES.has(url.protocol) || url.hash !== "" || url.username !== "" || url.password !== "") {

@@ -23,7 +23,7 @@ import type { Logger } from "../core/index.js";
 const MAX_TEXT = 2048;
 const text = z.string().max(MAX_TEXT);
 
-export const ClientRecordSchema = z.object({
+const ClientRecordSchema = z.object({
   client_id: z.string().min(1).max(200),
   client_id_issued_at: z.number().int().nonnegative(),
   /** SHA-256 (hex) of the client secret; absent for a public client. */
@@ -44,7 +44,7 @@ export const ClientRecordSchema = z.object({
 });
 export type ClientRecord = z.infer<typeof ClientRecordSchema>;
 
-export const CodeRecordSchema = z.object({
+const CodeRecordSchema = z.object({
   client_id: z.string().max(200),
   scopes: z.array(z.string().max(200)).max(16),
   /** Epoch seconds. */
@@ -56,7 +56,7 @@ export const CodeRecordSchema = z.object({
 });
 export type CodeRecord = z.infer<typeof CodeRecordSchema>;
 
-export const TokenRecordSchema = z.object({
+const TokenRecordSchema = z.object({
   kind: z.enum(["access", "refresh"]),
   client_id: z.string().max(200),
   scopes: z.array(z.string().max(200)).max(16),
@@ -66,7 +66,7 @@ export const TokenRecordSchema = z.object({
 });
 export type TokenRecord = z.infer<typeof TokenRecordSchema>;
 
-export type StateFile = "clients" | "codes" | "tokens";
+type StateFile = "clients" | "codes" | "tokens";
 
 export interface OAuthStore {
   readonly dir: string;

@@ -4,7 +4,7 @@ import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol
 import { createLineReader, describeOversized, type OversizedMessage } from "./line-reader.js";
 
 /** What to do with a message too large to parse: answer it (or null to drop it). */
-export type OversizedHandler = (info: {
+type OversizedHandler = (info: {
   id: string | number | null;
   method: string | null;
   toolName: string | null;
@@ -26,7 +26,7 @@ const KEEP_BYTES = 64 * 1024;
  * and copies its buffer on every chunk; this one keeps serving and reads in
  * linear time.
  */
-export function createStdioTransport(options: StdioOptions): Transport {
+function createStdioTransport(options: StdioOptions): Transport {
   const stdin = process.stdin;
   const stdout = process.stdout;
   let closed = false;

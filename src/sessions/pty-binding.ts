@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { RelayError } from "../core/index.js";
 
 /** What the native fork hands back: the master side, the child and the slave's path. */
-export interface ForkedPty {
+interface ForkedPty {
   fd: number;
   pid: number;
   pty: string;

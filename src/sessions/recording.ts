@@ -31,7 +31,7 @@ export interface Recording {
 }
 
 /** File name of a session's recording: the session id, so any audit record's session_id leads to it. */
-export function recordingPath(dir: string, id: string): string {
+function recordingPath(dir: string, id: string): string {
   return join(dir, `${id}.cast`);
 }
 

@@ -1,5 +1,5 @@
 /** Widest and tallest terminal accepted; the kernel stores each side in 16 bits, and no screen is this big. */
-export const MAX_TERMINAL_SIDE = 1000;
+const MAX_TERMINAL_SIDE = 1000;
 
 /** Terminal sides clamped to 1..1000 (non-finite values become 1); the result is what is applied and reported. */
 export function clampTerminalSize(cols: number, rows: number): { cols: number; rows: number } {

@@ -1,5 +1,5 @@
 import type { TerminalEvents } from "../core/index.js";
-import type { CommandTracker, Subreaper } from "../proc/index.js";
+import type { Subreaper } from "../proc/index.js";
 export type SessionKind = "local" | "ssh";
 
 /** What a transport reports to the session that owns it. */
@@ -41,9 +41,6 @@ export interface SessionTransport {
  */
 export type DescendantReaper = Pick<Subreaper, "track">;
 
-/** What a reaper tracks for one terminal, from its fork to its end. */
-export type DescendantTracker = CommandTracker;
-
 /** Settings slice of the registry (docs/wire-contract.md §4.3), in milliseconds and bytes. */
 export interface SessionRegistryConfig {
   maxSessions: number;
@@ -76,7 +73,7 @@ export interface AddedSession {
   recording: string;
 }
 
-export interface RecvRequest {
+interface RecvRequest {
   timeoutMs: number;
   maxBytes: number;
   signal?: AbortSignal;
@@ -115,7 +112,7 @@ export interface SessionInfo {
   recording: string;
 }
 
-export type ReapReason = "lifetime" | "idle" | "ended";
+type ReapReason = "lifetime" | "idle" | "ended";
 
 export interface Reaped {
   id: string;

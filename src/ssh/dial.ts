@@ -9,7 +9,7 @@ import type { KnownHostsStore } from "./known-hosts-store.js";
 import { loadSsh2 } from "./ssh2-module.js";
 import { endpointText, type SshTarget } from "./target.js";
 
-export interface DialOptions {
+interface DialOptions {
   timeoutMs: number;
   /** 0 = no keepalive. */
   keepaliveMs: number;
@@ -23,7 +23,7 @@ export interface DialDeps {
   auth: AuthConfig;
 }
 
-export interface Dialed {
+interface Dialed {
   client: Client;
   hostKey: HostKeyReport;
 }

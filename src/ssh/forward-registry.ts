@@ -22,7 +22,7 @@ export interface ForwardRegistryDeps {
   logger?: Logger;
 }
 
-export interface OpenForwardRequest {
+interface OpenForwardRequest {
   /** The host as the caller named it. */
   host: string;
   overrides?: ConnectionOverrides;
@@ -32,7 +32,7 @@ export interface OpenForwardRequest {
   signal?: AbortSignal;
 }
 
-export interface OpenedForward {
+interface OpenedForward {
   id: string;
   kind: ForwardKind;
   listenPort: number;
@@ -43,7 +43,7 @@ export interface OpenedForward {
 }
 
 /** One row of ssh_forward_list (docs/wire-contract.md §2.5 plus host, listen_host, connections and owner). */
-export interface ForwardInfo {
+interface ForwardInfo {
   id: string;
   kind: ForwardKind;
   spec: string;

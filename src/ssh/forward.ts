@@ -31,7 +31,7 @@ export type RemoteConnectionHandler = (
  * event per client; the registry routes them by (address, port) so several
  * forwards can share a pooled connection. Returns the unroute function.
  */
-export type RemoteRouter = (
+type RemoteRouter = (
   client: Client,
   address: string,
   port: number,
@@ -50,7 +50,7 @@ export interface ForwardStartRequest {
 }
 
 /** Open tunnels per forward; beyond it new connections are refused by the listener. */
-export const MAX_CONNECTIONS_PER_FORWARD = 256;
+const MAX_CONNECTIONS_PER_FORWARD = 256;
 const SOCKS_HANDSHAKE_MS = 10_000;
 const FLUSH_GRACE_MS = 5_000;
 const UNFORWARD_WAIT_MS = 2_000;

@@ -4,7 +4,7 @@ import { algorithmsForKeyType, fingerprintOf, keyTypeOfBlob, knownHostsName } fr
 import type { KnownHostsStore } from "./known-hosts-store.js";
 
 /** What one dial learned about the server's identity. */
-export type HostKeyStatus = "verified" | "learned" | "unchecked";
+type HostKeyStatus = "verified" | "learned" | "unchecked";
 
 export interface HostKeyReport {
   host: string;
@@ -22,7 +22,7 @@ export function strongerMode(a: KnownHostsMode, b: KnownHostsMode): KnownHostsMo
   return MODE_STRENGTH[a] >= MODE_STRENGTH[b] ? a : b;
 }
 
-export const HOST_KEY_ERROR = "HostKeyNotVerifiable";
+const HOST_KEY_ERROR = "HostKeyNotVerifiable";
 
 /** The ssh2 default host-key algorithms, in its order; pinned types are moved to the front. */
 const DEFAULT_HOST_KEY_ALGORITHMS = [

@@ -5,7 +5,7 @@ import { FILE_TOO_LARGE, readBoundedFile } from "../files/index.js";
 import { isWritableHostName } from "./known-hosts.js";
 
 /** Where a host spec came from (`explicit`: a name that is in neither file, dialled as given). */
-export type HostSource = "inventory" | "ssh_config" | "explicit";
+type HostSource = "inventory" | "ssh_config" | "explicit";
 
 /** One resolved host entry, as listed by ssh_hosts and the inventory resources. */
 export interface HostSpec {

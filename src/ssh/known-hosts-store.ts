@@ -14,7 +14,7 @@ import {
 /** Bigger than any sane known_hosts file; a runaway file is refused, not read into memory. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
-export type HostKeyVerdict =
+type HostKeyVerdict =
   | { kind: "match"; entry: KnownHostEntry }
   | { kind: "unknown" }
   /** The host is listed, but with other key(s): the ones it had before. */

@@ -6,7 +6,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypt
  * work; the file I/O lives in the store.
  */
 
-export type KnownHostsMarker = "" | "revoked" | "cert-authority";
+type KnownHostsMarker = "" | "revoked" | "cert-authority";
 
 export interface KnownHostEntry {
   marker: KnownHostsMarker;
@@ -148,7 +148,7 @@ export function patternListMatches(patterns: readonly string[], name: string): b
   return positive;
 }
 
-export function hashHostName(name: string, salt: Buffer): Buffer {
+function hashHostName(name: string, salt: Buffer): Buffer {
   return createHmac("sha1", salt).update(name).digest();
 }
 

@@ -50,7 +50,7 @@ export interface AcquireOptions {
   signal?: AbortSignal;
 }
 
-export interface SshPoolStats {
+interface SshPoolStats {
   open: number;
   pinned: number;
   dialing: number;

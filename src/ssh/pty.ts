@@ -7,14 +7,14 @@ import type { SshLease, SshPool } from "./pool.js";
 import type { SshTarget } from "./target.js";
 
 /** What the session registry hears from a terminal. */
-export type PtyEvents = TerminalEvents;
+type PtyEvents = TerminalEvents;
 
 /**
  * A remote terminal, shaped as the session registry's transport so `ssh`
  * sessions live in the one registry and are driven by the session tools.
  * (The ssh layer does not import sessions/; the shapes meet in tools/.)
  */
-export interface SshPtyTransport {
+interface SshPtyTransport {
   readonly kind: "ssh";
   start(events: PtyEvents): void;
   write(data: Uint8Array): void;
@@ -43,7 +43,7 @@ export interface OpenedSshPty {
   reused: boolean;
 }
 
-export const TERMINAL_TYPE = "xterm-256color";
+const TERMINAL_TYPE = "xterm-256color";
 /** The signals the SSH `signal` request is sent for (docs/wire-contract.md §10.3); any other becomes TERM. */
 const SSH_SIGNALS = new Set(["INT", "KILL", "TERM", "HUP", "QUIT"]);
 const DEFAULT_CLOSE_WAIT_MS = 5000;

@@ -9,7 +9,7 @@
 export const MAX_SERVER_MESSAGE_CHARS = 300;
 
 /** Characters of a server-supplied name kept where a path is shown. */
-export const MAX_SHOWN_NAME_CHARS = 160;
+const MAX_SHOWN_NAME_CHARS = 160;
 
 // ESC-introduced sequences (CSI with its parameters, OSC/DCS/APC/PM/SOS strings up to BEL or ST,
 // two-character escapes) and their 8-bit C1 forms.

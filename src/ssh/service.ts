@@ -6,7 +6,7 @@ import type { KnownHostsStore } from "./known-hosts-store.js";
 import type { AcquireOptions, OpenedOnLease, SshPool } from "./pool.js";
 import type { SshTarget } from "./target.js";
 
-export interface SshRunRequest {
+interface SshRunRequest {
   host: string;
   overrides?: ConnectionOverrides;
   command: string;

@@ -40,7 +40,7 @@ export interface RemoteFs {
 }
 
 /** How one remote file is written. */
-export interface RemoteWrite {
+interface RemoteWrite {
   /**
    * true: the path must not exist (O_CREAT|O_EXCL), so the open fails rather
    * than follow a link that appeared there; false: an existing file the
@@ -64,7 +64,7 @@ export interface RemoteWrite {
 const WRITE_CHUNK = 65536;
 const WRITE_WINDOW = 32;
 
-export function remoteError(err: unknown, op: string, rawWhere: string): RelayError {
+function remoteError(err: unknown, op: string, rawWhere: string): RelayError {
   if (err instanceof RelayError) return err;
   const e = err as { code?: unknown; message?: unknown } | undefined;
   // The server writes the message and may have named the path: neither reaches the caller raw.

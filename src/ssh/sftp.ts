@@ -2,11 +2,12 @@ import type { Stats as LocalStats } from "node:fs";
 import { constants } from "node:fs";
 import { chmod, open, unlink, utimes } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { FileEntryWithStats, Stats as RemoteStats } from "ssh2";
+import type { Stats as RemoteStats } from "ssh2";
 import { RelayError } from "../core/index.js";
 import { printablePath } from "./server-text.js";
 import { localError, localFs, MODE_BITS, type RemoteFs, remoteBasename, remoteJoin } from "./sftp-fs.js";
-import { MAX_NAME_BYTES, type TransferMeter } from "./transfer-limits.js";
+import { readCopyableEntries } from "./sftp-listing.js";
+import type { TransferMeter } from "./transfer-limits.js";
 
 /** What a transfer did, also when it was cut short (then it says how far it got). */
 export interface CopyStats {
@@ -35,7 +36,7 @@ export interface CopyOptions {
   meter: TransferMeter;
 }
 
-export const MAX_SKIPPED = 20;
+const MAX_SKIPPED = 20;
 
 export function emptyStats(destination: string): CopyStats {
   return { files: 0, bytes: 0, directories: 0, symlinks: 0, skipped: [], destination };
@@ -47,24 +48,6 @@ function checkAbort(signal: AbortSignal): void {
 
 function skip(stats: CopyStats, path: string): void {
   if (stats.skipped.length < MAX_SKIPPED) stats.skipped.push(printablePath(path));
-}
-
-/**
- * Whether a name a server listed cannot be copied (then it is skipped). The
- * server names the entries: nothing it sends may lead outside the destination
- * tree, and nothing it sends may fail the whole copy (a NUL cannot be in a
- * local file name at all; a name longer than NAME_MAX cannot be created).
- */
-function unusableName(name: string, seen: ReadonlySet<string>): boolean {
-  return (
-    name === "" ||
-    name === "." ||
-    name === ".." ||
-    name.includes("/") ||
-    name.includes("\0") ||
-    Buffer.byteLength(name, "utf8") > MAX_NAME_BYTES ||
-    seen.has(name)
-  );
 }
 
 /** Seconds, as SFTP version 3 carries times (sub-second parts are lost on the wire). */
@@ -288,23 +271,13 @@ export async function downloadTree(
     stats.directories++;
     dirs.push({ path: next.local, st: next.st });
     const dir = next.remote;
-    const seen = new Set<string>();
-    // Read one reply at a time, each entry counted as it arrives: an endless listing stops at the bound.
-    const accept = (entry: FileEntryWithStats) => {
-      checkAbort(signal);
-      meter.entry(`${options.host}:${dir}`);
-      const name = entry.filename;
-      if (unusableName(name, seen)) {
-        skip(stats, `${options.host}:${remoteJoin(dir, name)}`);
-        return false;
-      }
-      seen.add(name);
-      // Keep the name and attributes only: the long listing line is the server's text, unused here.
-      entry.longname = "";
-      return true;
-    };
-    // readdir reports each entry as lstat would: a link is seen as a link, not as what it points to.
-    const entries = (await remote.listDir(dir, accept)).sort((a, b) => (a.filename < b.filename ? -1 : 1));
+    const entries = await readCopyableEntries(remote, dir, {
+      entry: () => {
+        checkAbort(signal);
+        meter.entry(`${options.host}:${dir}`);
+      },
+      unusable: (path) => skip(stats, `${options.host}:${path}`),
+    });
     for (const entry of entries) {
       checkAbort(signal);
       const name = entry.filename;

@@ -5,13 +5,13 @@
  * "no authentication" method and the CONNECT command.
  */
 
-export const SOCKS_VERSION = 5;
-export const METHOD_NO_AUTH = 0x00;
-export const METHOD_NONE_ACCEPTABLE = 0xff;
-export const CMD_CONNECT = 0x01;
-export const ATYP_IPV4 = 0x01;
-export const ATYP_DOMAIN = 0x03;
-export const ATYP_IPV6 = 0x04;
+const SOCKS_VERSION = 5;
+const METHOD_NO_AUTH = 0x00;
+const METHOD_NONE_ACCEPTABLE = 0xff;
+const CMD_CONNECT = 0x01;
+const ATYP_IPV4 = 0x01;
+const ATYP_DOMAIN = 0x03;
+const ATYP_IPV6 = 0x04;
 
 /** Reply codes of RFC 1928 §6. */
 export const SocksReply = {

@@ -5,7 +5,7 @@ import type { HostSpec } from "./inventory.js";
 import { patternListMatches } from "./known-hosts.js";
 
 /** The ssh_config options the relay honours when it dials (docs/wire-contract.md §11.4). */
-export interface SshConfigOptions {
+interface SshConfigOptions {
   hostname?: string;
   user?: string;
   port?: number;

@@ -15,7 +15,7 @@ export const MAX_TRANSFER_DEPTH = 128;
 /** NAME_MAX of Linux: a longer entry name cannot be created here, so it is skipped and reported. */
 export const MAX_NAME_BYTES = 255;
 
-export function limitError(message: string): RelayError {
+function limitError(message: string): RelayError {
   return new RelayError("TransferLimitError", message, { code: "transfer_limit" });
 }
 

@@ -10,7 +10,7 @@ import { mainThreadChildren, readProc } from "../proc/index.js";
 export const RUN = `${process.pid}${Math.floor(Math.random() * 1e6)}`;
 
 /** The state letter of a process (`R`, `S`, `Z`, …), or null when it is gone. */
-export function processState(pid: number | string): string | null {
+function processState(pid: number | string): string | null {
   return readProc(Number(pid))?.state ?? null;
 }
 

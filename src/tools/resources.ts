@@ -1,22 +1,11 @@
+import type { ResourceDef } from "../runner/index.js";
 import { type HostDirectory, toListing } from "../ssh/index.js";
 
 /**
- * The three read-only resources of docs/wire-contract.md §3.1. The shape matches the
- * server's ResourceDef structurally (tools/ must not import server/): reads
- * are audited by the relay under the fixed label, with user input in args.
+ * The three read-only resources of docs/wire-contract.md §3.1: reads are
+ * audited by the relay under the fixed label, with user input in args.
  */
-export interface SshResource {
-  name: string;
-  description: string;
-  mimeType: string;
-  uri: string;
-  template: boolean;
-  auditLabel: string;
-  auditArgs(vars: Record<string, string>): Record<string, unknown>;
-  read(vars: Record<string, string>): string;
-}
-
-export function createSshResources(directory: HostDirectory): SshResource[] {
+export function createSshResources(directory: HostDirectory): ResourceDef[] {
   return [
     {
       name: "inventory",

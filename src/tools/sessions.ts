@@ -9,7 +9,7 @@ import {
   openLocalPty,
   type SessionRegistry,
 } from "../sessions/index.js";
-import { joinProbe } from "./shell.js";
+import { COMMAND_TIER, CWD_PARAM, ENV_JSON_PARAM, joinProbe } from "./shell.js";
 import { cwdTargets } from "./targets.js";
 
 export interface SessionToolDeps {
@@ -21,13 +21,17 @@ export interface SessionToolDeps {
   reaper?: DescendantReaper;
 }
 
-/** Keystrokes and spawned programs are classified like commands: benign input is Tier 1. */
-const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: false };
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
 const REVERSIBLE: TierSpec = { kind: "fixed", tier: 1 };
 const DEFAULT_ARGV = ["/bin/bash"];
 /** Variables that would describe the server's terminal, not the session's, and lie after a resize. */
 const TERMINAL_VARS = ["COLUMNS", "LINES", "TMUX", "TMUX_PANE", "STY", "WINDOW", "WINDOWID", "TERMCAP"];
+
+/** What shell_spawn and ssh_spawn report about the session they started. */
+export const SESSION_RESULT_FIELDS = {
+  session_id: { type: "string", description: "id for the session_* tools" },
+  recording: { type: "string", description: "path of the asciicast recording, or empty" },
+};
 
 const SESSION_ID = { type: "string", description: "the id shell_spawn (or ssh_spawn) returned" } as const;
 const encoder = new TextEncoder();
@@ -60,23 +64,13 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       },
       cols: { type: "integer", description: "terminal width, clamped to 1..1000", default: 120 },
       rows: { type: "integer", description: "terminal height, clamped to 1..1000", default: 40 },
-      cwd: {
-        type: "string",
-        description: "working directory; empty = the server's",
-        default: "",
-        noNul: true,
-      },
-      env_json: {
-        type: "string",
-        description: 'JSON object of environment overrides; null removes a variable, e.g. {"A":"1","B":null}',
-        default: "",
-      },
+      cwd: CWD_PARAM,
+      env_json: ENV_JSON_PARAM,
     },
     tier: COMMAND_TIER,
     annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
     resultFields: {
-      session_id: { type: "string", description: "id for the session_* tools" },
-      recording: { type: "string", description: "path of the asciicast recording, or empty" },
+      ...SESSION_RESULT_FIELDS,
     },
     budget: () => 4096,
     policyText: (a) => joinProbe(a.command, a.env_json),

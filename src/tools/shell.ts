@@ -12,7 +12,23 @@ export interface ShellToolDeps {
   baseEnv: Readonly<Record<string, string | undefined>>;
 }
 
-const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: false };
+/** Commands, scripts, keystrokes and spawned programs are classified like commands: benign input is Tier 1. */
+export const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: false };
+
+/** The working directory of a local process (shell_exec, shell_script, shell_spawn). */
+export const CWD_PARAM = {
+  type: "string",
+  description: "working directory; empty = the server's",
+  default: "",
+  noNul: true,
+} as const;
+
+/** The environment overlay of a local process, as shell_exec and shell_spawn describe it. */
+export const ENV_JSON_PARAM = {
+  type: "string",
+  description: 'JSON object of environment overrides; null removes a variable, e.g. {"A":"1","B":null}',
+  default: "",
+} as const;
 
 const RESULT_FIELDS = {
   duration_ms: { type: "number", description: "wall time of the process" },
@@ -98,12 +114,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
         description: "output budget in bytes (1024..MAX_OUTPUT_HARD)",
         default: 65536,
       },
-      cwd: {
-        type: "string",
-        description: "working directory; empty = the server's",
-        default: "",
-        noNul: true,
-      },
+      cwd: CWD_PARAM,
       stdin: { type: "string", description: "text written to the command's stdin", default: "" },
       merge_stderr: { type: "boolean", description: "interleave stderr with stdout", default: true },
       use_shell: {
@@ -111,11 +122,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
         description: "false: split the command into words and exec it without a shell",
         default: true,
       },
-      env_json: {
-        type: "string",
-        description: 'JSON object of environment overrides; null removes a variable, e.g. {"A":"1","B":null}',
-        default: "",
-      },
+      env_json: ENV_JSON_PARAM,
     },
     tier: COMMAND_TIER,
     annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
@@ -178,12 +185,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
         description: "seconds before the process group is killed (default RELAY_SHELL_DEFAULT_TIMEOUT)",
         optional: true,
       },
-      cwd: {
-        type: "string",
-        description: "working directory; empty = the server's",
-        default: "",
-        noNul: true,
-      },
+      cwd: CWD_PARAM,
       env_json: { type: "string", description: "JSON object of environment overrides", default: "" },
     },
     tier: COMMAND_TIER,

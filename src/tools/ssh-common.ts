@@ -15,6 +15,16 @@ export interface SshToolDeps {
 /** Remote command text: the Windows/PowerShell rules apply too (docs/wire-contract.md §11.7). */
 export const REMOTE_COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: true };
 
+/** The target host parameter of the single-host SSH tools. */
+export const HOST_PARAM = {
+  type: "string",
+  description: "inventory / ssh_config alias, or user@host",
+  noNul: true,
+} as const;
+
+/** Transfers and forwards change state: at least Tier 2, and a Tier-3 word in a path still raises it (docs/wire-contract.md §2.1). */
+export const MUTATING_TIER: TierSpec = { kind: "heuristic", floor: 2, windows: false };
+
 /** The per-call connection parameters shared by the single-host SSH tools (docs/wire-contract.md §2.4). */
 export const CONNECTION_PARAMS = {
   user: {
@@ -128,12 +138,28 @@ export function sshTargets(ssh: SshService, host: string, a?: ConnectionArgs): P
   return withAddressForms(out);
 }
 
-export const HOST_KEY_FIELD = {
+const HOST_KEY_FIELD = {
   type: ["object", "null"],
   description:
     "host-key outcome of the target: {host, port, mode, status: verified | learned | unchecked, key_type, fingerprint}",
 };
 
-export function hostKeyFields(hostKey: HostKeyReport | null, jump: readonly HostKeyReport[]) {
-  return { host_key: hostKey, jump_host_keys: [...jump] };
+/** What every single-host SSH tool reports about the connection it used. */
+export const CONNECTION_RESULT_FIELDS = {
+  connection_reused: { type: "boolean", description: "a pooled connection was reused" },
+  host_key: HOST_KEY_FIELD,
+  jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+};
+
+/** The values of CONNECTION_RESULT_FIELDS for one call. */
+export function connectionFields(opened: {
+  reused: boolean;
+  hostKey: HostKeyReport | null;
+  jumpHostKeys: readonly HostKeyReport[];
+}) {
+  return {
+    connection_reused: opened.reused,
+    host_key: opened.hostKey,
+    jump_host_keys: [...opened.jumpHostKeys],
+  };
 }

@@ -3,14 +3,15 @@ import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { type ForwardRegistry, type ForwardSpec, parseForwardSpec, type SshService } from "../ssh/index.js";
 import {
   CONNECTION_PARAMS,
+  CONNECTION_RESULT_FIELDS,
   connectionAudit,
-  HOST_KEY_FIELD,
-  hostKeyFields,
+  connectionFields,
+  HOST_PARAM,
+  MUTATING_TIER,
   sshProbe,
   sshTargets,
   toOverrides,
 } from "./ssh-common.js";
-import { MUTATING_TIER } from "./ssh-transfer.js";
 import { withAddressForms } from "./targets.js";
 
 export interface SshForwardToolDeps {
@@ -61,7 +62,7 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       "proxy on the relay host. Port 0 picks a free port (reported). Listeners bind 127.0.0.1; IPv6 destinations " +
       "go in brackets ([::1]). List with ssh_forward_list.",
     params: {
-      host: { type: "string", description: "inventory / ssh_config alias, or user@host", noNul: true },
+      host: HOST_PARAM,
       spec: {
         type: "string",
         description:
@@ -76,9 +77,7 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       forward_id: { type: "string", description: "id for ssh_forward_close" },
       listen_port: { type: "integer", description: "the port listened on (the real one when 0 was asked)" },
       listen_host: { type: "string", description: "127.0.0.1, or * when RELAY_SHELL_FORWARD_BIND_ANY is on" },
-      connection_reused: { type: "boolean", description: "a pooled connection was reused" },
-      host_key: HOST_KEY_FIELD,
-      jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+      ...CONNECTION_RESULT_FIELDS,
     },
     budget: () => 1024,
     // The SSH host is folded in (Python left it out), so a deny rule on a host gates its forwards too.
@@ -105,8 +104,7 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
           forward_id: opened.id,
           listen_port: opened.listenPort,
           listen_host: opened.listenHost,
-          connection_reused: opened.reused,
-          ...hostKeyFields(opened.hostKey, opened.jumpHostKeys),
+          ...connectionFields(opened),
         },
       };
     },

@@ -2,11 +2,13 @@ import type { Settings } from "../config/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { clampTerminalSize, type SessionRegistry } from "../sessions/index.js";
 import { openSshPty, type SshService } from "../ssh/index.js";
+import { SESSION_RESULT_FIELDS } from "./sessions.js";
 import {
   CONNECTION_PARAMS,
+  CONNECTION_RESULT_FIELDS,
   connectionAudit,
-  HOST_KEY_FIELD,
-  hostKeyFields,
+  connectionFields,
+  HOST_PARAM,
   REMOTE_COMMAND_TIER,
   sshProbe,
   sshTargets,
@@ -31,7 +33,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
       "session_send and session_recv like a local session; end it with session_kill. For a command that runs " +
       "and exits, use ssh_exec.",
     params: {
-      host: { type: "string", description: "inventory / ssh_config alias, or user@host", noNul: true },
+      host: HOST_PARAM,
       command: {
         type: "string",
         description: "command for the remote shell to run on the terminal; empty = the login shell",
@@ -45,11 +47,8 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
     tier: REMOTE_COMMAND_TIER,
     annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
     resultFields: {
-      session_id: { type: "string", description: "id for the session_* tools" },
-      recording: { type: "string", description: "path of the asciicast recording, or empty" },
-      connection_reused: { type: "boolean", description: "a pooled connection was reused" },
-      host_key: HOST_KEY_FIELD,
-      jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+      ...SESSION_RESULT_FIELDS,
+      ...CONNECTION_RESULT_FIELDS,
     },
     budget: () => 4096,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
@@ -90,8 +89,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
         fields: {
           session_id: added.id,
           recording: added.recording,
-          connection_reused: opened.reused,
-          ...hostKeyFields(opened.hostKey, opened.jumpHostKeys),
+          ...connectionFields(opened),
         },
       };
     },

@@ -1,14 +1,15 @@
 import type { Settings } from "../config/index.js";
 import { type Clock, RelayError } from "../core/index.js";
-import type { TierSpec } from "../policy/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { type SshService, type TransferDirection, transferFiles } from "../ssh/index.js";
 import { clampTimeout } from "./shell.js";
 import {
   CONNECTION_PARAMS,
+  CONNECTION_RESULT_FIELDS,
   connectionAudit,
-  HOST_KEY_FIELD,
-  hostKeyFields,
+  connectionFields,
+  HOST_PARAM,
+  MUTATING_TIER,
   sshProbe,
   sshTargets,
   toOverrides,
@@ -20,15 +21,6 @@ export interface SshTransferToolDeps {
   ssh: SshService;
   clock: Clock;
 }
-
-/** Transfers change files: at least Tier 2, and a Tier-3 word in a path still raises it (docs/wire-contract.md §2.1). */
-export const MUTATING_TIER: TierSpec = { kind: "heuristic", floor: 2, windows: false };
-
-const HOST = {
-  type: "string",
-  description: "inventory / ssh_config alias, or user@host",
-  noNul: true,
-} as const;
 
 /** 0 (or less) = no cap of the call's own (the server's RELAY_SHELL_MAX_TIMEOUT still applies); otherwise clamp_timeout. */
 function transferTimeout(timeout: number, settings: Settings): number {
@@ -76,7 +68,7 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
           "permission bits and modification times. Symlinks inside a tree are copied as links, never followed. " +
           "For the other direction use ssh_upload.",
       params: {
-        host: HOST,
+        host: HOST_PARAM,
         // The contract's order: upload names local then remote, download remote then local.
         ...(upload ? { local_path: local, remote_path: remote } : { remote_path: remote, local_path: local }),
         recursive: { type: "boolean", description: "copy a directory tree", default: false },
@@ -107,9 +99,7 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
           description: "the path written (the source's name inside a directory)",
         },
         duration_ms: { type: "number", description: "wall time including connecting" },
-        connection_reused: { type: "boolean", description: "a pooled connection was reused" },
-        host_key: HOST_KEY_FIELD,
-        jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+        ...CONNECTION_RESULT_FIELDS,
       },
       budget: () => 2048,
       policyText: (a) =>
@@ -162,8 +152,7 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
           skipped: result.skipped,
           destination: result.destination,
           duration_ms: Math.round(result.durationMs),
-          connection_reused: result.reused,
-          ...hostKeyFields(result.hostKey, result.jumpHostKeys),
+          ...connectionFields(result),
         };
         if (result.timedOut) {
           return {

@@ -3,9 +3,10 @@ import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { clampTimeout } from "./shell.js";
 import {
   CONNECTION_PARAMS,
+  CONNECTION_RESULT_FIELDS,
   connectionAudit,
-  HOST_KEY_FIELD,
-  hostKeyFields,
+  connectionFields,
+  HOST_PARAM,
   REMOTE_COMMAND_TIER,
   type SshToolDeps,
   sshProbe,
@@ -27,7 +28,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
       "the remote login shell verbatim. For many hosts at once use ssh_fanout; for a tty, a prompt or anything " +
       "that keeps running use ssh_spawn.",
     params: {
-      host: { type: "string", description: "inventory / ssh_config alias, or user@host", noNul: true },
+      host: HOST_PARAM,
       command: { type: "string", description: "command line for the remote shell", noNul: true },
       timeout: {
         type: "integer",
@@ -42,9 +43,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
     resultFields: {
       duration_ms: { type: "number", description: "wall time including connecting" },
       output_bytes: { type: "integer", description: "bytes the remote command wrote in all" },
-      connection_reused: { type: "boolean", description: "a pooled connection was reused" },
-      host_key: HOST_KEY_FIELD,
-      jump_host_keys: { type: "array", description: "host-key outcomes of the bastions, first hop first" },
+      ...CONNECTION_RESULT_FIELDS,
     },
     budget: () => 65536,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
@@ -71,8 +70,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
       const fields = {
         duration_ms: Math.round(result.durationMs),
         output_bytes: result.totalBytes,
-        connection_reused: result.reused,
-        ...hostKeyFields(result.hostKey, result.jumpHostKeys),
+        ...connectionFields(result),
       };
       if (result.timedOut) return { body: "", timedOutAfter: timeout, fields };
       return {

@@ -8,7 +8,7 @@ import { STORAGE_RULES } from "./storage.js";
 import { SYSTEM_RULES } from "./system.js";
 import { VCS_RULES } from "./vcs.js";
 
-export { Args, type Hit, hit, type Rule, type RuleInput } from "./args.js";
+export { Args, type Rule } from "./args.js";
 export { initScript } from "./system.js";
 
 /** Every family's table in one map, built by the classifier factory (no shared mutable state). */
