@@ -193,7 +193,9 @@ export async function startInfraBroker(
   let stopping: Promise<void> | null = null;
   async function stop(): Promise<void> {
     await server.close();
-    // Only the socket this broker made: a path since taken over by another is left alone.
+    // libuv removes the path when the listener closes; this covers a build of it that does not, and
+    // then touches only the socket this broker made. The directory is the broker's own, so nobody
+    // else can have put anything at the path meanwhile.
     const st = lstatSync(options.socketPath, { throwIfNoEntry: false });
     if (st !== undefined && st.dev === socket.dev && st.ino === socket.ino) {
       try {
