@@ -668,6 +668,27 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker start-up refusals", ()
     },
   );
 
+  it("takes the socket and state directories systemd names when the flags are not given", async () => {
+    const dirs = fresh("systemd-defaults");
+    chmodSync(dirs.runDir, 0o777);
+    chmodSync(dirs.stateDir, 0o755);
+    const daemon = await fx.startDaemon({
+      expectExit: true,
+      replaceArgs: ["--config", fx.configDir],
+      env: { RUNTIME_DIRECTORY: dirs.runDir, STATE_DIRECTORY: dirs.stateDir },
+    });
+    expect(daemon.child.exitCode).toBe(2);
+    expect(daemon.stderr()).toContain(`socket directory ${dirs.runDir} has mode 0777`);
+    expect(daemon.stderr()).toContain(`state directory ${dirs.stateDir} has mode 0755`);
+    const relative = await fx.startDaemon({
+      expectExit: true,
+      replaceArgs: ["--config", fx.configDir],
+      env: { RUNTIME_DIRECTORY: "run", STATE_DIRECTORY: dirs.stateDir },
+    });
+    expect(relative.child.exitCode).toBe(2);
+    expect(relative.stderr()).toContain('RUNTIME_DIRECTORY: expected an absolute directory path, got "run"');
+  });
+
   it("refuses a file in the socket's place that is not a socket, and leaves it there", async () => {
     const dirs = fresh("file-in-the-way");
     writeFileSync(dirs.socket, "operator's file");
