@@ -115,6 +115,22 @@ await runInfraBrokerCli(process.argv.slice(2), {
 });
 `;
 
+/**
+ * Run a shadow-utils command, again while another test file holds the lock on
+ * /etc/group (they exit 10 then). `required`: a last failure throws.
+ */
+function accountTool(command: string, args: string[], required = true): void {
+  for (let attempt = 0; ; attempt += 1) {
+    const r = spawnSync(command, args, { stdio: "ignore" });
+    if (r.status === 0) return;
+    if (attempt >= 50) {
+      if (required) throw new Error(`${command} ${args.join(" ")} failed with ${r.status}`);
+      return;
+    }
+    spawnSync("sleep", ["0.1"]);
+  }
+}
+
 /** Wait until something accepts connections on `path`, or the process is gone. */
 async function waitForSocket(path: string, alive: () => boolean): Promise<boolean> {
   const deadline = Date.now() + 15_000;
@@ -293,13 +309,13 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     fx = await createInfraFixture();
     real = await realPartsBuilt(fx.root);
     if (spawnSync("getent", ["group", PROFILE_GROUP]).status !== 0) {
-      execFileSync("groupadd", ["--system", PROFILE_GROUP], { stdio: "ignore" });
+      accountTool("groupadd", ["--system", PROFILE_GROUP]);
       createdGroup = true;
     }
     profileGroup = Number(
       execFileSync("getent", ["group", PROFILE_GROUP], { encoding: "utf8" }).split(":")[2],
     );
-    execFileSync("usermod", ["-a", "-G", PROFILE_GROUP, fx.clientUser.name], { stdio: "ignore" });
+    accountTool("usermod", ["-a", "-G", PROFILE_GROUP, fx.clientUser.name]);
     const client = { uids: [fx.clientUser.uid], gids: [] };
     fx.writeProfile("alpha", { allowed_principals: client });
     fx.writeProfile("grouped", { allowed_principals: { uids: [], gids: [profileGroup] } });
@@ -312,8 +328,8 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
   afterAll(async () => {
     await broker?.stop();
     if (fx) {
-      spawnSync("gpasswd", ["-d", fx.clientUser.name, PROFILE_GROUP], { stdio: "ignore" });
-      if (createdGroup) spawnSync("groupdel", [PROFILE_GROUP], { stdio: "ignore" });
+      accountTool("gpasswd", ["-d", fx.clientUser.name, PROFILE_GROUP], false);
+      if (createdGroup) accountTool("groupdel", [PROFILE_GROUP], false);
       fx.close();
     }
   });
