@@ -15,13 +15,13 @@ import { clearStaleSocket, socketDirectoryProblem, stateDirectoryProblem } from 
 import type { Principal, ProfileSet } from "./types.js";
 
 /** Connections served at once. */
-export const MAX_CONNECTIONS = 32;
+const MAX_CONNECTIONS = 32;
 /** Connections one uid may hold at once. */
-export const MAX_CONNECTIONS_PER_UID = 8;
+const MAX_CONNECTIONS_PER_UID = 8;
 /** How long a connection may sit without sending a whole request. */
-export const IDLE_MS = 30_000;
+const IDLE_MS = 30_000;
 /** The socket's mode: the broker's user and group may connect, nobody else. */
-export const SOCKET_MODE = 0o660;
+const SOCKET_MODE = 0o660;
 
 export interface InfraBrokerOptions {
   /** The operator's profile directory. */

@@ -16,7 +16,7 @@ import { createFrameReader, type Frame } from "./frames.js";
 import { boundClaims, type Receipts } from "./receipts.js";
 import type { OpResult, Principal } from "./types.js";
 
-export interface InfraServerDeps {
+interface InfraServerDeps {
   dispatcher: Dispatcher;
   receipts: Receipts;
   logger: Logger;
