@@ -297,11 +297,16 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
   let profileGroup = 0;
   let createdGroup = false;
   const answered: string[] = [];
+  /** Every response line received, for the search for key bytes. */
+  const transcript: string[] = [];
 
   /** `exchange`, remembering every receipt id it was answered with. */
   async function ask(frames: RequestFrame[], user?: SystemUser): Promise<InfraResponse[]> {
     const responses = await exchange(fx, frames, user);
-    for (const r of responses) answered.push(r.receipt_id);
+    for (const r of responses) {
+      answered.push(r.receipt_id);
+      transcript.push(JSON.stringify(r));
+    }
     return responses;
   }
 
@@ -535,6 +540,18 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
       readFileSync(receiptsPath(fx), "utf8").replace('"code":"PRINCIPAL_NOT_ALLOWED"', '"code":"OK"'),
     );
     expect(verifyAudit(copy).code).toBe(2);
+  });
+
+  it("never lets the key's bytes into a response, a receipt or its log", async () => {
+    // A probe the client may run reads the credential (the real transport) before any of this is searched.
+    await ask([{ op: "probe", profile: "alpha" }], fx.clientUser);
+    const body = fx
+      .keyText()
+      .split("\n")
+      .filter((row) => row !== "" && !row.startsWith("-----"));
+    expect(body.length).toBeGreaterThan(0);
+    const written = [transcript.join("\n"), readFileSync(receiptsPath(fx), "utf8"), broker?.stderr() ?? ""];
+    for (const text of written) for (const row of body) expect(text).not.toContain(row);
   });
 
   it("stops on SIGTERM, removing its socket, and a restart continues the chain", async () => {
