@@ -1,7 +1,12 @@
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import pino from "pino";
-import { ConfigError, readInfraEnvironment, snapshotEnvironment } from "../config/index.js";
+import {
+  ConfigError,
+  type InfraEnvironment,
+  readInfraEnvironment,
+  snapshotEnvironment,
+} from "../config/index.js";
 import { cryptoIds, describeError, type Logger, systemClock } from "../core/index.js";
 import {
   BrokerStartRefused,
@@ -12,7 +17,7 @@ import {
 } from "../infra/index.js";
 import { packageVersion } from "./build.js";
 
-export const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
+const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
 
 The INFRA-1 broker: a daemon, never run as root, that answers a closed set of
 operations (status, probe, rsync-dry-run, replicate, verify) on one Unix
@@ -34,9 +39,9 @@ Exit status 2 when an argument is wrong or the broker refuses to start.
 `;
 
 /** The socket's name in the runtime directory systemd gives the service. */
-export const DEFAULT_SOCKET_NAME = "infra-broker.sock";
+const DEFAULT_SOCKET_NAME = "infra-broker.sock";
 
-export interface InfraBrokerFlags {
+interface InfraBrokerFlags {
   help: boolean;
   config: string | null;
   socket: string | null;
@@ -53,7 +58,7 @@ const FLAGS = {
 } as const;
 
 /** The subcommand's flags, or the message that refuses them, naming the argument as typed. */
-export function parseInfraBrokerFlags(argv: readonly string[]): InfraBrokerFlags | string {
+function parseInfraBrokerFlags(argv: readonly string[]): InfraBrokerFlags | string {
   const { tokens } = parseArgs({
     args: [...argv],
     options: FLAGS,
@@ -91,7 +96,7 @@ function refuse(message: string, usage = false): never {
 }
 
 /** The parts of the broker that can be replaced when it is started from code rather than the command line. */
-export type InfraBrokerParts = Pick<InfraBrokerDeps, "loadProfiles" | "createRemote" | "createOperations">;
+type InfraBrokerParts = Pick<InfraBrokerDeps, "loadProfiles" | "createRemote" | "createOperations">;
 
 /** `relay-shell infra-broker ...`: start the broker and serve until SIGTERM or SIGINT. */
 export async function runInfraBrokerCli(
@@ -104,7 +109,7 @@ export async function runInfraBrokerCli(
     process.stdout.write(INFRA_BROKER_USAGE);
     return;
   }
-  let environment: ReturnType<typeof readInfraEnvironment>;
+  let environment: InfraEnvironment;
   try {
     environment = readInfraEnvironment(snapshotEnvironment());
   } catch (err) {

@@ -148,7 +148,7 @@ function leanRuntime(): void {
 }
 
 async function main(): Promise<void> {
-  // The broker daemon is a second program with its own flags (docs/infra-broker.md).
+  // The broker daemon is a second program with its own flags and none of the MCP settings.
   if (process.argv[2] === "infra-broker") {
     await runInfraBrokerCli(process.argv.slice(3));
     return;

@@ -15,13 +15,13 @@ import { clearStaleSocket, socketDirectoryProblem, stateDirectoryProblem } from 
 import type { Principal, ProfileSet } from "./types.js";
 
 /** Connections served at once. */
-export const MAX_CONNECTIONS = 32;
+const MAX_CONNECTIONS = 32;
 /** Connections one uid may hold at once. */
-export const MAX_CONNECTIONS_PER_UID = 8;
+const MAX_CONNECTIONS_PER_UID = 8;
 /** How long a connection may sit without sending a whole request. */
-export const IDLE_MS = 30_000;
+const IDLE_MS = 30_000;
 /** The socket's mode: the broker's user and group may connect, nobody else. */
-export const SOCKET_MODE = 0o660;
+const SOCKET_MODE = 0o660;
 
 export interface InfraBrokerOptions {
   /** The operator's profile directory. */
@@ -193,7 +193,9 @@ export async function startInfraBroker(
   let stopping: Promise<void> | null = null;
   async function stop(): Promise<void> {
     await server.close();
-    // Only the socket this broker made: a path since taken over by another is left alone.
+    // libuv removes the path when the listener closes; this covers a build of it that does not, and
+    // then touches only the socket this broker made. The directory is the broker's own, so nobody
+    // else can have put anything at the path meanwhile.
     const st = lstatSync(options.socketPath, { throwIfNoEntry: false });
     if (st !== undefined && st.dev === socket.dev && st.ino === socket.ino) {
       try {

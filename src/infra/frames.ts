@@ -1,7 +1,7 @@
 /** One unit of a request stream: a whole line, or the news that a line was too long. */
 export type Frame = { kind: "line"; text: string } | { kind: "too-large" } | { kind: "not-utf8" };
 
-export interface FrameReader {
+interface FrameReader {
   /** Feed the next chunk; returns the frames it completed, in order. */
   push(chunk: Buffer): Frame[];
   /** The stream ended: a last line without its newline, when there is one. */

@@ -1,7 +1,6 @@
 export {
   BrokerStartRefused,
   type InfraBrokerDeps,
-  type InfraBrokerOptions,
   type RunningBroker,
   startInfraBroker,
   startupLines,

@@ -5,7 +5,7 @@ import type { InfraResponse, Operation, OutcomeClass, OutcomeCode } from "../inf
 import type { Principal } from "./types.js";
 
 /** The file of receipts in the state directory. */
-export const RECEIPTS_FILE = "receipts.jsonl";
+const RECEIPTS_FILE = "receipts.jsonl";
 
 /** How much of one claimed identity value is kept in a receipt. */
 const CLAIM_BYTES = 256;
@@ -47,7 +47,7 @@ export interface Receipts {
   close(): void;
 }
 
-export interface ReceiptsDeps {
+interface ReceiptsDeps {
   clock: Clock;
   ids: Ids;
   /** Where a receipt goes that could not reach the file (the daemon's stderr). */

@@ -254,6 +254,24 @@ describe("createInfraServer", () => {
     expect(received).toBeLessThan(64);
   });
 
+  it("answers INTERNAL_ERROR, with a receipt, for a result the protocol cannot carry", async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const answers = [
+      { code: "NOT_A_CODE", message: "x" },
+      { code: "OK", message: 42 },
+      { code: "OK", message: "x", data: cyclic },
+    ];
+    const path = await start({ dispatcher: { dispatch: async () => answers.shift() as never } });
+    const lines = await exchange(path, '{"op":"probe"}\n'.repeat(3), 3);
+    expect(lines.map((l) => parseResponse(l)?.code)).toEqual([
+      "INTERNAL_ERROR",
+      "INTERNAL_ERROR",
+      "INTERNAL_ERROR",
+    ]);
+    expect(verifyAuditChain(receipts?.path ?? "").records).toBe(3);
+  });
+
   it("waits for a request in progress when closing, so its receipt is written", async () => {
     let release: () => void = () => undefined;
     const path = await start({

@@ -5,6 +5,7 @@ import {
   type InfraRequest,
   type InfraResponse,
   MAX_FRAME_BYTES,
+  OUTCOME_CODES,
   type OutcomeCode,
   outcomeClass,
   PROTOCOL_VERSION,
@@ -15,7 +16,7 @@ import { createFrameReader, type Frame } from "./frames.js";
 import { boundClaims, type Receipts } from "./receipts.js";
 import type { OpResult, Principal } from "./types.js";
 
-export interface InfraServerDeps {
+interface InfraServerDeps {
   dispatcher: Dispatcher;
   receipts: Receipts;
   logger: Logger;
@@ -114,8 +115,37 @@ function boundedMessage(message: string): string {
 }
 
 /**
- * The broker's socket server: one connection at a time per request, answered
- * in order; each request gets its receipt written before its response is
+ * What an operation answered, if it is a result the protocol can carry: a
+ * known code, a sentence, data that serialises. Anything else is the
+ * broker's own fault and is answered as INTERNAL_ERROR, so the caller still
+ * gets a valid line and the receipt is still written.
+ */
+function checkedResult(result: OpResult, logger: Logger): OpResult {
+  const problem = !Object.hasOwn(OUTCOME_CODES, result.code)
+    ? `unknown outcome code ${JSON.stringify(String(result.code))}`
+    : typeof result.message !== "string"
+      ? "a message that is not text"
+      : null;
+  let serialisable = true;
+  try {
+    JSON.stringify(result.data ?? null);
+  } catch {
+    serialisable = false;
+  }
+  if (problem === null && serialisable) return result;
+  logger.error(
+    { problem: problem ?? "data that does not serialise" },
+    "an operation answered outside the protocol",
+  );
+  return {
+    code: "INTERNAL_ERROR",
+    message: "the broker produced an answer it cannot send; its log has the detail",
+  };
+}
+
+/**
+ * The broker's socket server. Requests on one connection are answered one
+ * at a time, in order; each gets its receipt written before its response is
  * sent. No byte is read from a connection before its principal is known.
  */
 export function createInfraServer(deps: InfraServerDeps): InfraServer {
@@ -139,7 +169,7 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
     if (reading.refusal !== null) result = reading.refusal;
     else if (principal === null || request === null) {
       result = { code: "PRINCIPAL_NOT_ALLOWED", message: "the kernel did not say who is connecting" };
-    } else result = await dispatcher.dispatch(principal, request);
+    } else result = checkedResult(await dispatcher.dispatch(principal, request), logger);
     const response: InfraResponse = {
       v: PROTOCOL_VERSION,
       receipt_id: receiptId,

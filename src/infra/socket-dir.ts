@@ -3,8 +3,8 @@ import { connect } from "node:net";
 import { dirname } from "node:path";
 
 /** The modes a directory the broker depends on may have, exactly. */
-export const SOCKET_DIR_MODES: readonly number[] = [0o700, 0o750];
-export const STATE_DIR_MODES: readonly number[] = [0o700];
+const SOCKET_DIR_MODES: readonly number[] = [0o700, 0o750];
+const STATE_DIR_MODES: readonly number[] = [0o700];
 
 const octal = (mode: number): string => `0${(mode & 0o7777).toString(8).padStart(3, "0")}`;
 

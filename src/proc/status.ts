@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 
 /** The identity lines of /proc/<pid>/status. */
-export interface ProcIdentity {
+interface ProcIdentity {
   /** Real, effective, saved and file-system uid. */
   uids: number[];
   gids: number[];

@@ -8,5 +8,6 @@ export {
   annotationsFor,
   defineTool,
   type Tool,
+  type ToolContext,
   type ToolOutcome,
 } from "./tool.js";

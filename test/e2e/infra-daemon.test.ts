@@ -115,6 +115,22 @@ await runInfraBrokerCli(process.argv.slice(2), {
 });
 `;
 
+/**
+ * Run a shadow-utils command, again while another test file holds the lock on
+ * /etc/group (they exit 10 then). `required`: a last failure throws.
+ */
+function accountTool(command: string, args: string[], required = true): void {
+  for (let attempt = 0; ; attempt += 1) {
+    const r = spawnSync(command, args, { stdio: "ignore" });
+    if (r.status === 0) return;
+    if (attempt >= 50) {
+      if (required) throw new Error(`${command} ${args.join(" ")} failed with ${r.status}`);
+      return;
+    }
+    spawnSync("sleep", ["0.1"]);
+  }
+}
+
 /** Wait until something accepts connections on `path`, or the process is gone. */
 async function waitForSocket(path: string, alive: () => boolean): Promise<boolean> {
   const deadline = Date.now() + 15_000;
@@ -281,11 +297,16 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
   let profileGroup = 0;
   let createdGroup = false;
   const answered: string[] = [];
+  /** Every response line received, for the search for key bytes. */
+  const transcript: string[] = [];
 
   /** `exchange`, remembering every receipt id it was answered with. */
   async function ask(frames: RequestFrame[], user?: SystemUser): Promise<InfraResponse[]> {
     const responses = await exchange(fx, frames, user);
-    for (const r of responses) answered.push(r.receipt_id);
+    for (const r of responses) {
+      answered.push(r.receipt_id);
+      transcript.push(JSON.stringify(r));
+    }
     return responses;
   }
 
@@ -293,13 +314,13 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     fx = await createInfraFixture();
     real = await realPartsBuilt(fx.root);
     if (spawnSync("getent", ["group", PROFILE_GROUP]).status !== 0) {
-      execFileSync("groupadd", ["--system", PROFILE_GROUP], { stdio: "ignore" });
+      accountTool("groupadd", ["--system", PROFILE_GROUP]);
       createdGroup = true;
     }
     profileGroup = Number(
       execFileSync("getent", ["group", PROFILE_GROUP], { encoding: "utf8" }).split(":")[2],
     );
-    execFileSync("usermod", ["-a", "-G", PROFILE_GROUP, fx.clientUser.name], { stdio: "ignore" });
+    accountTool("usermod", ["-a", "-G", PROFILE_GROUP, fx.clientUser.name]);
     const client = { uids: [fx.clientUser.uid], gids: [] };
     fx.writeProfile("alpha", { allowed_principals: client });
     fx.writeProfile("grouped", { allowed_principals: { uids: [], gids: [profileGroup] } });
@@ -312,8 +333,8 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
   afterAll(async () => {
     await broker?.stop();
     if (fx) {
-      spawnSync("gpasswd", ["-d", fx.clientUser.name, PROFILE_GROUP], { stdio: "ignore" });
-      if (createdGroup) spawnSync("groupdel", [PROFILE_GROUP], { stdio: "ignore" });
+      accountTool("gpasswd", ["-d", fx.clientUser.name, PROFILE_GROUP], false);
+      if (createdGroup) accountTool("groupdel", [PROFILE_GROUP], false);
       fx.close();
     }
   });
@@ -521,6 +542,18 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     expect(verifyAudit(copy).code).toBe(2);
   });
 
+  it("never lets the key's bytes into a response, a receipt or its log", async () => {
+    // A probe the client may run reads the credential (the real transport) before any of this is searched.
+    await ask([{ op: "probe", profile: "alpha" }], fx.clientUser);
+    const body = fx
+      .keyText()
+      .split("\n")
+      .filter((row) => row !== "" && !row.startsWith("-----"));
+    expect(body.length).toBeGreaterThan(0);
+    const written = [transcript.join("\n"), readFileSync(receiptsPath(fx), "utf8"), broker?.stderr() ?? ""];
+    for (const text of written) for (const row of body) expect(text).not.toContain(row);
+  });
+
   it("stops on SIGTERM, removing its socket, and a restart continues the chain", async () => {
     expect(await stopWithCode(broker as InfraDaemon)).toBe(0);
     expect(existsSync(fx.socketPath)).toBe(false);
@@ -667,6 +700,27 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker start-up refusals", ()
       expect(existsSync(dirs.socket)).toBe(false);
     },
   );
+
+  it("takes the socket and state directories systemd names when the flags are not given", async () => {
+    const dirs = fresh("systemd-defaults");
+    chmodSync(dirs.runDir, 0o777);
+    chmodSync(dirs.stateDir, 0o755);
+    const daemon = await fx.startDaemon({
+      expectExit: true,
+      replaceArgs: ["--config", fx.configDir],
+      env: { RUNTIME_DIRECTORY: dirs.runDir, STATE_DIRECTORY: dirs.stateDir },
+    });
+    expect(daemon.child.exitCode).toBe(2);
+    expect(daemon.stderr()).toContain(`socket directory ${dirs.runDir} has mode 0777`);
+    expect(daemon.stderr()).toContain(`state directory ${dirs.stateDir} has mode 0755`);
+    const relative = await fx.startDaemon({
+      expectExit: true,
+      replaceArgs: ["--config", fx.configDir],
+      env: { RUNTIME_DIRECTORY: "run", STATE_DIRECTORY: dirs.stateDir },
+    });
+    expect(relative.child.exitCode).toBe(2);
+    expect(relative.stderr()).toContain('RUNTIME_DIRECTORY: expected an absolute directory path, got "run"');
+  });
 
   it("refuses a file in the socket's place that is not a socket, and leaves it there", async () => {
     const dirs = fresh("file-in-the-way");
