@@ -277,6 +277,29 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     chmodSync(loose, 0o666);
     const result = await record(remote.probe({ ...profile, knownHostsFile: loose }));
     expect(result).toMatchObject({ ok: false, code: "PROFILE_INVALID" });
+    expect(result.ok || result.message).toMatch(/writable by group or others \(mode 0666\)/);
+  });
+
+  it("preflight: a pin file that became a link, or another account's file, since loading is refused", async () => {
+    const linked = join(pinDir, "linked_hosts");
+    symlinkSync(pin, linked);
+    expect(await record(remote.preflight({ ...profile, knownHostsFile: linked }))).toMatchObject({
+      ok: false,
+      code: "PROFILE_INVALID",
+      message: expect.stringMatching(/is a symbolic link/),
+    });
+    if (process.geteuid?.() === 0) {
+      const foreign = join(pinDir, "foreign_hosts");
+      writeFileSync(foreign, readFileSync(pin), { mode: 0o644 });
+      chownSync(foreign, 5151, 5151);
+      expect(await record(remote.preflight({ ...profile, knownHostsFile: foreign }))).toMatchObject({
+        ok: false,
+        code: "PROFILE_INVALID",
+        message: expect.stringMatching(
+          /owned by uid 5151, neither root nor the owner of the profile directory/,
+        ),
+      });
+    }
   });
 
   it("probe connects, passes rrsync and lists the remote root", async () => {
