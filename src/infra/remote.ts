@@ -1,4 +1,4 @@
-import { lstatSync, readdirSync, type Stats, statSync } from "node:fs";
+import { lstatSync, readdirSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
 import { RelayError, truncateUtf8 } from "../core/index.js";
 import type { ProcessOutcome } from "../exec/index.js";
