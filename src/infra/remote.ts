@@ -1,10 +1,10 @@
-import { lstatSync, readdirSync, type Stats, statSync } from "node:fs";
-import { isAbsolute } from "node:path";
+import { lstatSync, readdirSync, statSync } from "node:fs";
+import { dirname, isAbsolute } from "node:path";
 import { RelayError, truncateUtf8 } from "../core/index.js";
 import type { ProcessOutcome } from "../exec/index.js";
 import type { OutcomeCode } from "../infra-protocol/index.js";
 import { readCredential, sweepKeyFiles, withKeyFile, withPrivateDir } from "./credentials.js";
-import { octal } from "./file-trust.js";
+import { trustedFileProblems } from "./file-trust.js";
 import { ARGV_UNSAFE } from "./profile-schema.js";
 import {
   CONFINEMENT_CHECKS,
@@ -74,16 +74,18 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
   /** The pin file exists, is trusted, and names the profile's host; null when so. */
   async function checkPin(profile: Profile): Promise<RemoteResult | null> {
     const pin = profile.knownHostsFile;
-    let st: Stats;
     try {
-      st = lstatSync(pin);
+      lstatSync(pin);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return refused("PIN_MISSING", `the pin file ${pin} does not exist`);
       return refused("PIN_MISSING", `the pin file ${pin} cannot be read (${code ?? "error"})`);
     }
-    const problem = pinProblem(pin, st, daemonUid);
-    if (problem !== null) return refused("PROFILE_INVALID", problem);
+    // Checked again at each use, as the loader checked it: the file may have changed since.
+    const problems = trustedFileProblems(pin, { daemonUid, owners: profileDirOwner(profile) });
+    if (problems.length > 0) {
+      return refused("PROFILE_INVALID", `the pin file is not trusted: ${problems.join("; ")}`);
+    }
     const name = knownHostsName(profile);
     let outcome: ProcessOutcome;
     try {
@@ -278,17 +280,14 @@ function cannotStart(program: string, err: unknown): RemoteResult {
   return refused("MISSING_EXECUTION_CAPABILITY", `the broker cannot run ${program}: ${err.message}`);
 }
 
-/** The pin file must not be a link, writable by others, or writable by the daemon itself. */
-function pinProblem(pin: string, st: Stats, daemonUid: number): string | null {
-  if (st.isSymbolicLink()) return `the pin file ${pin} is a symbolic link`;
-  if (!st.isFile()) return `the pin file ${pin} is not a regular file`;
-  if ((st.mode & 0o022) !== 0) {
-    return `the pin file ${pin} is writable by group or others (mode ${octal(st.mode)})`;
+/** The owner of the profile's directory, who may also own its pin file. */
+function profileDirOwner(profile: Profile): number[] {
+  try {
+    return [statSync(dirname(profile.file)).uid];
+  } catch {
+    // The profile's directory is gone: only root may own the pin then.
+    return [];
   }
-  if (daemonUid !== 0 && st.uid === daemonUid) {
-    return `the pin file ${pin} is owned by the daemon's own uid ${daemonUid}`;
-  }
-  return null;
 }
 
 /** A local directory handed in by the operations: absolute, a real directory, and empty when it receives. */

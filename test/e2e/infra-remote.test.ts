@@ -26,6 +26,7 @@ import { createProcessRunner, type ProcessRequest, type ProcessRunner } from "..
 import { createRemote, loadProfiles, type RemoteOptions } from "../../src/infra/index.js";
 import { describeIssues, profileFileSchema } from "../../src/infra/profile-schema.js";
 import type { Profile, Remote, RemoteResult } from "../../src/infra/types.js";
+import { createInfraFixture, INFRA_SKIP_REASON, type InfraFixture } from "../fixtures/infra.js";
 import {
   announceSkip,
   createSshFixture,
@@ -277,6 +278,29 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     chmodSync(loose, 0o666);
     const result = await record(remote.probe({ ...profile, knownHostsFile: loose }));
     expect(result).toMatchObject({ ok: false, code: "PROFILE_INVALID" });
+    expect(result.ok || result.message).toMatch(/writable by group or others \(mode 0666\)/);
+  });
+
+  it("preflight: a pin file that became a link, or another account's file, since loading is refused", async () => {
+    const linked = join(pinDir, "linked_hosts");
+    symlinkSync(pin, linked);
+    expect(await record(remote.preflight({ ...profile, knownHostsFile: linked }))).toMatchObject({
+      ok: false,
+      code: "PROFILE_INVALID",
+      message: expect.stringMatching(/is a symbolic link/),
+    });
+    if (process.geteuid?.() === 0) {
+      const foreign = join(pinDir, "foreign_hosts");
+      writeFileSync(foreign, readFileSync(pin), { mode: 0o644 });
+      chownSync(foreign, 5151, 5151);
+      expect(await record(remote.preflight({ ...profile, knownHostsFile: foreign }))).toMatchObject({
+        ok: false,
+        code: "PROFILE_INVALID",
+        message: expect.stringMatching(
+          /owned by uid 5151, neither root nor the owner of the profile directory/,
+        ),
+      });
+    }
   });
 
   it("probe connects, passes rrsync and lists the remote root", async () => {
@@ -595,5 +619,106 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
         { credentialsDirectory: creds, keyFileDirectory: null },
       ),
     ).toThrow(/without whitespace/);
+  });
+});
+
+/**
+ * The transport as it runs in the daemon: as the daemon's own unprivileged
+ * account, with the key where systemd's LoadCredential= puts it (the
+ * account's 0400 file in a 0500 directory), against root-owned profiles and
+ * pin. A small driver runs the built modules under runuser.
+ */
+const DRIVER = `
+const [dist, configDir, stateDir, credentials, runId, pullInto] = process.argv.slice(1);
+const { loadProfiles, createRemote } = await import(dist + "/infra/index.js");
+const { createProcessRunner } = await import(dist + "/exec/index.js");
+const { cryptoIds, silentLogger, systemClock } = await import(dist + "/core/index.js");
+const set = loadProfiles(configDir, { daemonUid: process.geteuid() });
+const profile = set.profiles.get("replica");
+const remote = createRemote(
+  { stateDir, runner: createProcessRunner(), clock: systemClock, ids: cryptoIds, logger: silentLogger },
+  { credentialsDirectory: credentials, keyFileDirectory: null },
+);
+const results = {};
+results.preflight = await remote.preflight(profile);
+results.probe = await remote.probe(profile);
+results.dry = await remote.push(profile, profile.sourceRoots[0], "runs/" + runId, { dryRun: true });
+results.push = await remote.push(profile, profile.sourceRoots[0], "runs/" + runId, { dryRun: false });
+results.list = await remote.list(profile, "runs/" + runId);
+results.pull = await remote.pull(profile, "runs/" + runId, pullInto, 1 << 20);
+process.stdout.write(JSON.stringify({ uid: process.geteuid(), broken: [...set.broken.values()], results }));
+`;
+
+describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's own account", () => {
+  let infra: InfraFixture;
+
+  beforeAll(async () => {
+    infra = await createInfraFixture();
+    infra.writeProfile("replica");
+    const mine = infra.writeProfile("mine");
+    chownSync(mine, infra.daemonUser.uid, infra.daemonUser.gid);
+  });
+
+  afterAll(() => infra?.close());
+
+  it("loads root's profiles, refuses one the daemon owns, and copies a run file by file", () => {
+    const pullInto = join(infra.stateDir, "pulled");
+    mkdirSync(pullInto);
+    chownSync(pullInto, infra.daemonUser.uid, infra.daemonUser.gid);
+    const out = execFileSync(
+      "/usr/sbin/runuser",
+      [
+        "-u",
+        infra.daemonUser.name,
+        "--",
+        process.execPath,
+        "--input-type=module",
+        "-e",
+        DRIVER,
+        join(REPO_ROOT, "dist"),
+        infra.configDir,
+        infra.stateDir,
+        infra.credentialsDir,
+        "r1",
+        pullInto,
+      ],
+      { encoding: "utf8", env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", SSH_AUTH_SOCK: "/nonexistent" } },
+    );
+    const report = JSON.parse(out) as {
+      uid: number;
+      broken: Array<{ id: string; problems: string[] }>;
+      results: Record<string, RemoteResult>;
+    };
+    expect(report.uid).toBe(infra.daemonUser.uid);
+    expect(report.broken).toEqual([
+      {
+        id: "mine",
+        file: join(infra.configDir, "mine.json"),
+        problems: [expect.stringMatching(/owned by the daemon's own uid/)],
+      },
+    ]);
+    for (const [name, result] of Object.entries(report.results)) {
+      expect({
+        name,
+        ok: result.ok,
+        ...(result.ok ? {} : { code: result.code, message: result.message }),
+      }).toEqual({
+        name,
+        ok: true,
+      });
+    }
+    expect(hashes(join(infra.receiverDir, "runs", "r1"))).toEqual(hashes(infra.sourceDir));
+    expect(hashes(pullInto)).toEqual(hashes(infra.sourceDir));
+
+    const keyLines = infra
+      .keyText()
+      .split("\n")
+      .filter((line) => line.length >= 20 && !line.startsWith("-----"));
+    for (const line of keyLines) expect(out).not.toContain(line);
+    expect(readdirSync(infra.stateDir).filter((name) => name.startsWith(".ssh-home-"))).toEqual([]);
+    for (const file of allFiles(infra.stateDir)) {
+      const content = readFileSync(file, "latin1");
+      for (const line of keyLines) expect(content).not.toContain(line);
+    }
   });
 });
