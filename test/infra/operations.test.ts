@@ -385,8 +385,13 @@ describe("verify", () => {
     await ops.dryRun(p, "r1");
     await ops.replicate(p, "r1", "key-r1-0001");
     writeFileSync(join(runDir("r1"), "site", "index.html"), "x".repeat(500));
+    const pulls = remote.calls.filter((c) => c.op === "pull").length;
     const grown = await ops.verify(p, "r1");
-    expect(grown.data?.differences).toEqual([{ path: "site/index.html", kind: "size" }]);
+    expect(grown.data).toMatchObject({
+      downloaded: false,
+      differences: [{ path: "site/index.html", kind: "size" }],
+    });
+    expect(remote.calls.filter((c) => c.op === "pull")).toHaveLength(pulls);
     writeFileSync(join(runDir("r1"), "site", "index.html"), "<h1>hello</h1>\n");
     rmSync(join(runDir("r1"), "site", "assets", "app.js"));
     symlinkSync("/etc/passwd", join(runDir("r1"), "site", "assets", "app.js"));
