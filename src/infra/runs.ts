@@ -77,6 +77,30 @@ export function hasStagedTree(ledger: Ledger, profile: Profile, runId: string): 
   return existsSync(stagedTree(ledger, profile, runId));
 }
 
+/**
+ * Staged copies a profile keeps at once for runs not replicated (previews
+ * waiting for their replicate). Each holds up to the profile's
+ * transfer_bytes, so without a bound a caller allowed to dry-run could fill
+ * the state directory with run ids; past it, the oldest preview is dropped
+ * and its run needs a new dry run.
+ */
+export const MAX_STAGED_RUNS = 8;
+
+/** Make room for one more staged run besides `keep`, dropping the oldest previews first. */
+async function evictStaged(ledger: Ledger, profile: Profile, keep: string): Promise<void> {
+  const staged: Array<{ runId: string; at: string }> = [];
+  for (const runId of await ledger.runIds(profile.id)) {
+    if (runId === keep) continue;
+    const record = ledger.readRun(profile.id, runId);
+    if (record === null || record.replication !== null) continue;
+    staged.push({ runId, at: record.snapshot?.taken_at ?? "" });
+  }
+  staged.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  for (const { runId } of staged.slice(0, Math.max(0, staged.length - (MAX_STAGED_RUNS - 1)))) {
+    await removeTree(ledger.runDir(profile.id, runId));
+  }
+}
+
 export type Staged = { ok: true; id: string; manifest: Manifest } | { ok: false; result: OpResult };
 
 /**
@@ -97,6 +121,7 @@ export async function stageSnapshot(
   record.snapshot = null;
   record.dry_run = null;
   await ledger.writeRun(record);
+  await evictStaged(ledger, profile, record.run_id);
   const scratch = await ledger.scratchDir();
   try {
     const tree = join(scratch, "tree");

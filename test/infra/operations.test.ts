@@ -17,6 +17,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cryptoIds, silentLogger, systemClock } from "../../src/core/index.js";
 import { createProcessRunner } from "../../src/exec/index.js";
 import { createOperations } from "../../src/infra/operations.js";
+import { MAX_STAGED_RUNS } from "../../src/infra/runs.js";
 import type { InfraContext, Operations, Profile, Remote } from "../../src/infra/types.js";
 import { createLocalRemote, type LocalRemote } from "./local-remote.js";
 
@@ -164,6 +165,19 @@ describe("replicate's gates", () => {
     // Nothing was attempted under the key: after the dry run the same key goes through.
     expect((await ops.dryRun(profile(), "r1")).code).toBe("OK");
     expect((await ops.replicate(profile(), "r1", "key-r1-0001")).code).toBe("OK");
+  });
+
+  it("keeps a bounded number of previews per profile: the oldest is dropped and needs a new dry run", async () => {
+    const p = profile();
+    for (let i = 1; i <= MAX_STAGED_RUNS + 1; i++) expect((await ops.dryRun(p, `r${i}`)).code).toBe("OK");
+    const staged = readdirSync(join(state, "replication", "runs", "backup"));
+    expect(staged).toHaveLength(MAX_STAGED_RUNS);
+    expect(staged).not.toContain("r1");
+    expect((await ops.replicate(p, "r1", "key-r1-0001")).code).toBe("DRY_RUN_REQUIRED");
+    expect((await ops.replicate(p, "r2", "key-r2-0001")).code).toBe("OK");
+    // A replicated run is not a preview: it keeps its manifest for verify and takes no room among them.
+    for (let i = 20; i < 20 + MAX_STAGED_RUNS; i++) await ops.dryRun(p, `r${i}`);
+    expect((await ops.verify(p, "r2")).code).toBe("OK");
   });
 
   it("a failed second dry run leaves no usable preview of the first", async () => {
