@@ -4,12 +4,14 @@ import { type KeyRecord, type Ledger, openLedger, type RunRecord, type StoredOut
 import { countItemized } from "./listing.js";
 import {
   checkRemoteAbsent,
+  dropStaged,
   emptyRun,
   hasStagedTree,
   readManifest,
   remoteFailure,
   runPath,
   sentence,
+  stagedIntact,
   stagedTree,
   stageSnapshot,
 } from "./runs.js";
@@ -178,7 +180,21 @@ export function createOperations(ctx: InfraContext): Operations {
     }
     let manifest = readManifest(ledger, profile, record);
     const staged = manifest !== null && hasStagedTree(ledger, profile, runId);
-    const previewed = staged && record.dry_run?.snapshot === record.snapshot?.id;
+    let previewed = staged && record.dry_run?.snapshot === record.snapshot?.id;
+    if (previewed && manifest !== null && !(await stagedIntact(ledger, profile, runId, manifest))) {
+      ctx.logger.warn(
+        { profile: profile.id, run_id: runId },
+        "a staged snapshot no longer matched its manifest",
+      );
+      await dropStaged(ledger, profile, record);
+      previewed = false;
+      if (profile.requireDryRun) {
+        return {
+          code: "DRY_RUN_REQUIRED",
+          message: `The staged snapshot of run ${runId} no longer matches its manifest, so it was dropped and needs a new rsync-dry-run.`,
+        };
+      }
+    }
     if (profile.requireDryRun && !previewed) {
       return {
         code: "DRY_RUN_REQUIRED",

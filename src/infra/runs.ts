@@ -5,8 +5,8 @@ import { isoTimestamp } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
 import { type Ledger, type RunRecord, writeJsonAtomic } from "./ledger.js";
 import { saysAbsent } from "./listing.js";
-import { type Manifest, parseManifest } from "./manifest.js";
-import { removeTree, takeSnapshot } from "./snapshot.js";
+import { compareWithManifest, type Manifest, parseManifest } from "./manifest.js";
+import { hashTree, removeTree, takeSnapshot } from "./snapshot.js";
 import type { InfraContext, OpResult, Profile, RemoteResult } from "./types.js";
 
 /**
@@ -99,6 +99,34 @@ async function evictStaged(ledger: Ledger, profile: Profile, keep: string): Prom
   for (const { runId } of staged.slice(0, Math.max(0, staged.length - (MAX_STAGED_RUNS - 1)))) {
     await removeTree(ledger.runDir(profile.id, runId));
   }
+}
+
+/**
+ * The staged copy still holds exactly its manifest. It is checked again
+ * just before a replicate sends it: the copy is written without an fsync
+ * per file, so a crash, a disk error or anything else that touched the
+ * state directory since the dry run is caught here, before it could reach
+ * an immutable run directory.
+ */
+export async function stagedIntact(ledger: Ledger, profile: Profile, runId: string, manifest: Manifest) {
+  const hashed = await hashTree(stagedTree(ledger, profile, runId), {
+    entries: manifest.directories.length + manifest.files.length,
+    bytes: manifest.total_bytes,
+  });
+  if (!hashed.ok) return false;
+  const found = {
+    directories: new Set(hashed.directories),
+    files: new Map(hashed.files.map((f) => [f.path, { size: f.size, sha256: f.sha256 }])),
+  };
+  return Object.values(compareWithManifest(manifest, found).counts).every((n) => n === 0);
+}
+
+/** Forget a run's staged snapshot and its preview. */
+export async function dropStaged(ledger: Ledger, profile: Profile, record: RunRecord): Promise<void> {
+  record.snapshot = null;
+  record.dry_run = null;
+  await ledger.writeRun(record);
+  await removeTree(stagedTree(ledger, profile, record.run_id));
 }
 
 export type Staged = { ok: true; id: string; manifest: Manifest } | { ok: false; result: OpResult };

@@ -180,6 +180,22 @@ describe("replicate's gates", () => {
     expect((await ops.verify(p, "r2")).code).toBe("OK");
   });
 
+  it("a staged copy changed since its dry run is dropped before anything is sent", async () => {
+    const p = profile();
+    await ops.dryRun(p, "r1");
+    const staged = join(state, "replication", "runs", "backup", "r1", "tree", "site", "index.html");
+    writeFileSync(staged, "<h1>HELLO</h1>\n");
+    const res = await ops.replicate(p, "r1", "key-r1-0001");
+    expect(res.code).toBe("DRY_RUN_REQUIRED");
+    expect(res.message).toContain("no longer matches its manifest");
+    expect(remote.calls.filter((c) => c.op === "push" && !c.dryRun)).toHaveLength(0);
+    expect(existsSync(runDir("r1"))).toBe(false);
+    // A new preview stages the source again, and that one goes.
+    await ops.dryRun(p, "r1");
+    expect((await ops.replicate(p, "r1", "key-r1-0001")).code).toBe("OK");
+    expect(readFileSync(join(runDir("r1"), "site", "index.html"), "utf8")).toBe("<h1>hello</h1>\n");
+  });
+
   it("a failed second dry run leaves no usable preview of the first", async () => {
     const p = profile();
     expect((await ops.dryRun(p, "r1")).code).toBe("OK");
