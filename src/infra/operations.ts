@@ -302,12 +302,16 @@ export function createOperations(ctx: InfraContext): Operations {
         data: { ...result.data, replication: record.replication?.state ?? null, trusted: true },
       };
     }
-    if (result.code === "VERIFY_FAILED" && record.verified !== null) {
+    if (result.code !== "VERIFY_FAILED") return result;
+    if (record.verified !== null) {
       // The latest answer counts: a run that no longer matches is no longer trusted.
       record.verified = null;
       await ledger.writeRun(record);
     }
-    return result;
+    return {
+      ...result,
+      data: { ...result.data, replication: record.replication?.state ?? null, trusted: false },
+    };
   }
 
   return {

@@ -388,6 +388,8 @@ describe("verify", () => {
     expect(res.data).toMatchObject({
       downloaded: true,
       differences: [{ path: "site/assets/app.js", kind: "hash" }],
+      replication: "replicated",
+      trusted: false,
     });
     expect(readdirSync(join(state, "replication", "scratch"))).toEqual([]);
     const record = JSON.parse(
