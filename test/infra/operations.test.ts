@@ -19,7 +19,7 @@ import { createProcessRunner } from "../../src/exec/index.js";
 import { createOperations } from "../../src/infra/operations.js";
 import { MAX_STAGED_RUNS } from "../../src/infra/runs.js";
 import type { InfraContext, Operations, Profile, Remote } from "../../src/infra/types.js";
-import { createLocalRemote, type LocalRemote } from "./local-remote.js";
+import { createRsyncRemote, type RsyncRemote } from "./rsync-remote.js";
 
 /**
  * The replication operations against real rsync on the local disk: real
@@ -31,7 +31,7 @@ let dir: string;
 let source: string;
 let receiver: string;
 let state: string;
-let remote: LocalRemote;
+let remote: RsyncRemote;
 let ops: Operations;
 
 function profile(extra: Partial<Profile> = {}, limits: Partial<Profile["limits"]> = {}): Profile {
@@ -95,7 +95,7 @@ beforeEach(() => {
   writeFileSync(join(source, "assets", "app.js"), "console.log(1)\n");
   writeFileSync(join(source, "assets", "img", "logo.bin"), Buffer.alloc(70_000, 7));
   writeFileSync(join(source, "name with spaces.txt"), "spaces\n");
-  remote = createLocalRemote(receiver);
+  remote = createRsyncRemote(receiver);
   ops = createOperations(context(remote));
 });
 
