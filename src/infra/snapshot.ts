@@ -43,6 +43,15 @@ class Refusal extends Error {
   }
 }
 
+/**
+ * A path as a message shows it: whole when short, else its start and its
+ * end around an ellipsis, so an answer stays one readable sentence within
+ * the protocol's bound on messages however deep the tree is.
+ */
+export function shown(path: string): string {
+  return path.length <= 320 ? path : `${path.slice(0, 120)}…${path.slice(-180)}`;
+}
+
 function unsafe(message: string): Refusal {
   return new Refusal("SOURCE_UNSAFE", message);
 }
@@ -136,7 +145,7 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
   names.sort();
   for (const name of names) {
     const childRel = rel === "" ? name : `${rel}/${name}`;
-    const childDisplay = `${display}/${name}`;
+    const childDisplay = shown(`${display}/${name}`);
     if (Buffer.byteLength(childRel) > MAX_PATH_BYTES) {
       throw new Refusal("LIMIT_EXCEEDED", `${childDisplay} is a longer path than ${MAX_PATH_BYTES} bytes.`);
     }
@@ -236,11 +245,11 @@ function rootProblem(roots: readonly string[]): string | null {
   const seen = new Set<string>();
   for (const root of roots) {
     if (!isAbsolute(root) || normalize(root) !== root || root.split("/").includes("..")) {
-      return `The source root ${JSON.stringify(root)} is not an absolute, normalised path.`;
+      return `The source root ${JSON.stringify(shown(root))} is not an absolute, normalised path.`;
     }
     const base = basename(root);
     if (base === "" || base === "." || base === "..")
-      return `The source root ${root} has no base name to stage it under.`;
+      return `The source root ${shown(root)} has no base name to stage it under.`;
     if (seen.has(base))
       return `Two source roots share the base name ${base}; each is staged under its base name.`;
     seen.add(base);
@@ -258,15 +267,15 @@ async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: str
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ELOOP" || code === "ENOTDIR")
-        throw unsafe(`The source root ${root} is not a directory (or is a symbolic link).`);
-      if (code === "ENOENT") throw unsafe(`The source root ${root} does not exist.`);
-      throw failedRead(root, err);
+        throw unsafe(`The source root ${shown(root)} is not a directory (or is a symbolic link).`);
+      if (code === "ENOENT") throw unsafe(`The source root ${shown(root)} does not exist.`);
+      throw failedRead(shown(root), err);
     }
     try {
-      count(walk, root);
+      count(walk, shown(root));
       walk.directories.push(base);
       if (dest !== null) await mkdir(join(dest, base), { mode: 0o700 });
-      await walkDirectory(walk, handle, base, root, 1);
+      await walkDirectory(walk, handle, base, shown(root), 1);
     } finally {
       await handle.close();
     }
@@ -311,7 +320,7 @@ export async function hashTree(dir: string, limits: WalkLimits): Promise<HashRes
   try {
     const handle = await reading(dir, open(dir, DIR_FLAGS));
     try {
-      await walkDirectory(walk, handle, "", dir, 1);
+      await walkDirectory(walk, handle, "", shown(dir), 1);
     } finally {
       await handle.close();
     }
