@@ -48,7 +48,7 @@ class Refusal extends Error {
  * end around an ellipsis, so an answer stays one readable sentence within
  * the protocol's bound on messages however deep the tree is.
  */
-export function shown(path: string): string {
+function shown(path: string): string {
   return path.length <= 320 ? path : `${path.slice(0, 120)}…${path.slice(-180)}`;
 }
 

@@ -348,6 +348,19 @@ describe("interrupted writes", () => {
     expect(trusted.data).toMatchObject({ replication: "unknown", trusted: true });
   });
 
+  it("a key left started after its push was recorded done replays the replication, not an unknown", async () => {
+    const p = profile();
+    await ops.dryRun(p, "r1");
+    const first = await ops.replicate(p, "r1", "key-r1-0001");
+    // The broker died after the run's record said replicated and before the key's record said done.
+    const keyFile = join(state, "replication", "keys", "key-r1-0001.json");
+    const record = JSON.parse(readFileSync(keyFile, "utf8"));
+    writeFileSync(keyFile, JSON.stringify({ ...record, state: "started", outcome: null }));
+    const restarted = createOperations(context(remote));
+    expect(await restarted.replicate(p, "r1", "key-r1-0001")).toEqual({ ...first, replayed: true });
+    expect(JSON.parse(readFileSync(keyFile, "utf8")).state).toBe("done");
+  });
+
   it("a replicate left started by a broker that died is reported unknown when it starts again", async () => {
     const p = profile();
     await ops.dryRun(p, "r1");
