@@ -1,5 +1,5 @@
 import { constants } from "node:fs";
-import { link, mkdir, open, rename, rm } from "node:fs/promises";
+import { link, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { Ids } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
@@ -55,6 +55,8 @@ export interface Ledger {
   readonly root: string;
   runDir(profile: string, runId: string): string;
   scratchDir(): Promise<string>;
+  /** The run ids the ledger holds for a profile. */
+  runIds(profile: string): Promise<string[]>;
   readRun(profile: string, runId: string): RunRecord | null;
   writeRun(record: RunRecord): Promise<void>;
   readKey(key: string): KeyRecord | null;
@@ -157,6 +159,14 @@ export function openLedger(stateDir: string, ids: Ids): Ledger {
       const dir = join(scratchBase, ids.hex(12));
       await mkdir(dir, { mode: 0o700 });
       return dir;
+    },
+    async runIds(profile) {
+      const dir = join(root, "runs", component(profile, PROFILE_ID, "profile id"));
+      const names = await readdir(dir).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === "ENOENT") return [];
+        throw err;
+      });
+      return names.filter((name) => RUN_ID.test(name));
     },
     readRun(profile, runId) {
       return readJson(join(runDir(profile, runId), "run.json")) as RunRecord | null;

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   buildManifest,
   compareWithManifest,
+  MAX_LISTED_BYTES,
   MAX_LISTED_DIFFERENCES,
   manifestDigest,
   manifestListing,
@@ -63,6 +64,15 @@ describe("manifest", () => {
       ]),
     });
     expect(sized.differences).toEqual([{ path: "site/b/two", kind: "size" }]);
+  });
+
+  it("lists differences within a byte bound too, however long the paths", () => {
+    const long = (i: number) => `site/${String(i).padStart(4, "0")}${"x".repeat(3000)}`;
+    const files = new Map(Array.from({ length: 10 }, (_, i) => [long(i), { size: 1 }] as const));
+    const result = compareWithManifest(manifest, { directories: new Set(["site", "site/b"]), files });
+    expect(result.differences.length).toBeLessThan(5);
+    expect(result.differences.reduce((n, d) => n + d.path.length, 0)).toBeLessThanOrEqual(MAX_LISTED_BYTES);
+    expect(result.counts.extra).toBe(10);
   });
 
   it("lists a bounded number of differences and counts them all", () => {

@@ -60,8 +60,9 @@ export interface Difference {
   kind: DifferenceKind;
 }
 
-/** At most this many differences are listed in a result; the counts are always complete. */
+/** At most this many differences are listed in a result, in at most MAX_LISTED_BYTES of paths; the counts are always complete. */
 export const MAX_LISTED_DIFFERENCES = 50;
+export const MAX_LISTED_BYTES = 8192;
 
 export interface Comparison {
   differences: Difference[];
@@ -71,8 +72,8 @@ export interface Comparison {
 /**
  * Compare a manifest with a tree found on the receiver. Hashes are compared
  * only where the found side carries one (a listing has sizes, a pulled copy
- * has both). Every difference is counted; the first {@link MAX_LISTED_DIFFERENCES}
- * in path order are listed.
+ * has both). Every difference is counted; the first ones in path order are
+ * listed, as many as the count and byte bounds allow.
  */
 export function compareWithManifest(manifest: Manifest, found: TreeListing): Comparison {
   const all: Difference[] = [];
@@ -101,7 +102,14 @@ export function compareWithManifest(manifest: Manifest, found: TreeListing): Com
   all.sort((x, y) => comparePaths(x.path, y.path) || (x.kind < y.kind ? -1 : 1));
   const counts: Record<DifferenceKind, number> = { missing: 0, extra: 0, size: 0, hash: 0, type: 0 };
   for (const d of all) counts[d.kind] += 1;
-  return { differences: all.slice(0, MAX_LISTED_DIFFERENCES), counts };
+  const listed: Difference[] = [];
+  let bytes = 0;
+  for (const d of all) {
+    bytes += Buffer.byteLength(d.path);
+    if (listed.length === MAX_LISTED_DIFFERENCES || bytes > MAX_LISTED_BYTES) break;
+    listed.push(d);
+  }
+  return { differences: listed, counts };
 }
 
 /** A manifest as a listing, for comparing two manifests or counting. */

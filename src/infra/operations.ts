@@ -4,12 +4,14 @@ import { type KeyRecord, type Ledger, openLedger, type RunRecord, type StoredOut
 import { countItemized } from "./listing.js";
 import {
   checkRemoteAbsent,
+  dropStaged,
   emptyRun,
   hasStagedTree,
   readManifest,
   remoteFailure,
   runPath,
   sentence,
+  stagedIntact,
   stagedTree,
   stageSnapshot,
 } from "./runs.js";
@@ -141,12 +143,29 @@ export function createOperations(ctx: InfraContext): Operations {
     };
   }
 
-  /** The first outcome under a key, with a `started` one left by a dead process settled as unknown. */
-  async function replay(record: KeyRecord): Promise<OpResult> {
-    let outcome = record.outcome;
-    if (record.state === "started" || outcome === null) {
-      outcome = interruptedWrite(record.run_id, "was cut short when the broker stopped");
-      await ledger.writeKey({ ...record, state: "done", outcome });
+  /** What a replicate answers when its push succeeded. */
+  function replicated(runId: string, snapshot: NonNullable<RunRecord["snapshot"]>): StoredOutcome {
+    return {
+      code: "OK",
+      message: `Run ${runId} was written to ${runPath(runId)} on the receiver; verify it to trust it.`,
+      data: { run_id: runId, snapshot: snapshot.id, files: snapshot.files, bytes: snapshot.bytes },
+    };
+  }
+
+  /**
+   * The first outcome under a key. A key left `started` by a process that
+   * died is settled from the run's record: replicated if the push was
+   * recorded as done before the process stopped, unknown otherwise.
+   */
+  async function replay(used: KeyRecord, run: RunRecord | null): Promise<OpResult> {
+    let outcome = used.outcome;
+    if (used.state === "started" || outcome === null) {
+      const done = run?.replication?.key === used.key && run.replication.state === "replicated";
+      outcome =
+        done && run?.snapshot
+          ? replicated(used.run_id, run.snapshot)
+          : interruptedWrite(used.run_id, "was cut short when the broker stopped");
+      await ledger.writeKey({ ...used, state: "done", outcome });
     }
     return { ...outcome, replayed: true };
   }
@@ -159,9 +178,8 @@ export function createOperations(ctx: InfraContext): Operations {
         message: "This idempotency key was already used for a different request, so it is refused here.",
       };
     }
-    // Settle the run too, so its record says what the key says.
-    await loadRun(profile, runId);
-    return replay(used);
+    // Settle the run too (a push left started is unknown), so its record says what the key says.
+    return replay(used, await loadRun(profile, runId));
   }
 
   async function replicate(profile: Profile, runId: string, key: string): Promise<OpResult> {
@@ -178,7 +196,21 @@ export function createOperations(ctx: InfraContext): Operations {
     }
     let manifest = readManifest(ledger, profile, record);
     const staged = manifest !== null && hasStagedTree(ledger, profile, runId);
-    const previewed = staged && record.dry_run?.snapshot === record.snapshot?.id;
+    let previewed = staged && record.dry_run?.snapshot === record.snapshot?.id;
+    if (previewed && manifest !== null && !(await stagedIntact(ledger, profile, runId, manifest))) {
+      ctx.logger.warn(
+        { profile: profile.id, run_id: runId },
+        "a staged snapshot no longer matched its manifest",
+      );
+      await dropStaged(ledger, profile, record);
+      previewed = false;
+      if (profile.requireDryRun) {
+        return {
+          code: "DRY_RUN_REQUIRED",
+          message: `The staged snapshot of run ${runId} no longer matches its manifest, so it was dropped and needs a new rsync-dry-run.`,
+        };
+      }
+    }
     if (profile.requireDryRun && !previewed) {
       return {
         code: "DRY_RUN_REQUIRED",
@@ -238,11 +270,7 @@ export function createOperations(ctx: InfraContext): Operations {
 
     let outcome: StoredOutcome;
     if (pushed.ok) {
-      outcome = {
-        code: "OK",
-        message: `Run ${runId} was written to ${runPath(runId)} on the receiver; verify it to trust it.`,
-        data: { run_id: runId, snapshot: snapshot.id, files: snapshot.files, bytes: snapshot.bytes },
-      };
+      outcome = replicated(runId, snapshot);
       record.replication.state = "replicated";
     } else if (!pushed.interrupted && BEFORE_ANY_WRITE.has(pushed.code)) {
       outcome = remoteFailure(pushed);
@@ -286,12 +314,16 @@ export function createOperations(ctx: InfraContext): Operations {
         data: { ...result.data, replication: record.replication?.state ?? null, trusted: true },
       };
     }
-    if (result.code === "VERIFY_FAILED" && record.verified !== null) {
+    if (result.code !== "VERIFY_FAILED") return result;
+    if (record.verified !== null) {
       // The latest answer counts: a run that no longer matches is no longer trusted.
       record.verified = null;
       await ledger.writeRun(record);
     }
-    return result;
+    return {
+      ...result,
+      data: { ...result.data, replication: record.replication?.state ?? null, trusted: false },
+    };
   }
 
   return {

@@ -5,8 +5,8 @@ import { isoTimestamp } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
 import { type Ledger, type RunRecord, writeJsonAtomic } from "./ledger.js";
 import { saysAbsent } from "./listing.js";
-import { type Manifest, parseManifest } from "./manifest.js";
-import { removeTree, takeSnapshot } from "./snapshot.js";
+import { compareWithManifest, type Manifest, parseManifest } from "./manifest.js";
+import { hashTree, removeTree, takeSnapshot } from "./snapshot.js";
 import type { InfraContext, OpResult, Profile, RemoteResult } from "./types.js";
 
 /**
@@ -77,6 +77,58 @@ export function hasStagedTree(ledger: Ledger, profile: Profile, runId: string): 
   return existsSync(stagedTree(ledger, profile, runId));
 }
 
+/**
+ * Staged copies a profile keeps at once for runs not replicated (previews
+ * waiting for their replicate). Each holds up to the profile's
+ * transfer_bytes, so without a bound a caller allowed to dry-run could fill
+ * the state directory with run ids; past it, the oldest preview is dropped
+ * and its run needs a new dry run.
+ */
+export const MAX_STAGED_RUNS = 8;
+
+/** Make room for one more staged run besides `keep`, dropping the oldest previews first. */
+async function evictStaged(ledger: Ledger, profile: Profile, keep: string): Promise<void> {
+  const staged: Array<{ runId: string; at: string }> = [];
+  for (const runId of await ledger.runIds(profile.id)) {
+    if (runId === keep) continue;
+    const record = ledger.readRun(profile.id, runId);
+    if (record === null || record.replication !== null) continue;
+    staged.push({ runId, at: record.snapshot?.taken_at ?? "" });
+  }
+  staged.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+  for (const { runId } of staged.slice(0, Math.max(0, staged.length - (MAX_STAGED_RUNS - 1)))) {
+    await removeTree(ledger.runDir(profile.id, runId));
+  }
+}
+
+/**
+ * The staged copy still holds exactly its manifest. It is checked again
+ * just before a replicate sends it: the copy is written without an fsync
+ * per file, so a crash, a disk error or anything else that touched the
+ * state directory since the dry run is caught here, before it could reach
+ * an immutable run directory.
+ */
+export async function stagedIntact(ledger: Ledger, profile: Profile, runId: string, manifest: Manifest) {
+  const hashed = await hashTree(stagedTree(ledger, profile, runId), {
+    entries: manifest.directories.length + manifest.files.length,
+    bytes: manifest.total_bytes,
+  });
+  if (!hashed.ok) return false;
+  const found = {
+    directories: new Set(hashed.directories),
+    files: new Map(hashed.files.map((f) => [f.path, { size: f.size, sha256: f.sha256 }])),
+  };
+  return Object.values(compareWithManifest(manifest, found).counts).every((n) => n === 0);
+}
+
+/** Forget a run's staged snapshot and its preview. */
+export async function dropStaged(ledger: Ledger, profile: Profile, record: RunRecord): Promise<void> {
+  record.snapshot = null;
+  record.dry_run = null;
+  await ledger.writeRun(record);
+  await removeTree(stagedTree(ledger, profile, record.run_id));
+}
+
 export type Staged = { ok: true; id: string; manifest: Manifest } | { ok: false; result: OpResult };
 
 /**
@@ -97,6 +149,7 @@ export async function stageSnapshot(
   record.snapshot = null;
   record.dry_run = null;
   await ledger.writeRun(record);
+  await evictStaged(ledger, profile, record.run_id);
   const scratch = await ledger.scratchDir();
   try {
     const tree = join(scratch, "tree");

@@ -139,6 +139,22 @@ describe("takeSnapshot", () => {
   });
 });
 
+describe("messages", () => {
+  it("name a deep path by its start and end, within the protocol's bound on a message", async () => {
+    let deep = root;
+    for (let i = 0; i < 30; i++) deep = join(deep, `level-${String(i).padStart(2, "0")}-${"d".repeat(100)}`);
+    mkdirSync(deep, { recursive: true });
+    symlinkSync("/etc/passwd", join(deep, "planted"));
+    const res = await takeSnapshot([root], roomy, dest);
+    expect(res.ok).toBe(false);
+    if (res.ok) return;
+    expect(res.message.length).toBeLessThan(600);
+    expect(res.message).toContain(`${root}/level-00`);
+    expect(res.message).toContain("level-29-ddd");
+    expect(res.message).toContain("/planted is a symbolic link");
+  });
+});
+
 describe("hashTree", () => {
   it("hashes in place, relative to the directory, under the same rules", async () => {
     const res = await hashTree(root, roomy);

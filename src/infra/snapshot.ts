@@ -43,6 +43,15 @@ class Refusal extends Error {
   }
 }
 
+/**
+ * A path as a message shows it: whole when short, else its start and its
+ * end around an ellipsis, so an answer stays one readable sentence within
+ * the protocol's bound on messages however deep the tree is.
+ */
+function shown(path: string): string {
+  return path.length <= 320 ? path : `${path.slice(0, 120)}…${path.slice(-180)}`;
+}
+
 function unsafe(message: string): Refusal {
   return new Refusal("SOURCE_UNSAFE", message);
 }
@@ -54,7 +63,7 @@ function changed(display: string): Refusal {
 /** Names the staging copy and the listing can carry: UTF-8, no control characters, no separators. */
 function checkName(raw: Buffer, where: string): string {
   const name = raw.toString("utf8");
-  if (!Buffer.from(name, "utf8").equals(raw)) throw unsafe(`${where} holds a name that is not valid UTF-8`);
+  if (!Buffer.from(name, "utf8").equals(raw)) throw unsafe(`${where} holds a name that is not valid UTF-8.`);
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
   if (/[\x00-\x1f\x7f\\]/.test(name) || name.includes("/") || name === "." || name === "..") {
     throw unsafe(
@@ -136,7 +145,7 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
   names.sort();
   for (const name of names) {
     const childRel = rel === "" ? name : `${rel}/${name}`;
-    const childDisplay = `${display}/${name}`;
+    const childDisplay = shown(`${display}/${name}`);
     if (Buffer.byteLength(childRel) > MAX_PATH_BYTES) {
       throw new Refusal("LIMIT_EXCEEDED", `${childDisplay} is a longer path than ${MAX_PATH_BYTES} bytes.`);
     }
@@ -218,10 +227,8 @@ async function copyFile(
     if (read !== size || after.size !== size || after.mtimeMs !== mtimeMs) {
       throw changed(display);
     }
-    if (target !== null) {
-      await target.chmod(keptMode(mode, 0o600));
-      await target.sync();
-    }
+    // No fsync per file: a replicate hashes the staged copy against its manifest again before sending it.
+    await target?.chmod(keptMode(mode, 0o600));
   } finally {
     await target?.close();
   }
@@ -238,11 +245,11 @@ function rootProblem(roots: readonly string[]): string | null {
   const seen = new Set<string>();
   for (const root of roots) {
     if (!isAbsolute(root) || normalize(root) !== root || root.split("/").includes("..")) {
-      return `The source root ${JSON.stringify(root)} is not an absolute, normalised path.`;
+      return `The source root ${JSON.stringify(shown(root))} is not an absolute, normalised path.`;
     }
     const base = basename(root);
     if (base === "" || base === "." || base === "..")
-      return `The source root ${root} has no base name to stage it under.`;
+      return `The source root ${shown(root)} has no base name to stage it under.`;
     if (seen.has(base))
       return `Two source roots share the base name ${base}; each is staged under its base name.`;
     seen.add(base);
@@ -260,15 +267,15 @@ async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: str
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === "ELOOP" || code === "ENOTDIR")
-        throw unsafe(`The source root ${root} is not a directory (or is a symbolic link).`);
-      if (code === "ENOENT") throw unsafe(`The source root ${root} does not exist.`);
-      throw failedRead(root, err);
+        throw unsafe(`The source root ${shown(root)} is not a directory (or is a symbolic link).`);
+      if (code === "ENOENT") throw unsafe(`The source root ${shown(root)} does not exist.`);
+      throw failedRead(shown(root), err);
     }
     try {
-      count(walk, root);
+      count(walk, shown(root));
       walk.directories.push(base);
       if (dest !== null) await mkdir(join(dest, base), { mode: 0o700 });
-      await walkDirectory(walk, handle, base, root, 1);
+      await walkDirectory(walk, handle, base, shown(root), 1);
     } finally {
       await handle.close();
     }
@@ -313,7 +320,7 @@ export async function hashTree(dir: string, limits: WalkLimits): Promise<HashRes
   try {
     const handle = await reading(dir, open(dir, DIR_FLAGS));
     try {
-      await walkDirectory(walk, handle, "", dir, 1);
+      await walkDirectory(walk, handle, "", shown(dir), 1);
     } finally {
       await handle.close();
     }

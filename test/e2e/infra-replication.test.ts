@@ -23,7 +23,7 @@ import {
   type InfraFixture,
 } from "../fixtures/infra.js";
 import { TEST_USER } from "../fixtures/sshd.js";
-import { createLocalRemote, type LocalRemote } from "../infra/local-remote.js";
+import { createRsyncRemote, type RsyncRemote } from "../infra/rsync-remote.js";
 
 /**
  * Replication against a real receiver: an OpenSSH sshd whose key for the
@@ -51,7 +51,7 @@ function hashes(root: string): Map<string, string> {
 describe.skipIf(INFRA_SKIP_REASON !== null)("replication to an rrsync-confined receiver", () => {
   let fx: InfraFixture;
   let work: string;
-  let remote: LocalRemote;
+  let remote: RsyncRemote;
   let ops: Operations;
   let profile: Profile;
   let run = 0;
@@ -69,7 +69,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("replication to an rrsync-confined r
       "-o IdentityAgent=none -o StrictHostKeyChecking=yes -o GlobalKnownHostsFile=/dev/null",
       `-o UserKnownHostsFile=${fx.knownHosts} -i ${key} -p ${fx.sshd.port}`,
     ].join(" ");
-    remote = createLocalRemote(fx.receiverDir, { command, user: TEST_USER, host: "127.0.0.1" });
+    remote = createRsyncRemote(fx.receiverDir, { command, user: TEST_USER, host: "127.0.0.1" });
     const state = join(work, "state");
     mkdirSync(state, { mode: 0o700 });
     ops = createOperations({

@@ -17,8 +17,9 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cryptoIds, silentLogger, systemClock } from "../../src/core/index.js";
 import { createProcessRunner } from "../../src/exec/index.js";
 import { createOperations } from "../../src/infra/operations.js";
+import { MAX_STAGED_RUNS } from "../../src/infra/runs.js";
 import type { InfraContext, Operations, Profile, Remote } from "../../src/infra/types.js";
-import { createLocalRemote, type LocalRemote } from "./local-remote.js";
+import { createRsyncRemote, type RsyncRemote } from "./rsync-remote.js";
 
 /**
  * The replication operations against real rsync on the local disk: real
@@ -30,7 +31,7 @@ let dir: string;
 let source: string;
 let receiver: string;
 let state: string;
-let remote: LocalRemote;
+let remote: RsyncRemote;
 let ops: Operations;
 
 function profile(extra: Partial<Profile> = {}, limits: Partial<Profile["limits"]> = {}): Profile {
@@ -94,7 +95,7 @@ beforeEach(() => {
   writeFileSync(join(source, "assets", "app.js"), "console.log(1)\n");
   writeFileSync(join(source, "assets", "img", "logo.bin"), Buffer.alloc(70_000, 7));
   writeFileSync(join(source, "name with spaces.txt"), "spaces\n");
-  remote = createLocalRemote(receiver);
+  remote = createRsyncRemote(receiver);
   ops = createOperations(context(remote));
 });
 
@@ -164,6 +165,35 @@ describe("replicate's gates", () => {
     // Nothing was attempted under the key: after the dry run the same key goes through.
     expect((await ops.dryRun(profile(), "r1")).code).toBe("OK");
     expect((await ops.replicate(profile(), "r1", "key-r1-0001")).code).toBe("OK");
+  });
+
+  it("keeps a bounded number of previews per profile: the oldest is dropped and needs a new dry run", async () => {
+    const p = profile();
+    for (let i = 1; i <= MAX_STAGED_RUNS + 1; i++) expect((await ops.dryRun(p, `r${i}`)).code).toBe("OK");
+    const staged = readdirSync(join(state, "replication", "runs", "backup"));
+    expect(staged).toHaveLength(MAX_STAGED_RUNS);
+    expect(staged).not.toContain("r1");
+    expect((await ops.replicate(p, "r1", "key-r1-0001")).code).toBe("DRY_RUN_REQUIRED");
+    expect((await ops.replicate(p, "r2", "key-r2-0001")).code).toBe("OK");
+    // A replicated run is not a preview: it keeps its manifest for verify and takes no room among them.
+    for (let i = 20; i < 20 + MAX_STAGED_RUNS; i++) await ops.dryRun(p, `r${i}`);
+    expect((await ops.verify(p, "r2")).code).toBe("OK");
+  });
+
+  it("a staged copy changed since its dry run is dropped before anything is sent", async () => {
+    const p = profile();
+    await ops.dryRun(p, "r1");
+    const staged = join(state, "replication", "runs", "backup", "r1", "tree", "site", "index.html");
+    writeFileSync(staged, "<h1>HELLO</h1>\n");
+    const res = await ops.replicate(p, "r1", "key-r1-0001");
+    expect(res.code).toBe("DRY_RUN_REQUIRED");
+    expect(res.message).toContain("no longer matches its manifest");
+    expect(remote.calls.filter((c) => c.op === "push" && !c.dryRun)).toHaveLength(0);
+    expect(existsSync(runDir("r1"))).toBe(false);
+    // A new preview stages the source again, and that one goes.
+    await ops.dryRun(p, "r1");
+    expect((await ops.replicate(p, "r1", "key-r1-0001")).code).toBe("OK");
+    expect(readFileSync(join(runDir("r1"), "site", "index.html"), "utf8")).toBe("<h1>hello</h1>\n");
   });
 
   it("a failed second dry run leaves no usable preview of the first", async () => {
@@ -318,6 +348,19 @@ describe("interrupted writes", () => {
     expect(trusted.data).toMatchObject({ replication: "unknown", trusted: true });
   });
 
+  it("a key left started after its push was recorded done replays the replication, not an unknown", async () => {
+    const p = profile();
+    await ops.dryRun(p, "r1");
+    const first = await ops.replicate(p, "r1", "key-r1-0001");
+    // The broker died after the run's record said replicated and before the key's record said done.
+    const keyFile = join(state, "replication", "keys", "key-r1-0001.json");
+    const record = JSON.parse(readFileSync(keyFile, "utf8"));
+    writeFileSync(keyFile, JSON.stringify({ ...record, state: "started", outcome: null }));
+    const restarted = createOperations(context(remote));
+    expect(await restarted.replicate(p, "r1", "key-r1-0001")).toEqual({ ...first, replayed: true });
+    expect(JSON.parse(readFileSync(keyFile, "utf8")).state).toBe("done");
+  });
+
   it("a replicate left started by a broker that died is reported unknown when it starts again", async () => {
     const p = profile();
     await ops.dryRun(p, "r1");
@@ -358,6 +401,8 @@ describe("verify", () => {
     expect(res.data).toMatchObject({
       downloaded: true,
       differences: [{ path: "site/assets/app.js", kind: "hash" }],
+      replication: "replicated",
+      trusted: false,
     });
     expect(readdirSync(join(state, "replication", "scratch"))).toEqual([]);
     const record = JSON.parse(
@@ -385,8 +430,13 @@ describe("verify", () => {
     await ops.dryRun(p, "r1");
     await ops.replicate(p, "r1", "key-r1-0001");
     writeFileSync(join(runDir("r1"), "site", "index.html"), "x".repeat(500));
+    const pulls = remote.calls.filter((c) => c.op === "pull").length;
     const grown = await ops.verify(p, "r1");
-    expect(grown.data?.differences).toEqual([{ path: "site/index.html", kind: "size" }]);
+    expect(grown.data).toMatchObject({
+      downloaded: false,
+      differences: [{ path: "site/index.html", kind: "size" }],
+    });
+    expect(remote.calls.filter((c) => c.op === "pull")).toHaveLength(pulls);
     writeFileSync(join(runDir("r1"), "site", "index.html"), "<h1>hello</h1>\n");
     rmSync(join(runDir("r1"), "site", "assets", "app.js"));
     symlinkSync("/etc/passwd", join(runDir("r1"), "site", "assets", "app.js"));

@@ -13,7 +13,7 @@ import type { OutcomeCode } from "../../src/infra-protocol/index.js";
  * rsync really did. `failures` lets a test make the next call of an
  * operation fail before anything is sent.
  */
-export interface LocalRemote extends Remote {
+export interface RsyncRemote extends Remote {
   calls: Array<{ op: string; path: string; dryRun?: boolean }>;
   failures: Map<string, { code: OutcomeCode; interrupted: boolean }>;
   /** Extra rsync options for pushes (e.g. --bwlimit to make a push slow enough to kill). */
@@ -29,10 +29,10 @@ export interface SshReceiver {
   host: string;
 }
 
-export function createLocalRemote(receiver: string, ssh?: SshReceiver): LocalRemote {
+export function createRsyncRemote(receiver: string, ssh?: SshReceiver): RsyncRemote {
   const runner = createProcessRunner();
-  const calls: LocalRemote["calls"] = [];
-  const failures: LocalRemote["failures"] = new Map();
+  const calls: RsyncRemote["calls"] = [];
+  const failures: RsyncRemote["failures"] = new Map();
   const pushOptions: string[] = [];
   const base = (profile: Profile) =>
     ssh === undefined ? join(receiver, profile.remoteRoot) : `${ssh.user}@${ssh.host}:${profile.remoteRoot}`;
@@ -73,7 +73,7 @@ export function createLocalRemote(receiver: string, ssh?: SshReceiver): LocalRem
     };
   }
 
-  const self: LocalRemote = {
+  const self: RsyncRemote = {
     calls,
     failures,
     pushOptions,
