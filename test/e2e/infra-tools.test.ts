@@ -316,6 +316,16 @@ describe("every infra tool against a broker", () => {
     });
   });
 
+  it("neutralizes terminal sequences from the broker in the text and in structuredContent", async () => {
+    const r = await s.call("infra_verify", { profile: "ansi", run_id: "r1" });
+    expect(r.text).not.toContain("\u001b");
+    // JSON.stringify writes an ESC as the six characters \u001b.
+    expect(JSON.stringify(r.structured)).not.toContain("\\u001b");
+    expect(r.structured.message).toBe("differs: notes.txt");
+    expect(r.structured.data).toEqual({ differences: ["title.txt"], k: 1 });
+    expect(r.structured.terminal_sequences_removed).toBe(3);
+  });
+
   it("answers a line that is not a protocol response with a typed error", async () => {
     const r = await s.call("infra_probe", { profile: "garbage" });
     expect(r.text).toBe(
