@@ -6,6 +6,7 @@ import {
   type InfraRequest,
   type InfraResponse,
   type Operation,
+  OUTCOMES,
   type OutcomeClass,
   type OutcomeCode,
   PROFILE_ID,
@@ -61,7 +62,7 @@ const APPROVAL = {
 const RESULT_FIELDS: Record<string, Record<string, unknown>> = {
   outcome: {
     type: "string",
-    enum: ["ok", "blocked", "auth-required", "input-required", "unknown", "invalid"],
+    enum: [...OUTCOMES],
     description: "the broker's outcome class",
   },
   code: { type: "string", description: "the broker's stable outcome code (OK, PIN_MISSING, ...)" },
@@ -123,7 +124,7 @@ function auditInvalid(raw: Record<string, unknown>): Record<string, unknown> {
 const UNREACHABLE_TEXT: Record<UnreachableReason, string> = {
   ENOENT: "there is no socket at that path",
   ENOTDIR: "there is no socket at that path",
-  ECONNREFUSED: "nothing listens on that socket",
+  ECONNREFUSED: "nothing listens there",
   EACCES: "this server's user may not connect to that socket",
   EPERM: "this server's user may not connect to that socket",
 };
