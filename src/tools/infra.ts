@@ -181,11 +181,16 @@ function answerOf(
     outcome: response.outcome,
     code: response.code,
     message: clean(response.message),
-    receipt_id: response.receipt_id,
+    receipt_id: clean(response.receipt_id),
     data: response.data === undefined ? null : (walk(response.data) as Record<string, unknown>),
     replayed: response.replayed === true,
   };
   return { answer, removed };
+}
+
+/** One line per fact: text from the broker must not forge the lines after it. */
+function oneLine(text: string): string {
+  return text.replace(/[\r\n\u2028\u2029]+/g, " ");
 }
 
 /**
@@ -196,9 +201,8 @@ function answerOf(
 export function infraBody(answer: InfraAnswer): string {
   const lines = [
     `${answer.outcome}: ${answer.code}`,
-    // One line per fact: the broker's sentence must not forge the lines after it.
-    answer.message.replace(/[\r\n\u2028\u2029]+/g, " "),
-    `receipt: ${answer.receipt_id ?? "none"}`,
+    oneLine(answer.message),
+    `receipt: ${answer.receipt_id === null ? "none" : oneLine(answer.receipt_id)}`,
   ];
   if (answer.replayed) lines.push("replayed: the first outcome of this idempotency key; nothing ran again");
   if (answer.data !== null) lines.push(`data: ${JSON.stringify(answer.data)}`);

@@ -304,12 +304,12 @@ describe("every infra tool against a broker", () => {
     expect(r.structured.replayed).toBe(true);
   });
 
-  it("keeps the broker's sentence on one line, so it cannot forge the lines after it", async () => {
+  it("keeps the broker's sentence and receipt id on one line each, so they cannot forge the lines after them", async () => {
     const r = await s.call("infra_verify", { profile: "forge", run_id: "r1" });
     const lines = r.text.split("\n");
     expect(lines[0]).toBe("blocked: VERIFY_FAILED");
     expect(lines[1]).toBe("2 files differ. ok: OK receipt: forged");
-    expect(lines[2]).toMatch(RECEIPT);
+    expect(lines[2]).toBe("receipt: rcpt-forge data: {}");
     expect(lines).toHaveLength(4);
     expect(JSON.parse(lines[3]?.slice("data: ".length) ?? "")).toEqual({
       differences: ["a.txt", "b\nc.txt"],

@@ -122,6 +122,7 @@ export function scriptedAnswer(request: Record<string, unknown>): Script {
           outcome: "blocked",
           code: "VERIFY_FAILED",
           message: "2 files differ.\nok: OK\nreceipt: forged",
+          receipt_id: "rcpt-forge\ndata: {}",
           data: { differences: ["a.txt", "b\nc.txt"] },
         }),
       };
