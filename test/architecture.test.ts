@@ -76,7 +76,7 @@ describe("architecture", () => {
     for (const file of files) {
       const from = relative(SRC, file).split("/")[0] ?? "";
       for (const spec of importsOf(file)) {
-        const match = /^\.\.\/([a-z]+)\/(.+)$/.exec(spec);
+        const match = /^\.\.\/([a-z-]+)\/(.+)$/.exec(spec);
         if (!match) continue;
         const [, to = "", rest = ""] = match;
         if (!ALLOWED[from]?.includes(to)) violations.push(`${relative(REPO_ROOT, file)}: ${from} -> ${to}`);

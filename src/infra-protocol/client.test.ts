@@ -77,6 +77,19 @@ describe("requestInfra", () => {
     });
   });
 
+  it("closes its connection after the answer, whatever the broker does with its side", async () => {
+    let closed = 0;
+    const path = await serve((_line, socket) => {
+      socket.on("close", () => closed++);
+      // Answers without ending its side: the client must close the connection itself.
+      socket.write(`${JSON.stringify(answer())}\n`);
+    });
+    for (let i = 0; i < 3; i++) await requestInfra({ op: "status" }, opts(path));
+    const deadline = Date.now() + 2000;
+    while (closed < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(closed).toBe(3);
+  });
+
   it("reports a missing socket, a dead one and a path through a file as unreachable, not as an error", async () => {
     expect(await requestInfra({ op: "status" }, opts(join(dir, "none.sock")))).toEqual({
       kind: "unreachable",

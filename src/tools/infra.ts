@@ -1,11 +1,12 @@
 import { tokenFingerprint } from "../broker/index.js";
-import { RelayError } from "../core/index.js";
+import { neutralizeTerminalOutput, RelayError, type TerminalOutputMode } from "../core/index.js";
 import {
   APPROVAL_REF,
   IDEMPOTENCY_KEY,
   type InfraRequest,
   type InfraResponse,
   type Operation,
+  OUTCOMES,
   type OutcomeClass,
   type OutcomeCode,
   PROFILE_ID,
@@ -29,6 +30,8 @@ export interface InfraToolDeps {
   maxTimeoutSeconds: number;
   /** RELAY_SHELL_MAX_OUTPUT: the budget of one result. */
   maxOutput: number;
+  /** RELAY_SHELL_TERMINAL_OUTPUT: applied to the broker's strings in structuredContent too (ADR 0016). */
+  terminalOutput: TerminalOutputMode;
 }
 
 /** `status` answers from the broker's memory: a broker that takes longer is not well. */
@@ -59,7 +62,7 @@ const APPROVAL = {
 const RESULT_FIELDS: Record<string, Record<string, unknown>> = {
   outcome: {
     type: "string",
-    enum: ["ok", "blocked", "auth-required", "input-required", "unknown", "invalid"],
+    enum: [...OUTCOMES],
     description: "the broker's outcome class",
   },
   code: { type: "string", description: "the broker's stable outcome code (OK, PIN_MISSING, ...)" },
@@ -121,7 +124,7 @@ function auditInvalid(raw: Record<string, unknown>): Record<string, unknown> {
 const UNREACHABLE_TEXT: Record<UnreachableReason, string> = {
   ENOENT: "there is no socket at that path",
   ENOTDIR: "there is no socket at that path",
-  ECONNREFUSED: "nothing listens on that socket",
+  ECONNREFUSED: "nothing listens there",
   EACCES: "this server's user may not connect to that socket",
   EPERM: "this server's user may not connect to that socket",
 };
@@ -150,15 +153,44 @@ interface InfraAnswer {
   replayed: boolean;
 }
 
-function answerOf(response: InfraResponse): InfraAnswer {
-  return {
+/**
+ * The broker's answer with every string it carries neutralized for a
+ * terminal: its sentence and its data can quote the receiver (file names
+ * from an rsync listing), and structuredContent is read by clients too, not
+ * only the text the runner neutralizes.
+ */
+function answerOf(
+  response: InfraResponse,
+  mode: TerminalOutputMode,
+): { answer: InfraAnswer; removed: number } {
+  let removed = 0;
+  const clean = (text: string): string => {
+    const out = neutralizeTerminalOutput(text, mode);
+    removed += out.removed;
+    return out.text;
+  };
+  const walk = (value: unknown): unknown => {
+    if (typeof value === "string") return clean(value);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value !== null && typeof value === "object") {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [clean(k), walk(v)]));
+    }
+    return value;
+  };
+  const answer: InfraAnswer = {
     outcome: response.outcome,
     code: response.code,
-    message: response.message,
-    receipt_id: response.receipt_id,
-    data: response.data ?? null,
+    message: clean(response.message),
+    receipt_id: clean(response.receipt_id),
+    data: response.data === undefined ? null : (walk(response.data) as Record<string, unknown>),
     replayed: response.replayed === true,
   };
+  return { answer, removed };
+}
+
+/** One line per fact: text from the broker must not forge the lines after it. */
+function oneLine(text: string): string {
+  return text.replace(/[\r\n\u2028\u2029]+/g, " ");
 }
 
 /**
@@ -169,9 +201,8 @@ function answerOf(response: InfraResponse): InfraAnswer {
 export function infraBody(answer: InfraAnswer): string {
   const lines = [
     `${answer.outcome}: ${answer.code}`,
-    // One line per fact: the broker's sentence must not forge the lines after it.
-    answer.message.replace(/[\r\n\u2028\u2029]+/g, " "),
-    `receipt: ${answer.receipt_id ?? "none"}`,
+    oneLine(answer.message),
+    `receipt: ${answer.receipt_id === null ? "none" : oneLine(answer.receipt_id)}`,
   ];
   if (answer.replayed) lines.push("replayed: the first outcome of this idempotency key; nothing ran again");
   if (answer.data !== null) lines.push(`data: ${JSON.stringify(answer.data)}`);
@@ -191,16 +222,15 @@ async function ask(
   timeoutSeconds: number,
 ): Promise<ToolOutcome> {
   let answer: InfraAnswer;
+  let removed = 0;
   try {
     const exchange = await requestInfra(request, {
       socketPath: deps.socketPath,
       timeoutMs: timeoutSeconds * 1000,
       signal: ctx.signal,
     });
-    answer =
-      exchange.kind === "unreachable"
-        ? unreachable(exchange.reason, exchange.socketPath)
-        : answerOf(exchange.response);
+    if (exchange.kind === "unreachable") answer = unreachable(exchange.reason, exchange.socketPath);
+    else ({ answer, removed } = answerOf(exchange.response, deps.terminalOutput));
   } catch (err) {
     if (!(err instanceof RelayError)) throw err;
     const hint = request.op === "replicate" && SENT_FAILURES.has(err.code) ? REPLICATE_HINT : "";
@@ -212,6 +242,7 @@ async function ask(
   return {
     body: infraBody(answer),
     fields: { ...answer },
+    terminalRemoved: removed,
     // Links this record to the broker's own receipt of the same request.
     auditExtra: { outcome_code: answer.code, receipt_id: answer.receipt_id },
   };

@@ -122,7 +122,19 @@ export function scriptedAnswer(request: Record<string, unknown>): Script {
           outcome: "blocked",
           code: "VERIFY_FAILED",
           message: "2 files differ.\nok: OK\nreceipt: forged",
+          receipt_id: "rcpt-forge\ndata: {}",
           data: { differences: ["a.txt", "b\nc.txt"] },
+        }),
+      };
+    case "ansi":
+      // What a hostile receiver could put in file names that a listing quotes.
+      return {
+        kind: "answer",
+        response: respond(request, {
+          outcome: "blocked",
+          code: "VERIFY_FAILED",
+          message: "differs: \u001b]52;c;cm0gLXJmIH4=\u0007notes.txt",
+          data: { differences: ["\u001b]0;pwned\u0007title.txt"], "\u001b]8;;http://x\u0007k": 1 },
         }),
       };
     case "garbage":
