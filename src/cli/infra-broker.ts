@@ -8,13 +8,7 @@ import {
   snapshotEnvironment,
 } from "../config/index.js";
 import { cryptoIds, describeError, type Logger, systemClock } from "../core/index.js";
-import {
-  BrokerStartRefused,
-  type InfraBrokerDeps,
-  type RunningBroker,
-  startInfraBroker,
-  startupLines,
-} from "../infra/index.js";
+import { BrokerStartRefused, type RunningBroker, startInfraBroker, startupLines } from "../infra/index.js";
 import { packageVersion } from "./build.js";
 
 const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
@@ -95,14 +89,8 @@ function refuse(message: string, usage = false): never {
   process.exit(2);
 }
 
-/** The parts of the broker that can be replaced when it is started from code rather than the command line. */
-type InfraBrokerParts = Pick<InfraBrokerDeps, "loadProfiles" | "createRemote" | "createOperations">;
-
 /** `relay-shell infra-broker ...`: start the broker and serve until SIGTERM or SIGINT. */
-export async function runInfraBrokerCli(
-  argv: readonly string[],
-  parts: InfraBrokerParts = {},
-): Promise<void> {
+export async function runInfraBrokerCli(argv: readonly string[]): Promise<void> {
   const flags = parseInfraBrokerFlags(argv);
   if (typeof flags === "string") refuse(flags, true);
   if (flags.help) {
@@ -141,7 +129,6 @@ export async function runInfraBrokerCli(
         ids: cryptoIds,
         logger,
         stderr: (line) => void process.stderr.write(line),
-        ...parts,
       },
     );
   } catch (err) {

@@ -196,7 +196,7 @@ export function regexSetting(env: string): SettingSchema<RegExp | null> {
 }
 
 /** The longest path a Unix-domain socket address holds on Linux: `sun_path` is 108 bytes with its NUL. */
-export const MAX_SOCKET_PATH_BYTES = 107;
+const MAX_SOCKET_PATH_BYTES = 107;
 
 /**
  * The path of a Unix-domain socket to connect to; `""` (the default) means

@@ -6,6 +6,5 @@ export {
   startupLines,
 } from "./daemon.js";
 export { loadProfiles } from "./profiles.js";
-export { RECEIPTS_FILE } from "./receipts.js";
 export { createRemote, type RemoteOptions } from "./remote.js";
 export type { Principal, Profile, ProfileSet } from "./types.js";

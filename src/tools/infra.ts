@@ -91,7 +91,7 @@ interface InfraArgs {
  * deny and allow lists see after the tool name; the idempotency key and the
  * approval are not part of it (they say which attempt, not what is done).
  */
-export function infraPolicyText(op: Operation, args: InfraArgs): string {
+function infraPolicyText(op: Operation, args: InfraArgs): string {
   const parts = ["infra", op];
   if (args.profile !== undefined) parts.push(`profile=${args.profile}`);
   if (args.run_id !== undefined) parts.push(`run=${args.run_id}`);
@@ -198,7 +198,7 @@ function oneLine(text: string): string {
  * one line, `receipt: <id>` (`none` when the broker was not reached), then
  * `replayed: …` and `data: <compact JSON>` when they apply.
  */
-export function infraBody(answer: InfraAnswer): string {
+function infraBody(answer: InfraAnswer): string {
   const lines = [
     `${answer.outcome}: ${answer.code}`,
     oneLine(answer.message),

@@ -12,15 +12,12 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
-import { connect } from "node:net";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type InfraResponse, parseResponse } from "../../src/infra-protocol/index.js";
 import {
   announceInfraSkip,
   createInfraFixture,
-  type DaemonOptions,
   INFRA_SKIP_REASON,
   type InfraDaemon,
   type InfraFixture,
@@ -28,7 +25,7 @@ import {
   type RequestFrame,
   type SystemUser,
 } from "../fixtures/infra.js";
-import { REPO_ROOT, SERVER_ENTRY } from "../helpers/server.js";
+import { SERVER_ENTRY } from "../helpers/server.js";
 
 /**
  * The broker daemon as operators run it: the built CLI, started as its own
@@ -39,81 +36,9 @@ import { REPO_ROOT, SERVER_ENTRY } from "../helpers/server.js";
 
 announceInfraSkip("infra broker daemon");
 
-const DIST = join(REPO_ROOT, "dist");
 /** A group that allows one profile; only the fixture's client account gets it, as a supplementary group. */
 const PROFILE_GROUP = "relayinfg";
 const ROOT: SystemUser = { name: "root", uid: 0, gid: 0 };
-
-/** Whether the real profile loader, transport and operations are in dist/ (they are built apart). */
-async function realPartsBuilt(scratch: string): Promise<boolean> {
-  const load = async (file: string) => import(pathToFileURL(join(DIST, "infra", file)).href);
-  const attempts: (() => unknown)[] = [
-    async () => (await load("profiles.js")).loadProfiles(scratch, { daemonUid: 1 }),
-    async () =>
-      (await load("remote.js")).createRemote({}, { credentialsDirectory: null, keyFileDirectory: null }),
-    async () => (await load("operations.js")).createOperations({}),
-  ];
-  for (const attempt of attempts) {
-    try {
-      await attempt();
-    } catch (err) {
-      if (/not built yet/.test(String(err))) return false;
-    }
-  }
-  return true;
-}
-
-/**
- * Until the real profile loader and operations are built, the broker is
- * started through the same CLI entry with those two parts replaced: a
- * reader of the same `<id>.json` files and operations that touch nothing.
- * Everything this suite tests (socket, principal, framing, dispatch,
- * receipts, start-up checks) is the real code either way.
- */
-const STAND_IN = `
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { runInfraBrokerCli } from ${JSON.stringify(pathToFileURL(join(DIST, "cli", "infra-broker.js")).href)};
-
-function loadProfiles(dir) {
-  const profiles = new Map();
-  const broken = new Map();
-  for (const name of readdirSync(dir).filter((n) => n.endsWith(".json")).sort()) {
-    const id = name.slice(0, -5);
-    const file = join(dir, name);
-    let p;
-    try {
-      p = JSON.parse(readFileSync(file, "utf8"));
-    } catch (err) {
-      broken.set(id, { id, file, problems: ["not valid JSON: " + err.message] });
-      continue;
-    }
-    profiles.set(id, {
-      id, file, enabled: p.enabled ?? true, host: p.host, port: p.port ?? 22, user: p.user,
-      sourceRoots: p.source_roots, remoteRoot: p.remote_root, knownHostsFile: p.known_hosts,
-      credentialId: p.credential,
-      limits: { timeoutSeconds: 60, outputBytes: 65536, transferBytes: 1 << 20, fileCount: 100 },
-      allowedPrincipals: p.allowed_principals, approval: p.approval ?? "none", receiver: "rrsync",
-      requireDryRun: p.require_dry_run ?? true,
-    });
-  }
-  return { profiles, broken };
-}
-
-const answer = (what) => async (profile) => ({ code: "OK", message: what + " " + profile.id });
-const operations = {
-  probe: answer("probed"),
-  dryRun: answer("previewed"),
-  replicate: answer("replicated"),
-  verify: answer("verified"),
-};
-
-await runInfraBrokerCli(process.argv.slice(2), {
-  loadProfiles,
-  createRemote: () => ({}),
-  createOperations: () => operations,
-});
-`;
 
 /**
  * Run a shadow-utils command, again while another test file holds the lock on
@@ -129,81 +54,6 @@ function accountTool(command: string, args: string[], required = true): void {
     }
     spawnSync("sleep", ["0.1"]);
   }
-}
-
-/** Wait until something accepts connections on `path`, or the process is gone. */
-async function waitForSocket(path: string, alive: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline && alive()) {
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(path);
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once("error", () => resolve(false));
-    });
-    if (up) return true;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return false;
-}
-
-/**
- * The broker, started as the fixture starts it: through the CLI when the
- * real profile loader, transport and operations are built, else through the
- * same CLI entry with the stand-ins above. Same flags, account and
- * environment either way.
- */
-async function startBroker(
-  fx: InfraFixture,
-  real: boolean,
-  options: DaemonOptions = {},
-): Promise<InfraDaemon> {
-  if (real) return fx.startDaemon(options);
-  const standIn = join(fx.root, "stand-in.mjs");
-  if (!existsSync(standIn)) writeFileSync(standIn, STAND_IN, { mode: 0o644 });
-  const user = options.user ?? fx.daemonUser;
-  const args = options.replaceArgs ?? [
-    "--config",
-    fx.configDir,
-    "--socket",
-    fx.socketPath,
-    "--state",
-    fx.stateDir,
-    ...(options.args ?? []),
-  ];
-  const child = spawn(process.execPath, [standIn, ...args], {
-    cwd: "/",
-    env: { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C.UTF-8", CREDENTIALS_DIRECTORY: fx.credentialsDir },
-    uid: user.uid,
-    gid: user.gid,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const daemon: InfraDaemon = {
-    child,
-    stderr: () => stderr,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill("SIGTERM");
-        await exited;
-      }
-    },
-  };
-  if (options.expectExit) {
-    await exited;
-    return daemon;
-  }
-  if (!(await waitForSocket(fx.socketPath, () => child.exitCode === null))) {
-    child.kill("SIGKILL");
-    throw new Error(`the broker did not start listening on ${fx.socketPath}:\n${stderr}`);
-  }
-  return daemon;
 }
 
 /** Stop with SIGTERM and report how the process ended. */
@@ -292,7 +142,6 @@ const DISPATCH_REFUSALS = [
 
 describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
   let fx: InfraFixture;
-  let real = false;
   let broker: InfraDaemon | null = null;
   let profileGroup = 0;
   let createdGroup = false;
@@ -312,7 +161,6 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
 
   beforeAll(async () => {
     fx = await createInfraFixture();
-    real = await realPartsBuilt(fx.root);
     if (spawnSync("getent", ["group", PROFILE_GROUP]).status !== 0) {
       accountTool("groupadd", ["--system", PROFILE_GROUP]);
       createdGroup = true;
@@ -327,7 +175,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     fx.writeProfile("disabled", { enabled: false, allowed_principals: client });
     fx.writeProfile("consent", { approval: "consent", allowed_principals: client });
     writeFileSync(join(fx.configDir, "broken.json"), "{ not json", { mode: 0o644 });
-    broker = await startBroker(fx, real);
+    broker = await fx.startDaemon();
   }, 90_000);
 
   afterAll(async () => {
@@ -557,13 +405,13 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
   it("stops on SIGTERM, removing its socket, and a restart continues the chain", async () => {
     expect(await stopWithCode(broker as InfraDaemon)).toBe(0);
     expect(existsSync(fx.socketPath)).toBe(false);
-    broker = await startBroker(fx, real);
+    broker = await fx.startDaemon();
     expect((await ask([{ op: "status" }]))[0]?.code).toBe("OK");
     expect(verifyAudit(receiptsPath(fx)).code).toBe(0);
   });
 
   it("refuses to start where another broker answers on the socket, and removes a stale one", async () => {
-    const busy = await startBroker(fx, real, { expectExit: true });
+    const busy = await fx.startDaemon({ expectExit: true });
     expect(busy.child.exitCode).toBe(2);
     expect(busy.stderr()).toContain(`${fx.socketPath} is in use`);
     expect(await stopWithCode(broker as InfraDaemon)).toBe(0);
@@ -581,7 +429,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     leftover.kill("SIGKILL");
     await new Promise((resolve) => leftover.once("exit", resolve));
     expect(lstatSync(fx.socketPath).isSocket()).toBe(true);
-    broker = await startBroker(fx, real);
+    broker = await fx.startDaemon();
     expect((await ask([{ op: "status" }]))[0]?.code).toBe("OK");
   });
 

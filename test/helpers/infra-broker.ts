@@ -26,7 +26,7 @@ export type Script =
 let receipts = 0;
 
 /** A valid response echoing the request, with the given outcome. */
-export function respond(
+function respond(
   request: Record<string, unknown>,
   over: Partial<InfraResponse> & Pick<InfraResponse, "outcome" | "code" | "message">,
 ): InfraResponse {
@@ -46,7 +46,7 @@ export function respond(
  * outcome class and each way a broker can fail is one call away. A
  * profile-less status answers with a list of profiles.
  */
-export function scriptedAnswer(request: Record<string, unknown>): Script {
+function scriptedAnswer(request: Record<string, unknown>): Script {
   const profile = request.profile;
   switch (profile) {
     case undefined:
