@@ -14,7 +14,7 @@ import {
  * bounded facts (manifest counts, a bounded list of differences); anything
  * longer is not an answer this client reads.
  */
-export const MAX_RESPONSE_BYTES = 1024 * 1024;
+const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 /**
  * Why the broker could not be reached at all: no socket at the path (ENOENT,
@@ -36,7 +36,7 @@ export type InfraExchange =
   | { kind: "unreachable"; reason: UnreachableReason; socketPath: string };
 
 /** Stable codes of the failures {@link requestInfra} throws, as `RelayError.code`. */
-export type InfraClientErrorCode =
+type InfraClientErrorCode =
   | "INFRA_TIMEOUT"
   | "INFRA_ABORTED"
   | "INFRA_NO_RESPONSE"

@@ -1,8 +1,4 @@
 export {
-  type InfraClientErrorCode,
-  type InfraExchange,
-  type InfraRequestOptions,
-  MAX_RESPONSE_BYTES,
   requestInfra,
   type UnreachableReason,
 } from "./client.js";
@@ -13,7 +9,6 @@ export {
   type InfraRequest,
   type InfraResponse,
   MAX_FRAME_BYTES,
-  OPERATIONS,
   type Operation,
   OUTCOME_CODES,
   OUTCOMES,

@@ -13,7 +13,7 @@ export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is answered `invalid`/`FRAME_TOO_LARGE` and skipped. */
 export const MAX_FRAME_BYTES = 64 * 1024;
 
-export const OPERATIONS = ["status", "probe", "rsync-dry-run", "replicate", "verify"] as const;
+const OPERATIONS = ["status", "probe", "rsync-dry-run", "replicate", "verify"] as const;
 export type Operation = (typeof OPERATIONS)[number];
 
 /** Profile ids name files in the operator's profile directory: no separators, no dots. */

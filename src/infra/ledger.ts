@@ -19,7 +19,7 @@ import { IDEMPOTENCY_KEY, type OutcomeCode, PROFILE_ID, RUN_ID } from "../infra-
  *   <state>/replication/scratch/                   snapshots being taken and runs being verified
  */
 
-export type ReplicationState = "started" | "replicated" | "unknown";
+type ReplicationState = "started" | "replicated" | "unknown";
 
 export interface RunRecord {
   run_id: string;

@@ -12,7 +12,7 @@ import type { TreeListing } from "./manifest.js";
 const ENTRY =
   /^([-dlcbps])[-rwxsStT]{9}[+.@]?\s+([0-9][0-9,.]*)\s+\d{4}\/\d{2}\/\d{2}\s+\d{2}:\d{2}:\d{2}\s(.+)$/;
 
-export interface ParsedListing extends TreeListing {
+interface ParsedListing extends TreeListing {
   /** Entries that are neither a directory nor a regular file. */
   other: string[];
   total_bytes: number;

@@ -25,7 +25,7 @@ export interface Manifest {
 }
 
 /** Byte order of the UTF-8 encodings: the same order whatever the platform's collation. */
-export function comparePaths(a: string, b: string): number {
+function comparePaths(a: string, b: string): number {
   return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
 }
 
@@ -53,9 +53,9 @@ export interface TreeListing {
   files: ReadonlyMap<string, { size: number; sha256?: string }>;
 }
 
-export type DifferenceKind = "missing" | "extra" | "size" | "hash" | "type";
+type DifferenceKind = "missing" | "extra" | "size" | "hash" | "type";
 
-export interface Difference {
+interface Difference {
   path: string;
   kind: DifferenceKind;
 }

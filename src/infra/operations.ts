@@ -19,8 +19,6 @@ import { removeTree } from "./snapshot.js";
 import type { InfraContext, Operations, OpResult, Profile, RemoteResult } from "./types.js";
 import { verifyRun } from "./verify.js";
 
-export type { Principal, Profile, ProfileSet } from "./types.js";
-
 /**
  * Transport failures that happen before rsync writes anything on the
  * receiver (local preconditions, the connection, authentication, rrsync's

@@ -19,7 +19,7 @@ export const LIMIT_BOUNDS = {
 } as const;
 
 /** At most this many source roots in one profile. */
-export const MAX_SOURCE_ROOTS = 32;
+const MAX_SOURCE_ROOTS = 32;
 
 const HOST_NAME =
   /^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -32,7 +32,7 @@ const ARGV_UNSAFE = /[\s"'\\`$]/;
 const CONTROL = /[\x00-\x1f\x7f]/;
 
 /** Problems of a local absolute path the operator names; [] when it is acceptable. */
-export function absolutePathProblems(path: string): string[] {
+function absolutePathProblems(path: string): string[] {
   if (CONTROL.test(path)) return ["contains a control character"];
   if (!isAbsolute(path)) return ["must be an absolute path"];
   if (path.split("/").includes("..")) return ["must not contain a '..' component"];

@@ -24,7 +24,7 @@ export interface WalkLimits {
   fileBytes?: number;
 }
 
-export type WalkFailure = { ok: false; code: "SOURCE_UNSAFE" | "LIMIT_EXCEEDED"; message: string };
+type WalkFailure = { ok: false; code: "SOURCE_UNSAFE" | "LIMIT_EXCEEDED"; message: string };
 export type SnapshotResult = { ok: true; manifest: Manifest; id: string } | WalkFailure;
 
 const MAX_DEPTH = 128;

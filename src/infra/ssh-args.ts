@@ -12,7 +12,7 @@ import type { Profile } from "./types.js";
  * names under the remote root.
  */
 
-export const SSH_PROGRAM = "ssh";
+const SSH_PROGRAM = "ssh";
 export const RSYNC_PROGRAM = "rsync";
 export const SSH_KEYGEN_PROGRAM = "ssh-keygen";
 

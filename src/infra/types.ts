@@ -11,7 +11,7 @@ export interface Principal {
   groups: number[];
 }
 
-export interface ProfileLimits {
+interface ProfileLimits {
   /** Wall-clock bound of one ssh/rsync process. */
   timeoutSeconds: number;
   /** Bytes of ssh/rsync output kept. */
@@ -129,5 +129,3 @@ export interface Operations {
   replicate(profile: Profile, runId: string, idempotencyKey: string): Promise<OpResult>;
   verify(profile: Profile, runId: string): Promise<OpResult>;
 }
-
-export type { Operation };
