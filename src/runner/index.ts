@@ -7,6 +7,7 @@ export type { ResourceDef } from "./resource.js";
 export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,
+  commandOutcome,
   defineTool,
   type Tool,
   type ToolOutcome,

@@ -48,6 +48,35 @@ export interface ToolOutcome {
   auditExtra?: Record<string, unknown>;
 }
 
+/** What a command that ran, locally or on a host, leaves for its result. */
+interface CommandRun {
+  timedOut: boolean;
+  output: string;
+  exitCode: number | null;
+  /** Output the capture had to drop, and all the command wrote. */
+  droppedBytes: number;
+  totalBytes: number;
+}
+
+/**
+ * The outcome of a command-style tool: a timeout discards the output, else
+ * the output with its exit status, and when the capture dropped bytes, how
+ * many the command really wrote (the truncation marker reports that size).
+ */
+export function commandOutcome(
+  run: CommandRun,
+  timeoutSeconds: number,
+  fields: Record<string, unknown>,
+): ToolOutcome {
+  if (run.timedOut) return { body: "", timedOutAfter: timeoutSeconds, fields };
+  return {
+    body: run.output,
+    exitCode: run.exitCode,
+    ...(run.droppedBytes > 0 ? { producedBytes: run.totalBytes } : {}),
+    fields,
+  };
+}
+
 export interface ToolAnnotations {
   readOnlyHint: boolean;
   destructiveHint: boolean;
