@@ -1,37 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { settingsHarness } from "../testing/settings.js";
 import { describeSettings } from "./describe.js";
-import { ConfigError, type LoadOptions, loadSettings, loadSettingsReport } from "./load.js";
+import { loadSettings, loadSettingsReport } from "./load.js";
 
-const root = mkdtempSync(join(tmpdir(), "relay-config-sources-"));
-afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-let dirCount = 0;
-function workdir(envFile?: string): string {
-  const dir = join(root, `cwd-${dirCount++}`);
-  mkdirSync(dir);
-  if (envFile !== undefined) writeFileSync(join(dir, ".env"), envFile);
-  return dir;
-}
-
-const opts = (over: LoadOptions = {}): LoadOptions => ({
-  cwd: workdir(),
-  homeDir: "/home/op",
-  xdgStateHome: "",
-  ...over,
-});
-
-function problems(env: Record<string, string>, options: LoadOptions): string[] {
-  try {
-    loadSettings(env, options);
-  } catch (err) {
-    expect(err).toBeInstanceOf(ConfigError);
-    return (err as ConfigError).message.split("\n");
-  }
-  throw new Error("expected a ConfigError");
-}
+const { workdir, opts, problems, cleanup } = settingsHarness("relay-config-sources-");
+afterAll(cleanup);
 
 describe(".env file", () => {
   it("loads settings from .env in cwd, with the process environment winning", () => {

@@ -1,5 +1,5 @@
 export { BASIS_TEXT } from "./basis-text.js";
-export { createClassifier, MAX_DEPTH, PARSE_LIMIT } from "./classify.js";
+export { createClassifier } from "./classify.js";
 export { canonicalIpForms, splitHostList, widenHostTokens } from "./ip-widen.js";
 export {
   assessTier,

@@ -23,6 +23,12 @@ export function errorText(err: unknown): string {
   return `[ERROR: ${pythonicType(type, err)}: ${message}]`;
 }
 
+/** A host of a fan-out that could not be reached, and why. */
+export function unreachableText(err: unknown): string {
+  const { type, message } = describeError(err);
+  return `[UNREACHABLE: ${type}: ${message}]`;
+}
+
 export function timeoutText(seconds: number, suffix?: string): string {
   return suffix ? `[TIMEOUT after ${seconds}s] ${suffix}` : `[TIMEOUT after ${seconds}s]`;
 }

@@ -1,11 +1,13 @@
 export { createFollowUpVetter } from "./admission.js";
 export { createConfirmGate } from "./confirm-gate.js";
+export { fanoutShare } from "./fanout.js";
 export { clampOutput } from "./format.js";
 export { createRelay, type Relay } from "./relay.js";
 export type { ResourceDef } from "./resource.js";
 export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,
+  commandOutcome,
   defineTool,
   type Tool,
   type ToolContext,

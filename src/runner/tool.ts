@@ -2,6 +2,7 @@ import type { AuditAction } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Tier } from "../core/index.js";
 import type { PolicyTarget, ProgramInput, TierSpec } from "../policy/index.js";
+import type { FanoutOutcome } from "./fanout.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
 
 /** What a tool learns about the call it serves. */
@@ -28,16 +29,15 @@ export interface ToolOutcome {
   /** Bytes the work really produced when the body was already cut while draining. */
   producedBytes?: number;
   /**
-   * Terminal control sequences the work already removed from host output
-   * it embedded (ssh_fanout neutralizes each host's output before fitting
-   * it into its JSON); the runner adds what it removes from the body.
+   * A command run on many hosts: the runner writes the body from it, one
+   * JSON object with every host's result fitted into the call's budget.
    */
-  terminalRemoved?: number;
+  fanout?: FanoutOutcome;
   /** Tool-specific structuredContent fields (declared in `resultFields`). */
   fields?: Record<string, unknown>;
   /**
-   * The body is one JSON object (ssh_fanout): trailing notices go into its
-   * `notices` array instead of after it, so the text still parses.
+   * The body is one JSON object (a fan-out's always is): trailing notices go
+   * into its `notices` array instead of after it, so the text still parses.
    */
   json?: boolean;
   /**
@@ -46,6 +46,35 @@ export interface ToolOutcome {
    * redaction; never part of the call's identity, which was fixed before.
    */
   auditExtra?: Record<string, unknown>;
+}
+
+/** What a command that ran, locally or on a host, leaves for its result. */
+interface CommandRun {
+  timedOut: boolean;
+  output: string;
+  exitCode: number | null;
+  /** Output the capture had to drop, and all the command wrote. */
+  droppedBytes: number;
+  totalBytes: number;
+}
+
+/**
+ * The outcome of a command-style tool: a timeout discards the output, else
+ * the output with its exit status, and when the capture dropped bytes, how
+ * many the command really wrote (the truncation marker reports that size).
+ */
+export function commandOutcome(
+  run: CommandRun,
+  timeoutSeconds: number,
+  fields: Record<string, unknown>,
+): ToolOutcome {
+  if (run.timedOut) return { body: "", timedOutAfter: timeoutSeconds, fields };
+  return {
+    body: run.output,
+    exitCode: run.exitCode,
+    ...(run.droppedBytes > 0 ? { producedBytes: run.totalBytes } : {}),
+    fields,
+  };
 }
 
 export interface ToolAnnotations {

@@ -5,6 +5,7 @@ import {
   type TerminalOutputMode,
   type Truncated,
 } from "../core/index.js";
+import { formatFanout } from "./fanout.js";
 import { boundBody, clampOutput, errorText, exitPrefixed, timeoutText } from "./format.js";
 import type { Tool, ToolContext, ToolOutcome } from "./tool.js";
 
@@ -45,10 +46,15 @@ export async function performWork(
     // An error message can quote the host (an SSH disconnect reason): it gets the same treatment.
     return { threw: true, text: neutralizeTerminalOutput(errorText(err), settings.terminalOutput).text };
   }
+  const limit = clampOutput(tool.budget(args), settings);
+  // A fan-out's hosts are neutralized and fitted one by one, inside its JSON object.
+  const fanout =
+    outcome.fanout === undefined ? null : formatFanout(outcome.fanout, limit, settings.terminalOutput);
+  if (fanout !== null) outcome = { ...outcome, body: fanout.body, json: true };
   const base = {
     threw: false as const,
     json: outcome.json === true,
-    terminalRemoved: outcome.terminalRemoved ?? 0,
+    terminalRemoved: fanout?.terminalRemoved ?? 0,
     ...(outcome.fields ? { fields: outcome.fields } : {}),
     ...(outcome.auditExtra ? { auditExtra: outcome.auditExtra } : {}),
   };
@@ -62,7 +68,6 @@ export async function performWork(
       timedOut: true,
     };
   }
-  const limit = clampOutput(tool.budget(args), settings);
   const clean = neutralizeTerminalOutput(outcome.body, settings.terminalOutput);
   const bounded = closeCut(boundBody(clean.text, limit, outcome.producedBytes), settings.terminalOutput);
   const exitCode = outcome.exitCode ?? null;

@@ -4,4 +4,7 @@ export { clampTerminalSize } from "./terminal-size.js";
 export type {
   DescendantReaper,
   SessionRegistry,
+  SessionRegistryConfig,
+  SessionTransport,
+  TransportEvents,
 } from "./types.js";

@@ -1,110 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Clock, Ids } from "../core/index.js";
-import { RelayError } from "../core/index.js";
-import { createSessionRegistry } from "./registry.js";
-import type { SessionRegistry, SessionRegistryConfig, SessionTransport, TransportEvents } from "./types.js";
+import { errorOf, FakeTransport, registryHarness } from "../testing/sessions.js";
 
-/** A clock that only moves when the test says so. */
-function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void } {
-  let mono = 0;
-  return {
-    now: () => start + mono,
-    monotonic: () => mono,
-    advance(ms) {
-      mono += ms;
-    },
-  };
-}
-
-function counterIds(): Ids {
-  let n = 0;
-  return {
-    hex: (bytes) => (n++).toString(16).padStart(bytes * 2, "0"),
-    token: () => "t",
-  };
-}
-
-/** A transport we own: the test plays the terminal. */
-class FakeTransport implements SessionTransport {
-  readonly kind = "local" as const;
-  events: TransportEvents | null = null;
-  written: string[] = [];
-  sizes: string[] = [];
-  signals: string[] = [];
-  closed = 0;
-  destroyed = 0;
-  constructor(private readonly onlySends?: string) {}
-  start(events: TransportEvents) {
-    this.events = events;
-  }
-  write(data: Uint8Array) {
-    this.written.push(Buffer.from(data).toString("utf8"));
-  }
-  resize(cols: number, rows: number) {
-    this.sizes.push(`${cols}x${rows}`);
-  }
-  signal(name: string) {
-    this.signals.push(name);
-    return this.onlySends ?? name;
-  }
-  async close() {
-    this.closed += 1;
-    this.events?.exit(-15);
-  }
-  destroy() {
-    this.destroyed += 1;
-  }
-  emit(data: string | Uint8Array) {
-    this.events?.data(typeof data === "string" ? new TextEncoder().encode(data) : data);
-  }
-}
-
-const BASE: SessionRegistryConfig = {
-  maxSessions: 3,
-  idleTimeoutMs: 60_000,
-  lifetimeMs: 3_600_000,
-  bufferBytes: 4096,
-  recordDir: "",
-  recordInput: false,
-};
-
-let registry: SessionRegistry | null = null;
-const dirs: string[] = [];
-afterEach(() => {
-  registry?.closeAll();
-  registry = null;
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function setup(config: Partial<SessionRegistryConfig> = {}) {
-  const clock = fakeClock();
-  registry = createSessionRegistry({ ...BASE, ...config }, { clock, ids: counterIds(), sweeper: false });
-  const open = async (owner = "", transport = new FakeTransport()) => {
-    const added = await (registry as SessionRegistry).add({
-      kind: "local",
-      title: "bash",
-      owner,
-      cols: 80,
-      rows: 24,
-      transport,
-    });
-    return { ...added, transport };
-  };
-  return { registry, clock, open };
-}
-
-async function errorOf(work: () => unknown): Promise<string> {
-  try {
-    await work();
-  } catch (err) {
-    expect(err).toBeInstanceOf(RelayError);
-    return `${(err as RelayError).type}: ${(err as RelayError).message}`;
-  }
-  throw new Error("expected an error");
-}
+const { setup, cleanup } = registryHarness();
+afterEach(cleanup);
 
 describe("session registry", () => {
   it("gives contract ids and reads output in order, then the ended sentinel", async () => {
@@ -276,11 +174,7 @@ describe("session registry", () => {
   });
 
   it("the background timer sweeps without any call", async () => {
-    const clock = fakeClock();
-    registry = createSessionRegistry(
-      { ...BASE, idleTimeoutMs: 1000, sweepIntervalMs: 10 },
-      { clock, ids: counterIds() },
-    );
+    const { registry, clock } = setup({ idleTimeoutMs: 1000, sweepIntervalMs: 10 }, { sweeper: true });
     const transport = new FakeTransport();
     await registry.add({ kind: "local", title: "x", owner: "", cols: 1, rows: 1, transport });
     clock.advance(2000);
@@ -347,58 +241,5 @@ describe("session registry", () => {
     registry.closeAll();
     expect([a.transport.destroyed, b.transport.destroyed]).toEqual([1, 1]);
     expect(registry.size).toBe(0);
-  });
-
-  it("records an asciicast v2 file, 0600, without input unless asked", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "relay-rec-"));
-    dirs.push(dir);
-    const { registry, clock, open } = setup({ recordDir: join(dir, "rec") });
-    const s = await open();
-    expect(s.recording).toBe(join(dir, "rec", `${s.id}.cast`));
-    expect(statSync(s.recording).mode & 0o777).toBe(0o600);
-    clock.advance(1500);
-    s.transport.emit(Uint8Array.from([0x61, 0xe2, 0x82]));
-    s.transport.emit(Uint8Array.from([0xac]));
-    registry.send(s.id, "", new TextEncoder().encode("secret\n"));
-    registry.resize(s.id, "", 100, 30);
-    s.transport.events?.exit(0);
-    const lines = readFileSync(s.recording, "utf8").trimEnd().split("\n");
-    const header = JSON.parse(lines[0] ?? "");
-    expect(header).toMatchObject({ version: 2, width: 80, height: 24, command: "bash" });
-    expect(header.timestamp).toBe(1_700_000_000);
-    const events = lines.slice(1).map((l) => JSON.parse(l));
-    expect(events).toEqual([
-      [1.5, "o", "a"],
-      [1.5, "o", "€"],
-      [1.5, "r", "100x30"],
-    ]);
-    expect(readFileSync(s.recording, "utf8")).not.toContain("secret");
-  });
-
-  it("records input when RELAY_SHELL_SESSION_RECORD_INPUT is on", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "relay-rec-"));
-    dirs.push(dir);
-    const { registry, open } = setup({ recordDir: dir, recordInput: true });
-    const s = await open();
-    registry.send(s.id, "", new TextEncoder().encode("ls\n"));
-    const events = readFileSync(s.recording, "utf8")
-      .trimEnd()
-      .split("\n")
-      .slice(1)
-      .map((l) => JSON.parse(l));
-    expect(events).toEqual([[0, "i", "ls\n"]]);
-  });
-
-  it("refuses the session (and closes its transport) when the recording cannot be opened", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "relay-rec-"));
-    dirs.push(dir);
-    const blocker = join(dir, "file");
-    writeFileSync(blocker, "not a directory");
-    const { open } = setup({ recordDir: blocker });
-    const transport = new FakeTransport();
-    expect(await errorOf(() => open("", transport))).toMatch(
-      /^SessionError: cannot open the session recording: /,
-    );
-    expect(transport.closed).toBe(1);
   });
 });

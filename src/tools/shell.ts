@@ -2,7 +2,7 @@ import type { Settings } from "../config/index.js";
 import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, type ProcessOutcome, type ProcessRunner, splitShellWords } from "../exec/index.js";
 import type { ProgramLanguage, TierSpec } from "../policy/index.js";
-import { annotationsFor, defineTool, type Tool, type ToolOutcome } from "../runner/index.js";
+import { annotationsFor, commandOutcome, defineTool, type Tool, type ToolOutcome } from "../runner/index.js";
 import { cwdTargets } from "./targets.js";
 
 export interface ShellToolDeps {
@@ -54,13 +54,7 @@ function toOutcome(result: ProcessOutcome, timeoutSeconds: number): ToolOutcome 
     output_bytes: result.totalBytes,
     stopped_processes: result.stoppedProcesses ?? 0,
   };
-  if (result.timedOut) return { body: "", timedOutAfter: timeoutSeconds, fields };
-  return {
-    body: result.output,
-    exitCode: result.exitCode,
-    ...(result.droppedBytes > 0 ? { producedBytes: result.totalBytes } : {}),
-    fields,
-  };
+  return commandOutcome(result, timeoutSeconds, fields);
 }
 
 const INTERPRETERS: Record<string, { argv: string[]; strictPrefix: string; language: ProgramLanguage }> = {

@@ -1,14 +1,6 @@
-import {
-  clamp,
-  decodeUtf8,
-  describeError,
-  neutralizeTerminalOutput,
-  openSequenceStart,
-  RelayError,
-  utf8Length,
-} from "../core/index.js";
+import { clamp, describeError, RelayError } from "../core/index.js";
 import { splitHostList, type TierSpec } from "../policy/index.js";
-import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
+import { annotationsFor, clampOutput, defineTool, fanoutShare, type Tool } from "../runner/index.js";
 import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
 import { clampTimeout } from "./shell.js";
 import { REMOTE_COMMAND_TIER, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
@@ -17,47 +9,9 @@ const HOST_CAP = 100;
 const NO_HOSTS = "[no hosts configured; pass hosts= or add an inventory]";
 const CHECK_CONCURRENCY = 8;
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
-/** Bytes kept free for trailing notices (a tier line and a host-key line listing up to 8 hosts). */
-const NOTICE_ROOM = 1536;
 
 function overCap(n: number): RelayError {
   return RelayError.untyped(`${n} hosts exceeds the per-call cap of ${HOST_CAP}; split into smaller batches`);
-}
-
-/** JSON-escaped UTF-8 size of a string's content (without the quotes). */
-function jsonSize(text: string): number {
-  return utf8Length(JSON.stringify(text)) - 2;
-}
-
-/**
- * Cut `text` so that its JSON-escaped form fits in `limit` bytes, marker
- * included. Escaping can grow a byte sixfold (`\u0001`), so a raw byte budget
- * alone would let the fan-out object outgrow its envelope.
- */
-export function fitForJson(text: string, limit: number, producedBytes?: number): string {
-  const bytes = Buffer.from(text, "utf8");
-  const total = Math.max(producedBytes ?? 0, bytes.length);
-  if (total <= bytes.length && jsonSize(text) <= limit) return text;
-  let keep = Math.min(bytes.length, limit);
-  for (;;) {
-    // A cut inside a character decodes to U+FFFD; drop it rather than show a broken glyph.
-    let head = decodeUtf8(bytes.subarray(0, keep)).replace(/\uFFFD$/, "");
-    // Nor leave half a colour sequence for the marker to complete.
-    const open = openSequenceStart(head);
-    if (open !== -1) head = head.slice(0, open);
-    const candidate = `${head}\n\n[TRUNCATED - ${total} bytes total, ${utf8Length(head)} shown]`;
-    const size = jsonSize(candidate);
-    if (size <= limit) return candidate;
-    if (keep === 0) return "";
-    // Shrink in proportion to the overshoot (escapes make the ratio uneven), always by at least a byte.
-    keep = Math.max(0, Math.min(keep - 1, Math.floor((keep * limit) / size) - 1));
-  }
-}
-
-interface HostResult {
-  host: string;
-  exit_code: number | null;
-  output: string;
 }
 
 export function createSshFleetTools(deps: SshToolDeps): Tool[] {
@@ -124,14 +78,8 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
       const concurrency = clamp(a.concurrency, 1, 32);
       const n = hosts.length;
-
-      // The envelope arithmetic of docs/wire-contract.md §2.4: the object always fits the output budget.
-      const aggregate = clampOutput(settings.maxOutput, settings);
-      const echo = fitForJson(a.command, Math.min(2048, Math.floor(aggregate / 4)));
-      // Room for the `notices` array the runner may splice in after the record is written (docs/wire-contract.md §8.3).
-      const noticeRoom = Math.min(NOTICE_ROOM, Math.floor(aggregate / 4));
-      const reserve = 1024 + noticeRoom + utf8Length(echo) + 200 * n;
-      let perHost = Math.max(128, Math.floor(Math.max(aggregate - reserve, 0) / n));
+      // No more of a host's output can be shown than its share of the budget: keep no more than that.
+      const perHost = fanoutShare(a.command, n, clampOutput(settings.maxOutput, settings));
       const keys: Array<HostKeyReport & { name: string }> = [];
 
       const runs = await mapBounded(
@@ -165,52 +113,13 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
         },
       );
 
-      // Each host's output is made safe for a terminal before it is fitted, so the share counts what is sent.
-      let terminalRemoved = 0;
-      const outputs = runs.map(({ result }) => {
-        if (!result || result.timedOut) return "";
-        const clean = neutralizeTerminalOutput(result.output, settings.terminalOutput);
-        terminalRemoved += clean.removed;
-        return clean.text;
-      });
-      const build = (limit: number): string => {
-        const results: HostResult[] = runs.map(({ host, result, error }, index) => {
-          const name = fitForJson(host, 200);
-          if (!result) {
-            const { type, message } = describeError(error);
-            return {
-              host: name,
-              exit_code: null,
-              output: fitForJson(
-                neutralizeTerminalOutput(`[UNREACHABLE: ${type}: ${message}]`, settings.terminalOutput).text,
-                limit,
-              ),
-            };
-          }
-          if (result.timedOut) return { host: name, exit_code: null, output: `[TIMEOUT after ${timeout}s]` };
-          const produced = result.droppedBytes > 0 ? result.totalBytes : undefined;
-          return {
-            host: name,
-            exit_code: result.exitCode,
-            output: fitForJson(outputs[index] ?? "", limit, produced),
-          };
-        });
-        return JSON.stringify({ command: echo, concurrency, timeout, host_count: n, results });
-      };
-      let body = build(perHost);
-      // Long host names can still push past the envelope; shrink the per-host share until it fits.
-      while (utf8Length(body) > aggregate - noticeRoom && perHost > 0) {
-        perHost = Math.floor(perHost / 2);
-        body = build(perHost);
-      }
       for (const { host, result } of runs) {
         if (result?.hostKey) keys.push({ name: host, ...result.hostKey });
       }
       const failed = runs.filter((r) => !r.result || r.result.timedOut).length;
       return {
-        body,
-        json: true,
-        terminalRemoved,
+        body: "",
+        fanout: { command: a.command, concurrency, timeout, hosts: runs },
         fields: { host_count: n, failed_hosts: failed, host_keys: keys },
       };
     },

@@ -1,7 +1,7 @@
 import { clamp, RelayError } from "../core/index.js";
 import { buildEnv } from "../exec/index.js";
 import { splitHostList, type TierSpec, widenHostTokens } from "../policy/index.js";
-import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
+import { annotationsFor, clampOutput, commandOutcome, defineTool, type Tool } from "../runner/index.js";
 import { toListing } from "../ssh/index.js";
 import { REMOTE_COMMAND_TIER, type SshToolDeps } from "./ssh-common.js";
 import { withAddressForms } from "./targets.js";
@@ -110,13 +110,7 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
         ctx.signal,
       );
       const fields = { duration_ms: Math.round(result.durationMs), output_bytes: result.totalBytes };
-      if (result.timedOut) return { body: "", timedOutAfter: 2 * timeout + 5, fields };
-      return {
-        body: result.output,
-        exitCode: result.exitCode,
-        ...(result.droppedBytes > 0 ? { producedBytes: result.totalBytes } : {}),
-        fields,
-      };
+      return commandOutcome(result, 2 * timeout + 5, fields);
     },
   });
 

@@ -1,5 +1,5 @@
 import { RelayError } from "../core/index.js";
-import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
+import { annotationsFor, commandOutcome, defineTool, type Tool } from "../runner/index.js";
 import { clampTimeout } from "./shell.js";
 import {
   CONNECTION_PARAMS,
@@ -72,13 +72,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
         output_bytes: result.totalBytes,
         ...connectionFields(result),
       };
-      if (result.timedOut) return { body: "", timedOutAfter: timeout, fields };
-      return {
-        body: result.output,
-        exitCode: result.exitCode,
-        ...(result.droppedBytes > 0 ? { producedBytes: result.totalBytes } : {}),
-        fields,
-      };
+      return commandOutcome(result, timeout, fields);
     },
   });
 
