@@ -33,6 +33,12 @@ export interface ToolOutcome {
    * JSON object with every host's result fitted into the call's budget.
    */
   fanout?: FanoutOutcome;
+  /**
+   * Terminal control sequences the tool already removed from text it took
+   * from elsewhere and returns in `fields` (the INFRA broker's answer); the
+   * runner adds what it removes from the body.
+   */
+  terminalRemoved?: number;
   /** Tool-specific structuredContent fields (declared in `resultFields`). */
   fields?: Record<string, unknown>;
   /**

@@ -54,7 +54,7 @@ export async function performWork(
   const base = {
     threw: false as const,
     json: outcome.json === true,
-    terminalRemoved: fanout?.terminalRemoved ?? 0,
+    terminalRemoved: (fanout?.terminalRemoved ?? 0) + (outcome.terminalRemoved ?? 0),
     ...(outcome.fields ? { fields: outcome.fields } : {}),
     ...(outcome.auditExtra ? { auditExtra: outcome.auditExtra } : {}),
   };
