@@ -37,6 +37,10 @@ const DETAIL_BYTES = 2048;
 /** ssh-keygen -F prints the matching lines: a few hundred bytes per key. */
 const KEYGEN_OUTPUT_BYTES = 64 * 1024;
 const KEYGEN_TIMEOUT_MS = 10_000;
+/** Bound of a listing or preview per file of the profile's file_count: a line with a long path. */
+const LISTING_BYTES_PER_FILE = 640;
+/** No listing is held in memory beyond this, whatever the profile allows. */
+const MAX_LISTING_BYTES = 64 * 1024 * 1024;
 
 /**
  * The ssh/rsync transport (docs/infra-broker.md §Transport): fixed argument
@@ -61,12 +65,17 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
     daemonUid,
   };
 
-  async function runChild(argv: string[], home: string, profile: Profile | null): Promise<ProcessOutcome> {
+  async function runChild(
+    argv: string[],
+    home: string,
+    profile: Profile | null,
+    outputBytes = profile === null ? KEYGEN_OUTPUT_BYTES : profile.limits.outputBytes,
+  ): Promise<ProcessOutcome> {
     return ctx.runner.run({
       argv,
       env: childEnvironment(home),
       timeoutMs: profile === null ? KEYGEN_TIMEOUT_MS : profile.limits.timeoutSeconds * 1000,
-      maxBufferBytes: profile === null ? KEYGEN_OUTPUT_BYTES : profile.limits.outputBytes,
+      maxBufferBytes: outputBytes,
       mergeStderr: false,
     });
   }
@@ -109,6 +118,16 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
     );
   }
 
+  /**
+   * A listing or a preview has a line per file, so its bound follows the
+   * profile's file_count (a run the broker may replicate must also be one it
+   * can list back for verify), within a hard ceiling; never below output_bytes.
+   */
+  function wholeOutputBudget(profile: Profile): number {
+    const perFile = profile.limits.fileCount * LISTING_BYTES_PER_FILE;
+    return Math.max(profile.limits.outputBytes, Math.min(perFile, MAX_LISTING_BYTES));
+  }
+
   interface RsyncRun {
     what: string;
     write: boolean;
@@ -119,12 +138,16 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
   }
 
   /** One rsync run with the profile's key; a RemoteResult when it could not start. */
-  async function connect(profile: Profile, args: string[]): Promise<ProcessOutcome | RemoteResult> {
+  async function connect(
+    profile: Profile,
+    args: string[],
+    outputBytes: number,
+  ): Promise<ProcessOutcome | RemoteResult> {
     const key = readCredential(profile.credentialId, sources);
     if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
     try {
       return await withKeyFile(ctx.stateDir, key.bytes, ({ keyFile, home }) =>
-        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...args], home, profile),
+        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...args], home, profile, outputBytes),
       );
     } catch (err) {
       return cannotStart(RSYNC_PROGRAM, err);
@@ -134,13 +157,14 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
   async function rsync(profile: Profile, run: RsyncRun): Promise<RemoteResult> {
     const pin = await checkPin(profile);
     if (pin !== null) return pin;
-    const outcome = await connect(profile, run.args);
+    const budget = run.needsWholeOutput ? wholeOutputBudget(profile) : profile.limits.outputBytes;
+    const outcome = await connect(profile, run.args, budget);
     if ("ok" in outcome) return outcome;
     if (outcome.exitCode === 0 && !outcome.timedOut) {
       if (run.needsWholeOutput && outcome.droppedBytes > 0) {
         return refused(
           "LIMIT_EXCEEDED",
-          `the output of ${run.what} was larger than the profile's output_bytes (${profile.limits.outputBytes})`,
+          `the output of ${run.what} was larger than ${budget} bytes (the profile's output_bytes, or ${LISTING_BYTES_PER_FILE} bytes per file of its file_count)`,
         );
       }
       return { ok: true, output: outcome.output, durationMs: outcome.durationMs };
@@ -172,7 +196,11 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
   async function attestConfinement(profile: Profile): Promise<RemoteResult | null> {
     const target = spec(profile, ".");
     for (const check of CONFINEMENT_CHECKS) {
-      const outcome = await connect(profile, ["--list-only", "--no-h", `-M${check.option}`, "--", target]);
+      const outcome = await connect(
+        profile,
+        ["--list-only", "--no-h", `-M${check.option}`, "--", target],
+        profile.limits.outputBytes,
+      );
       if ("ok" in outcome) return outcome;
       if (check.refusal.test(outcome.output)) continue;
       if (outcome.exitCode === 0 && !outcome.timedOut) {

@@ -563,13 +563,17 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     rmSync(big, { recursive: true, force: true });
   });
 
-  it("a dry run whose itemized output passes output_bytes is LIMIT_EXCEEDED, not a cut preview", async () => {
+  it("a dry run whose itemized output passes its bound is LIMIT_EXCEEDED, not a cut preview", async () => {
     const many = join(base, "many-source");
     mkdirSync(many);
     for (let i = 0; i < 400; i++) writeFileSync(join(many, `file-with-a-long-name-${i}.txt`), `${i}`);
-    const limited = { ...profile, limits: { ...profile.limits, outputBytes: 4096 } };
+    // The bound of a preview is output_bytes or 640 bytes per file of file_count, whichever is larger.
+    const limited = { ...profile, limits: { ...profile.limits, outputBytes: 4096, fileCount: 4 } };
     const result = await record(remote.push(limited, many, "runs/many", { dryRun: true }));
     expect(result).toMatchObject({ ok: false, code: "LIMIT_EXCEEDED" });
+    // A profile that may replicate 1000 files can preview (and list back) 400, whatever its output_bytes.
+    const roomy = { ...profile, limits: { ...profile.limits, outputBytes: 4096, fileCount: 1000 } };
+    expect(await record(remote.push(roomy, many, "runs/many", { dryRun: true }))).toMatchObject({ ok: true });
     expect(await record(remote.push(profile, many, "runs/many", { dryRun: true }))).toMatchObject({
       ok: true,
     });
