@@ -90,6 +90,7 @@ describe("defaults", () => {
       authAccessTtl: 3600,
       authRefreshTtl: 2592000,
       authCodeTtl: 300,
+      traceFile: "",
     });
   });
 

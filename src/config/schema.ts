@@ -94,6 +94,8 @@ const TABLE: SettingTable = {
   authAccessTtl: ["RELAY_SHELL_AUTH_ACCESS_TTL", int(3600, 60, 86400)],
   authRefreshTtl: ["RELAY_SHELL_AUTH_REFRESH_TTL", int(2592000, 300, 7776000)],
   authCodeTtl: ["RELAY_SHELL_AUTH_CODE_TTL", int(300, 30, 3600)],
+  // diagnostics
+  traceFile: ["RELAY_SHELL_TRACE_FILE", path(() => "")],
 };
 
 const FIELDS = Object.keys(TABLE) as (keyof Settings)[];

@@ -72,4 +72,6 @@ export interface Settings {
   authAccessTtl: number;
   authRefreshTtl: number;
   authCodeTtl: number;
+  // diagnostics (docs/performance.md)
+  traceFile: string;
 }

@@ -4,6 +4,15 @@ export { describeError, RelayError } from "./errors.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isLoopbackHost } from "./loopback.js";
+export {
+  enableStageTrace,
+  markStage,
+  mergeStages,
+  type StageRecord,
+  type StageTimes,
+  stageTraceEnabled,
+  traceCall,
+} from "./stage-trace.js";
 export { holdTerminalEvents, type TerminalEventHold, type TerminalEvents } from "./terminal-events.js";
 export {
   type Neutralized,

@@ -1,7 +1,15 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { type Clock, RelayError, systemClock } from "../core/index.js";
+import {
+  type Clock,
+  markStage,
+  mergeStages,
+  RelayError,
+  type StageTimes,
+  stageTraceEnabled,
+  systemClock,
+} from "../core/index.js";
 import { type FromLauncher, fromWireError, type ToLauncher, toWireRequest } from "./launcher-protocol.js";
 import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
 
@@ -37,6 +45,8 @@ interface Launcher {
 interface Pending {
   launcher: Launcher;
   started: number;
+  /** The launcher's own stage times of a traced request. */
+  stages?: StageTimes;
   resolve(outcome: ProcessOutcome): void;
   reject(err: Error): void;
   detach(): void;
@@ -123,6 +133,7 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       }
       case "done": {
         const p = settle(message.id, launcher);
+        if (p !== undefined && message.stages !== undefined) p.stages = message.stages;
         p?.resolve({ ...message.outcome, durationMs: clock.monotonic() - p.started });
         return;
       }
@@ -169,21 +180,26 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       return Promise.reject(new RelayError("OSError", message, { cause: err }));
     }
     const id = nextId++;
-    return new Promise<ProcessOutcome>((resolve, reject) => {
+    const traced = stageTraceEnabled();
+    if (traced) markStage("exec_request");
+    let entry: Pending | undefined;
+    const outcome = new Promise<ProcessOutcome>((resolve, reject) => {
       const onAbort = (): void => post(launcher, { kind: "abort", id });
-      pending.set(id, {
+      entry = {
         launcher,
         started,
         resolve,
         reject,
         detach: () => signal?.removeEventListener("abort", onAbort),
-      });
+      };
+      pending.set(id, entry);
       holdLoop(launcher, 1);
       // An already aborted signal travels with the request, so the launcher's runner sees it
       // aborted from the start: the request's own checks run (a bad cwd rejects), nothing starts.
       const aborted = signal?.aborted === true;
       try {
-        post(launcher, { kind: "run", id, request: toWireRequest(request), aborted });
+        const message: ToLauncher = { kind: "run", id, request: toWireRequest(request), aborted };
+        post(launcher, traced ? { ...message, trace: true } : message);
       } catch (err) {
         // The request could not be serialized: nothing was sent.
         settle(id, launcher);
@@ -191,6 +207,13 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
         return;
       }
       if (!aborted) signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    if (!traced) return outcome;
+    // The wait for the launcher holds its spawn and drain; what is left of it is the hop.
+    return outcome.then((o) => {
+      markStage("launcher_hop");
+      mergeStages("launcher_hop", entry?.stages);
+      return o;
     });
   }
 
