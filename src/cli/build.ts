@@ -6,7 +6,7 @@ import { createConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
-import { createLauncherRunner, type ProcessRunner } from "../exec/index.js";
+import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
@@ -183,6 +183,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     operatingGuide: buildOperatingGuide(registered),
     resources: createSshResources(ssh.directory),
     ready,
+    onInitialized: () => warmUp(processes, classifier, ready),
   };
   const server = createMcpServer(mcp);
   return {
@@ -249,4 +250,18 @@ function stageTraceWriter(path: string, logger: Logger): (record: StageRecord) =
       logger.warn({ err: String(err), path }, "stage trace file cannot be written; tracing stops");
     }
   };
+}
+
+/**
+ * After the handshake, start what the first call would otherwise pay for:
+ * the process launcher (a fork and its module load) and the parser's first
+ * pass through its grammar (once the wasm module has loaded). Neither is on
+ * the path to `initialized`, and a failure here surfaces on the first call.
+ */
+function warmUp(processes: LauncherRunner, classifier: Classifier, ready: Promise<void>): void {
+  processes.prestart();
+  ready.then(
+    () => classifier.classify("cd /tmp && ls -l | grep -v x > out.txt"),
+    () => undefined, // reported by whoever awaits `ready`
+  );
 }

@@ -24,6 +24,12 @@ export interface LauncherRunner extends ProcessRunner {
    * requests still open (killed outcomes) and exits. Later runs reject.
    */
   close(): void;
+  /**
+   * Fork the launcher now if none is running, so the first command does not
+   * wait for it. It does not hold the event loop until a request is open.
+   * A fork that fails here is left for the first run to report.
+   */
+  prestart(): void;
 }
 
 /** How the launcher is started: the script and the node flags it runs with. */
@@ -59,7 +65,8 @@ interface Pending {
  * parser's wasm heap and the SDK, the launcher only the runner, so its forks
  * are several times cheaper than the server's.
  *
- * The launcher is forked on first use (it never delays start-up) and again
+ * The launcher is forked by prestart() (the server calls it once the client
+ * is initialized, so it never delays start-up) or else on first use, and again
  * after it died; requests it held when it died reject with an OSError. It runs
  * the in-process runner unchanged, so the output budget, timeouts and group
  * kills apply there and only the bounded outcome crosses back. It kills its
@@ -227,6 +234,18 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       if (closed) return;
       closed = true;
       if (current !== undefined) post(current, { kind: "close" });
+    },
+    prestart: () => {
+      if (closed || current !== undefined) return;
+      try {
+        const launcher = start();
+        if (launcher.open === 0) {
+          launcher.child.unref();
+          launcher.child.channel?.unref();
+        }
+      } catch {
+        // The first run forks again and reports why it could not.
+      }
     },
   };
 }
