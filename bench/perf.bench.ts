@@ -278,18 +278,46 @@ export const perfBench: Bench = {
   },
 };
 
-interface Breakdown {
+interface TraceLine {
   label: string;
+  totalUs: number;
+  stages: Record<string, number>;
+}
+
+interface StageMedians {
   /** Median microseconds per stage, in the order the stages occur. */
-  stages: Array<[string, number]>;
+  stages: Map<string, number>;
   /** Median of the time the runner held the call, microseconds. */
   serverUs: number;
-  /** Median of (client round trip - time in the runner), microseconds. */
+}
+
+interface Breakdown {
+  label: string;
+  sequential: StageMedians;
+  /** Median of (client round trip - time in the runner), microseconds, sequential calls. */
   transportUs: number;
   roundTripMs: number;
+  /** The same stages with IN_FLIGHT calls at once: what grows is what does not scale. */
+  concurrent: StageMedians;
 }
 
 const BREAKDOWN_CALLS = 100;
+
+function readTrace(path: string, label: string, last: number): TraceLine[] {
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as TraceLine)
+    .filter((l) => l.label === label)
+    .slice(-last);
+}
+
+function stageMedians(lines: readonly TraceLine[]): StageMedians {
+  const stages = new Map<string, number>();
+  for (const line of lines) for (const stage of Object.keys(line.stages)) stages.set(stage, 0);
+  for (const stage of stages.keys()) stages.set(stage, median(lines.map((l) => l.stages[stage] ?? 0)));
+  return { stages, serverUs: median(lines.map((l) => l.totalUs)) };
+}
 
 /** A traced relay of its own: the trace costs a little, so the figures above never run with it. */
 async function stageBreakdown(dir: string, ssh: Ssh | undefined): Promise<Breakdown[]> {
@@ -307,21 +335,14 @@ async function stageBreakdown(dir: string, ssh: Ssh | undefined): Promise<Breakd
     for (const [label, once] of calls) {
       await timeEach(WARMUP, once);
       const roundTrips = await timeEach(BREAKDOWN_CALLS, once);
-      const lines = readFileSync(traceFile, "utf8")
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as { label: string; totalUs: number; stages: Record<string, number> })
-        .filter((l) => l.label === label)
-        .slice(-BREAKDOWN_CALLS);
-      const order: string[] = [];
-      for (const line of lines)
-        for (const stage of Object.keys(line.stages)) if (!order.includes(stage)) order.push(stage);
+      const lines = readTrace(traceFile, label, BREAKDOWN_CALLS);
+      await throughput(RATE_TOTAL, IN_FLIGHT, once);
       out.push({
         label,
-        stages: order.map((stage) => [stage, median(lines.map((l) => l.stages[stage] ?? 0))]),
-        serverUs: median(lines.map((l) => l.totalUs)),
+        sequential: stageMedians(lines),
         transportUs: median(lines.map((l, i) => (roundTrips[i] ?? Number.NaN) * 1000 - l.totalUs)),
         roundTripMs: median(roundTrips),
+        concurrent: stageMedians(readTrace(traceFile, label, RATE_TOTAL)),
       });
     }
   } finally {
@@ -419,12 +440,25 @@ function report(
     ),
   );
 
+  const us = (v: number | undefined) => (v === undefined ? "" : v.toFixed(1)).padStart(12);
   for (const b of breakdown) {
-    console.log(`  where one ${b.label} true goes (median of ${BREAKDOWN_CALLS} traced calls, µs):`);
-    for (const [stage, us] of b.stages) console.log(`    ${stage.padEnd(16)} ${us.toFixed(1).padStart(9)}`);
-    console.log(`    ${"in the runner".padEnd(16)} ${b.serverUs.toFixed(1).padStart(9)}`);
     console.log(
-      `    ${"transport".padEnd(16)} ${b.transportUs.toFixed(1).padStart(9)}  (round trip ${fmt(b.roundTripMs)} minus the runner)`,
+      `  where one ${b.label} true goes, µs (median of ${BREAKDOWN_CALLS} sequential traced calls; of ${RATE_TOTAL} with ${IN_FLIGHT} in flight):`,
+    );
+    console.log(
+      `    ${"stage".padEnd(16)} ${"sequential".padStart(12)} ${`${IN_FLIGHT} in flight`.padStart(12)}`,
+    );
+    const stages = new Set([...b.sequential.stages.keys(), ...b.concurrent.stages.keys()]);
+    for (const stage of stages) {
+      console.log(
+        `    ${stage.padEnd(16)} ${us(b.sequential.stages.get(stage))} ${us(b.concurrent.stages.get(stage))}`,
+      );
+    }
+    console.log(
+      `    ${"in the runner".padEnd(16)} ${us(b.sequential.serverUs)} ${us(b.concurrent.serverUs)}`,
+    );
+    console.log(
+      `    ${"transport".padEnd(16)} ${us(b.transportUs)}  (round trip ${fmt(b.roundTripMs)} minus the runner)`,
     );
   }
 
