@@ -123,8 +123,24 @@ export async function connectMcp(cmd: McpCommand): Promise<{ server: BenchServer
   return { server, startupMs };
 }
 
-/** Resident memory of a process and every process below it. */
+/**
+ * Proportional set size: resident pages, each shared one divided among the
+ * processes that map it. Summed over a tree it counts the node binary that
+ * the server and its launcher both map once, where RSS counts it twice.
+ */
+export function pssBytes(pid: number): number {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  const kb = /^Pss:\s+(\d+) kB/m.exec(rollup)?.[1];
+  return kb ? Number(kb) * 1024 : Number.NaN;
+}
+
+/** Resident memory (VmRSS) of a process and every process below it. */
 export function treeRssBytes(root: number): number {
+  return treeBytes(root, rssBytes);
+}
+
+/** `measure` summed over a process and every process below it. */
+export function treeBytes(root: number, measure: (pid: number) => number): number {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
@@ -144,7 +160,7 @@ export function treeRssBytes(root: number): number {
   while (stack.length > 0) {
     const pid = stack.pop() as number;
     try {
-      total += rssBytes(pid);
+      total += measure(pid);
     } catch {
       // Gone meanwhile.
     }

@@ -7,11 +7,13 @@ import {
   connectMcp,
   type FloorSample,
   type McpCommand,
+  pssBytes,
   ROOT,
   runFloor,
   SERVER_ENTRY,
   throughput,
   timeEach,
+  treeBytes,
   treeRssBytes,
 } from "./harness.js";
 import {
@@ -118,6 +120,7 @@ interface StartupSample {
   startupMs: number;
   firstCallMs: number;
   rssMiB: number;
+  pssMiB: number;
 }
 
 /**
@@ -139,7 +142,12 @@ async function startupOnce(
     await first();
     const firstCallMs = performance.now() - t;
     await sleep(SETTLE_MS);
-    return { startupMs, firstCallMs, rssMiB: treeRssBytes(server.pid) / MIB };
+    return {
+      startupMs,
+      firstCallMs,
+      rssMiB: treeRssBytes(server.pid) / MIB,
+      pssMiB: treeBytes(server.pid, pssBytes) / MIB,
+    };
   } finally {
     await server.close();
   }
@@ -437,6 +445,14 @@ function report(
       `${startup("relay", (x) => x.rssMiB).toFixed(1)} MiB`,
       codexName(`${startup("codex", (x) => x.rssMiB).toFixed(1)} MiB`),
       `SDK no-op server: ${startup("noop", (x) => x.rssMiB).toFixed(1)} MiB`,
+    ),
+  );
+  console.log(
+    row(
+      "  the same as PSS (shared pages counted once)",
+      `${startup("relay", (x) => x.pssMiB).toFixed(1)} MiB`,
+      codexName(`${startup("codex", (x) => x.pssMiB).toFixed(1)} MiB`),
+      `SDK no-op server: ${startup("noop", (x) => x.pssMiB).toFixed(1)} MiB`,
     ),
   );
 
