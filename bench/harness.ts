@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -87,4 +87,108 @@ export async function throughput(
   };
   await Promise.all(Array.from({ length: inFlight }, worker));
   return total / ((performance.now() - start) / 1000);
+}
+
+/** How to start one MCP server over stdio. */
+export interface McpCommand {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+}
+
+/**
+ * Start any MCP server over stdio with the same SDK client the relay is
+ * measured with; `startupMs` runs from the spawn to the end of the
+ * initialize handshake.
+ */
+export async function connectMcp(cmd: McpCommand): Promise<{ server: BenchServer; startupMs: number }> {
+  const start = performance.now();
+  const transport = new StdioClientTransport({ ...cmd, stderr: "ignore" });
+  const client = new Client({ name: "bench", version: "1" });
+  await client.connect(transport);
+  const startupMs = performance.now() - start;
+  const server: BenchServer = {
+    client,
+    pid: transport.pid ?? -1,
+    dir: cmd.cwd,
+    async call(name, args) {
+      const r = await client.callTool({ name, arguments: args });
+      const text = (r.content as Array<{ text?: string }>).map((c) => c.text ?? "").join("");
+      if (r.isError === true) throw new Error(`${name} failed: ${text.slice(0, 500)}`);
+      return text;
+    },
+    close: () => client.close(),
+  };
+  return { server, startupMs };
+}
+
+/**
+ * Proportional set size: resident pages, each shared one divided among the
+ * processes that map it. Summed over a tree it counts the node binary that
+ * the server and its launcher both map once, where RSS counts it twice.
+ */
+export function pssBytes(pid: number): number {
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, "utf8");
+  const kb = /^Pss:\s+(\d+) kB/m.exec(rollup)?.[1];
+  return kb ? Number(kb) * 1024 : Number.NaN;
+}
+
+/** Resident memory (VmRSS) of a process and every process below it. */
+export function treeRssBytes(root: number): number {
+  return treeBytes(root, rssBytes);
+}
+
+/** `measure` summed over a process and every process below it. */
+export function treeBytes(root: number, measure: (pid: number) => number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // The command name may hold spaces and parentheses: the fields start after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // The process ended while the table was read.
+    }
+  }
+  let total = 0;
+  const stack = [root];
+  while (stack.length > 0) {
+    const pid = stack.pop() as number;
+    try {
+      total += measure(pid);
+    } catch {
+      // Gone meanwhile.
+    }
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return total;
+}
+
+/** What a floor process prints: each sequential call's time and the rate with calls in flight. */
+export interface FloorSample {
+  times: number[];
+  rate: number;
+}
+
+/** Run one of bench/floors/*.mjs as a process of its own and read its sample. */
+export function runFloor(script: string, args: readonly string[]): Promise<FloorSample> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, "bench", "floors", script), ...args], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code !== 0) reject(new Error(`${script} exited with ${code}`));
+      else resolve(JSON.parse(out) as FloorSample);
+    });
+  });
 }

@@ -1,6 +1,7 @@
 import { coreBench } from "./core.bench.js";
 import { httpBench } from "./http.bench.js";
 import { infraBench } from "./infra.bench.js";
+import { perfBench } from "./perf.bench.js";
 import { sessionsBench } from "./sessions.bench.js";
 import { sshBench } from "./ssh.bench.js";
 import type { Bench, BenchFigure } from "./types.js";
@@ -9,7 +10,7 @@ import type { Bench, BenchFigure } from "./types.js";
  * Runs every benchmark (or those whose names start with one of the arguments:
  * `npm run bench -- core`) and prints each figure with its target and whether it is met.
  */
-const all: Bench[] = [coreBench, sessionsBench, sshBench, httpBench, infraBench];
+const all: Bench[] = [coreBench, sessionsBench, sshBench, httpBench, infraBench, perfBench];
 const wanted = process.argv.slice(2).map((arg) => arg.toLowerCase());
 const benches =
   wanted.length === 0 ? all : all.filter((b) => wanted.some((w) => b.name.toLowerCase().startsWith(w)));
@@ -19,9 +20,7 @@ if (benches.length === 0) {
 }
 
 function format(figure: BenchFigure): string {
-  const value = Number.isFinite(figure.value)
-    ? figure.value.toFixed(figure.unit === "x" ? 2 : 3)
-    : String(figure.value);
+  const value = Number.isFinite(figure.value) ? figure.value.toFixed(figure.unit === "x" ? 2 : 3) : "n/a";
   const verdict = figure.met === null ? "" : figure.met ? "  MET" : "  NOT MET";
   return `  ${figure.name}: ${value} ${figure.unit}  (target ${figure.target})${verdict}`;
 }

@@ -40,8 +40,10 @@ function listFiles(dir: string): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...listFiles(path));
-    else if (TEXT_FILE.test(entry.name)) out.push(path);
+    // Installed packages (the benchmark's peers under bench/peers) are not the repository's text.
+    if (entry.isDirectory()) {
+      if (entry.name !== "node_modules") out.push(...listFiles(path));
+    } else if (TEXT_FILE.test(entry.name)) out.push(path);
   }
   return out;
 }

@@ -1,12 +1,12 @@
-import { accessSync, constants, readFileSync } from "node:fs";
+import { accessSync, appendFileSync, constants, readFileSync } from "node:fs";
 import { homedir, userInfo } from "node:os";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
-import { type Clock, cryptoIds, systemClock } from "../core/index.js";
-import { createLauncherRunner, type ProcessRunner } from "../exec/index.js";
+import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
+import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
@@ -96,6 +96,7 @@ export function packageVersion(): string {
 export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const { settings, logger } = options;
   const clock = options.clock ?? systemClock;
+  if (settings.traceFile !== "") enableStageTrace(stageTraceWriter(settings.traceFile, logger));
   const audit = createAuditLog(
     {
       path: settings.auditPath,
@@ -194,6 +195,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     operatingGuide: buildOperatingGuide(registered),
     resources: createSshResources(ssh.directory),
     ready,
+    onInitialized: () => warmUp(processes, classifier, ready),
   };
   const server = createMcpServer(mcp);
   return {
@@ -242,4 +244,36 @@ function deferredClassifier(loading: Promise<Classifier>): Classifier {
       return loaded ? loaded.classify(text, options) : { tier: 3, basis: "default", part: "" };
     },
   };
+}
+
+/**
+ * One JSON line per traced call, appended after the call's result was
+ * produced: the benchmark reads them for its per-stage breakdown. A write
+ * that fails is logged once and the trace is dropped, never the call.
+ */
+function stageTraceWriter(path: string, logger: Logger): (record: StageRecord) => void {
+  let failed = false;
+  return (record) => {
+    if (failed) return;
+    try {
+      appendFileSync(path, `${JSON.stringify(record)}\n`, { mode: 0o600 });
+    } catch (err) {
+      failed = true;
+      logger.warn({ err: String(err), path }, "stage trace file cannot be written; tracing stops");
+    }
+  };
+}
+
+/**
+ * After the handshake, start what the first call would otherwise pay for:
+ * the process launcher (a fork and its module load) and the parser's first
+ * pass through its grammar (once the wasm module has loaded). Neither is on
+ * the path to `initialized`, and a failure here surfaces on the first call.
+ */
+function warmUp(processes: LauncherRunner, classifier: Classifier, ready: Promise<void>): void {
+  processes.prestart();
+  ready.then(
+    () => classifier.classify("cd /tmp && ls -l | grep -v x > out.txt"),
+    () => undefined, // reported by whoever awaits `ready`
+  );
 }

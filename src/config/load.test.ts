@@ -62,6 +62,7 @@ describe("defaults", () => {
       authRefreshTtl: 2592000,
       authCodeTtl: 300,
       infraSocket: "",
+      traceFile: "",
     });
   });
 

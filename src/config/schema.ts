@@ -97,6 +97,8 @@ const TABLE: SettingTable = {
   authCodeTtl: ["RELAY_SHELL_AUTH_CODE_TTL", int(300, 30, 3600)],
   // the INFRA-1 broker's socket; the infra_* tools exist only when it is set (docs/tools.md)
   infraSocket: ["RELAY_SHELL_INFRA_SOCKET", socketPathSetting],
+  // diagnostics
+  traceFile: ["RELAY_SHELL_TRACE_FILE", path(() => "")],
 };
 
 const FIELDS = Object.keys(TABLE) as (keyof Settings)[];

@@ -74,4 +74,6 @@ export interface Settings {
   authCodeTtl: number;
   // INFRA-1 broker (docs/tools.md#infra-tools)
   infraSocket: string; // "" = no broker: the infra_* tools are not listed
+  // diagnostics (docs/performance.md)
+  traceFile: string;
 }

@@ -7,6 +7,15 @@ export { isLoopbackHost } from "./loopback.js";
 export { isNonAsciiSeparator } from "./separators.js";
 export { holdTerminalEvents, type TerminalEvents } from "./terminal-events.js";
 export {
+  enableStageTrace,
+  markStage,
+  mergeStages,
+  type StageRecord,
+  type StageTimes,
+  stageTraceEnabled,
+  traceCall,
+} from "./stage-trace.js";
+export {
   neutralizeTerminalOutput,
   openSequenceStart,
   TERMINAL_OUTPUT_MODES,

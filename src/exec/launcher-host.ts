@@ -1,5 +1,5 @@
 import { constants as osConstants } from "node:os";
-import { RelayError } from "../core/index.js";
+import { enableStageTrace, RelayError, type StageTimes, traceCall } from "../core/index.js";
 import { createSubreaper } from "../proc/index.js";
 import {
   type FromLauncher,
@@ -52,7 +52,7 @@ export function serveLauncher(host: NodeJS.Process): void {
     });
   };
 
-  const run = (id: number, request: WireRequest, aborted: boolean): void => {
+  const run = (id: number, request: WireRequest, aborted: boolean, trace = false): void => {
     if (closing) {
       const error = new RelayError("OSError", "process launcher is closing");
       reply({ kind: "failed", id, error: toWireError(error) });
@@ -62,10 +62,15 @@ export function serveLauncher(host: NodeJS.Process): void {
     // Aborted before the runner sees the signal, as when a caller passes an aborted signal in-process.
     if (aborted) controller.abort();
     inflight.set(id, controller);
-    runner.run(fromWireRequest(request), controller.signal).then(
+    // A traced request (the server traces its calls) sends back its spawn and drain times.
+    let stages: StageTimes | undefined;
+    if (trace) enableStageTrace();
+    const work = () => runner.run(fromWireRequest(request), controller.signal);
+    const running = trace ? traceCall("launcher", work, (r) => (stages = r.stages)) : work();
+    running.then(
       (outcome) => {
         inflight.delete(id);
-        reply({ kind: "done", id, outcome });
+        reply(stages === undefined ? { kind: "done", id, outcome } : { kind: "done", id, outcome, stages });
       },
       (err: unknown) => {
         inflight.delete(id);
@@ -78,7 +83,7 @@ export function serveLauncher(host: NodeJS.Process): void {
     const message = raw as ToLauncher;
     switch (message.kind) {
       case "run":
-        run(message.id, message.request, message.aborted);
+        run(message.id, message.request, message.aborted, message.trace === true);
         return;
       case "abort":
         inflight.get(message.id)?.abort();

@@ -1,4 +1,4 @@
-import { RelayError } from "../core/index.js";
+import { RelayError, type StageTimes } from "../core/index.js";
 import type { ProcessOutcome, ProcessRequest } from "./types.js";
 
 /**
@@ -25,7 +25,7 @@ export interface WireError {
 
 export type ToLauncher =
   /** aborted: the caller's signal had fired before run() was called. */
-  | { kind: "run"; id: number; request: WireRequest; aborted: boolean }
+  | { kind: "run"; id: number; request: WireRequest; aborted: boolean; trace?: true }
   | { kind: "abort"; id: number }
   | { kind: "killAll" }
   /** Kill every child, answer what is still open, then exit. */
@@ -34,7 +34,8 @@ export type ToLauncher =
 export type FromLauncher =
   /** The launcher listens: messages sent before this could be dropped while its modules load. */
   | { kind: "ready" }
-  | { kind: "done"; id: number; outcome: ProcessOutcome }
+  /** stages: the launcher's share of a traced request (docs/performance.md). */
+  | { kind: "done"; id: number; outcome: ProcessOutcome; stages?: StageTimes }
   | { kind: "failed"; id: number; error: WireError };
 
 export function toWireRequest(request: ProcessRequest): WireRequest {

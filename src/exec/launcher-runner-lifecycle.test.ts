@@ -54,6 +54,33 @@ describe("launcher lifecycle", () => {
     }
   });
 
+  it("prestart() forks the launcher before the first run, once, and the first run uses it", async () => {
+    const own = createLauncherRunner();
+    const before = new Set(launcherPids());
+    const fresh = () => launcherPids().filter((pid) => !before.has(pid));
+    try {
+      own.prestart();
+      own.prestart();
+      expect(await waitUntil(() => fresh().length > 0, 5000)).toBe(true);
+      const [mine, ...others] = fresh();
+      expect(others).toEqual([]);
+      expect((await own.run(sh("echo first"))).output).toBe("first\n");
+      expect(fresh()).toEqual([mine]);
+    } finally {
+      own.close();
+    }
+  });
+
+  it("prestart() after close() starts nothing", async () => {
+    const own = createLauncherRunner();
+    own.close();
+    const started = await newLaunchers(async () => {
+      own.prestart();
+      await new Promise((r) => setTimeout(r, 300));
+    });
+    expect(started).toEqual([]);
+  });
+
   it("close() kills the children, answers open requests, exits, and refuses later runs", async () => {
     const own = createLauncherRunner();
     const [mine] = await newLaunchers(() => own.run(sh("true")));
@@ -120,6 +147,35 @@ describe("when the server goes away", () => {
     } finally {
       parent.kill("SIGKILL");
       for (const pid of leftovers) if (isAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+
+  it("a launcher started ahead of any request does not keep its parent alive either", async () => {
+    const script = join(dir, "parent-prestart.mjs");
+    writeFileSync(
+      script,
+      [
+        `import { createLauncherRunner } from ${JSON.stringify(runnerUrl)};`,
+        "createLauncherRunner().prestart();",
+        'process.stdout.write("prestarted\\n");',
+      ].join("\n"),
+    );
+    const parent = spawn(process.execPath, ["--import", tsx, script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let launchers: number[] = [];
+    const sampler = setInterval(() => {
+      if (launchers.length === 0) launchers = launcherPids(parent.pid);
+    }, 5);
+    const exited = new Promise((r) => parent.once("exit", r));
+    try {
+      const code = await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000, "still running"))]);
+      expect(code).toBe(0);
+      for (const pid of launchers) expect(await waitUntil(() => !isAlive(pid))).toBe(true);
+    } finally {
+      clearInterval(sampler);
+      parent.kill("SIGKILL");
+      for (const pid of launchers) if (isAlive(pid)) process.kill(pid, "SIGKILL");
     }
   });
 

@@ -1,7 +1,15 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { type Clock, RelayError, systemClock } from "../core/index.js";
+import {
+  type Clock,
+  markStage,
+  mergeStages,
+  RelayError,
+  type StageTimes,
+  stageTraceEnabled,
+  systemClock,
+} from "../core/index.js";
 import { type FromLauncher, fromWireError, type ToLauncher, toWireRequest } from "./launcher-protocol.js";
 import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
 
@@ -16,6 +24,12 @@ export interface LauncherRunner extends ProcessRunner {
    * requests still open (killed outcomes) and exits. Later runs reject.
    */
   close(): void;
+  /**
+   * Fork the launcher now if none is running, so the first command does not
+   * wait for it. It does not hold the event loop until a request is open.
+   * A fork that fails here is left for the first run to report.
+   */
+  prestart(): void;
 }
 
 /** How the launcher is started: the script and the node flags it runs with. */
@@ -37,6 +51,8 @@ interface Launcher {
 interface Pending {
   launcher: Launcher;
   started: number;
+  /** The launcher's own stage times of a traced request. */
+  stages?: StageTimes;
   resolve(outcome: ProcessOutcome): void;
   reject(err: Error): void;
   detach(): void;
@@ -49,7 +65,8 @@ interface Pending {
  * parser's wasm heap and the SDK, the launcher only the runner, so its forks
  * are several times cheaper than the server's.
  *
- * The launcher is forked on first use (it never delays start-up) and again
+ * The launcher is forked by prestart() (the server calls it once the client
+ * is initialized, so it never delays start-up) or else on first use, and again
  * after it died; requests it held when it died reject with an OSError. It runs
  * the in-process runner unchanged, so the output budget, timeouts and group
  * kills apply there and only the bounded outcome crosses back. It kills its
@@ -123,6 +140,7 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       }
       case "done": {
         const p = settle(message.id, launcher);
+        if (p !== undefined && message.stages !== undefined) p.stages = message.stages;
         p?.resolve({ ...message.outcome, durationMs: clock.monotonic() - p.started });
         return;
       }
@@ -169,21 +187,26 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       return Promise.reject(new RelayError("OSError", message, { cause: err }));
     }
     const id = nextId++;
-    return new Promise<ProcessOutcome>((resolve, reject) => {
+    const traced = stageTraceEnabled();
+    if (traced) markStage("exec_request");
+    let entry: Pending | undefined;
+    const outcome = new Promise<ProcessOutcome>((resolve, reject) => {
       const onAbort = (): void => post(launcher, { kind: "abort", id });
-      pending.set(id, {
+      entry = {
         launcher,
         started,
         resolve,
         reject,
         detach: () => signal?.removeEventListener("abort", onAbort),
-      });
+      };
+      pending.set(id, entry);
       holdLoop(launcher, 1);
       // An already aborted signal travels with the request, so the launcher's runner sees it
       // aborted from the start: the request's own checks run (a bad cwd rejects), nothing starts.
       const aborted = signal?.aborted === true;
       try {
-        post(launcher, { kind: "run", id, request: toWireRequest(request), aborted });
+        const message: ToLauncher = { kind: "run", id, request: toWireRequest(request), aborted };
+        post(launcher, traced ? { ...message, trace: true } : message);
       } catch (err) {
         // The request could not be serialized: nothing was sent.
         settle(id, launcher);
@@ -191,6 +214,13 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
         return;
       }
       if (!aborted) signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    if (!traced) return outcome;
+    // The wait for the launcher holds its spawn and drain; what is left of it is the hop.
+    return outcome.then((o) => {
+      markStage("launcher_hop");
+      mergeStages("launcher_hop", entry?.stages);
+      return o;
     });
   }
 
@@ -204,6 +234,18 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       if (closed) return;
       closed = true;
       if (current !== undefined) post(current, { kind: "close" });
+    },
+    prestart: () => {
+      if (closed || current !== undefined) return;
+      try {
+        const launcher = start();
+        if (launcher.open === 0) {
+          launcher.child.unref();
+          launcher.child.channel?.unref();
+        }
+      } catch {
+        // The first run forks again and reports why it could not.
+      }
     },
   };
 }

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { type Clock, RelayError, systemClock } from "../core/index.js";
+import { type Clock, markStage, RelayError, systemClock } from "../core/index.js";
 import { createSubreaper, type Subreaper } from "../proc/index.js";
 import { createOutputSink } from "./output-sink.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
@@ -42,12 +42,14 @@ export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner
     const started = clock.monotonic();
     const serverCwd = process.cwd();
     const plan = await planSpawn(request, serverCwd);
+    markStage("plan");
     const sink = createOutputSink(request.maxBufferBytes, request.mergeStderr);
     if (signal?.aborted) {
       return { exitCode: null, timedOut: false, ...sink.drained(), durationMs: clock.monotonic() - started };
     }
     const child = await startChild(plan, request, serverCwd);
     const pid = child.pid as number;
+    markStage("spawn");
     const result = await superviseChild(child, pid, {
       timeoutMs: request.timeoutMs,
       killGraceMs: request.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
@@ -57,6 +59,7 @@ export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner
       track,
       descendants: subreaper.track(pid),
     });
+    markStage("drain");
     const { stoppedProcesses, ...exit } = result;
     return {
       ...exit,

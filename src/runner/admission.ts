@@ -1,6 +1,6 @@
 import { type AuditLog, redactArgs } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
-import { describeError, type Tier, tierName, utf8Length } from "../core/index.js";
+import { describeError, markStage, type Tier, tierName, utf8Length } from "../core/index.js";
 import { assessTier, type Classification, type Classifier, decide, targetLines } from "../policy/index.js";
 import { deniedText } from "./format.js";
 import type { Finish } from "./record.js";
@@ -109,9 +109,12 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       };
     }
 
+    markStage("prepare");
     // The deny list first, then the mode.
     const classification = assessTier(tool.tier, policyText, classifier, tool.programInput?.(args));
+    markStage("classify");
     const decision = decide(policyConfig, tool.name, policyText, classification, targets);
+    markStage("policy");
     const refuse = (reason: string): Refused => ({
       admitted: false,
       auditArgs,
@@ -129,6 +132,7 @@ export function createAdmission(deps: AdmissionDeps): Admit {
         "the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses calls above Tier 0 until it can",
       );
     }
+    markStage("audit_reserve");
     return {
       admitted: true,
       policyText,

@@ -1,7 +1,15 @@
 import { type AuditAction, type AuditLog, redactArgs } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
-import { type Logger, RelayError, silentLogger, tierName, truncateUtf8 } from "../core/index.js";
+import {
+  type Logger,
+  markStage,
+  RelayError,
+  silentLogger,
+  tierName,
+  traceCall,
+  truncateUtf8,
+} from "../core/index.js";
 import type { CallMetrics } from "../metrics/index.js";
 import type { Classification, Classifier } from "../policy/index.js";
 import { type Admitted, classifyLoose, createAdmission, refusalRecord } from "./admission.js";
@@ -92,6 +100,7 @@ export function createRelay(deps: RelayDeps): Relay {
 
     // 1. Validate. Invalid calls are refused and audited (ADR 0002).
     const parsed = tool.parse(raw);
+    markStage("validate");
     if (!parsed.ok) {
       const classification = classifyLoose(tool, raw, classifier, settings.maxInput);
       const detail = truncateUtf8(parsed.problems.join("; "), MAX_PROBLEMS_TEXT).text;
@@ -152,10 +161,12 @@ export function createRelay(deps: RelayDeps): Relay {
       if (verdict.action) action = verdict.action;
       if (verdict.followUps) followUps = verdict.followUps;
     }
+    markStage("gates");
 
     // 7-10. Work, bound, audit, count.
     const work = await performWork(tool, args, toolCtx, settings);
     const result = finish(ctx, recordOf(base, work, action));
+    markStage("audit");
 
     // 11. Verify / rollback bound at arm time, each its own admitted, audited call.
     if (followUps) {
@@ -171,7 +182,9 @@ export function createRelay(deps: RelayDeps): Relay {
     }
 
     // 12. Notices, after every record was written: they never change a recorded hash.
-    return withNotices(result, admission, work, action, record.lost(ctx));
+    const noticed = withNotices(result, admission, work, action, record.lost(ctx));
+    markStage("notices");
+    return noticed;
   }
 
   function withNotices(
@@ -228,7 +241,8 @@ export function createRelay(deps: RelayDeps): Relay {
     async run(toolName, rawArgs, ctx) {
       try {
         // A context of its own per call: the recorder keys the call's lost records on it.
-        return await runCall(toolName, rawArgs, { ...ctx });
+        // Traced only when the start-up turned stage tracing on (docs/performance.md).
+        return await traceCall(toolName, () => runCall(toolName, rawArgs, { ...ctx }));
       } catch (err) {
         // A broken invariant inside the pipeline itself: contain it, record it, keep serving.
         logger.error({ err: String(err), tool: toolName }, "runner invariant broken");

@@ -1,5 +1,6 @@
 import type { Settings } from "../config/index.js";
 import {
+  markStage,
   neutralizeTerminalOutput,
   openSequenceStart,
   type TerminalOutputMode,
@@ -42,6 +43,7 @@ export async function performWork(
   let outcome: ToolOutcome;
   try {
     outcome = await tool.run(args, ctx);
+    markStage("tool_result");
   } catch (err) {
     // An error message can quote the host (an SSH disconnect reason): it gets the same treatment.
     return { threw: true, text: neutralizeTerminalOutput(errorText(err), settings.terminalOutput).text };
@@ -71,6 +73,7 @@ export async function performWork(
   const clean = neutralizeTerminalOutput(outcome.body, settings.terminalOutput);
   const bounded = closeCut(boundBody(clean.text, limit, outcome.producedBytes), settings.terminalOutput);
   const exitCode = outcome.exitCode ?? null;
+  markStage("format");
   return {
     ...base,
     terminalRemoved: base.terminalRemoved + clean.removed,

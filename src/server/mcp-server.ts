@@ -23,6 +23,11 @@ export interface McpServerDeps {
   instructions: string;
   operatingGuide: string;
   resources?: readonly ResourceDef[];
+  /**
+   * Called once the client has sent `initialized`: work the first call would
+   * otherwise wait for starts here, after the handshake, not during it.
+   */
+  onInitialized?: () => void;
 }
 
 const PROMPT_NAME = "operating_guide";
@@ -96,6 +101,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
       instructions: deps.instructions,
     },
   );
+  if (deps.onInitialized) server.oninitialized = deps.onInitialized;
 
   const listing = relay.tools.map((tool) => ({
     name: tool.name,

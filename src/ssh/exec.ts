@@ -1,6 +1,6 @@
 import { constants as osConstants } from "node:os";
 import type { Client, ClientChannel } from "ssh2";
-import { type Clock, decodeUtf8, RelayError } from "../core/index.js";
+import { type Clock, decodeUtf8, markStage, RelayError } from "../core/index.js";
 import { CONNECTION_UNUSABLE } from "./errors.js";
 
 export interface RemoteExecRequest {
@@ -85,6 +85,7 @@ export async function execRemote(
   clock: Clock,
 ): Promise<RemoteOutcome> {
   const started = clock.monotonic();
+  markStage("connect");
   const chunks: Buffer[] = [];
   let kept = 0;
   let total = 0;
@@ -185,9 +186,13 @@ export async function execRemote(
         ch.on("error", onError);
         ch.stderr.on("error", onError);
         ch.on("close", () => finish(ending?.timedOut ?? false, ending?.err));
-      }).catch((err: unknown) => finish(false, err));
+      })
+        // Marked from the promise, not ssh2's callback, which runs outside the call's async context.
+        .then(() => markStage("channel_open"))
+        .catch((err: unknown) => finish(false, err));
     },
   );
+  markStage("remote_run");
 
   const buffer = Buffer.concat(chunks, kept);
   return {

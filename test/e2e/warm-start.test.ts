@@ -1,0 +1,30 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { mainThreadChildren } from "../../src/proc/index.js";
+import { waitUntil } from "../../src/testing/processes.js";
+import { startServer } from "../helpers/server.js";
+
+function launchersOf(pid: number): number[] {
+  return (mainThreadChildren(pid) ?? []).filter((child) => {
+    try {
+      return readFileSync(`/proc/${child}/cmdline`, "utf8").includes("launcher.js");
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The first command does not wait for the launcher: it starts once the client is initialized. */
+describe("warm start through the built server", () => {
+  it("forks the process launcher after initialized, before any call, and the first call uses it", async () => {
+    const s = await startServer();
+    try {
+      expect(await waitUntil(() => launchersOf(s.pid).length === 1, 10_000)).toBe(true);
+      const [launcher] = launchersOf(s.pid);
+      expect((await s.call("shell_exec", { command: "echo warm" })).text).toBe("[exit 0]\nwarm\n");
+      expect(launchersOf(s.pid)).toEqual([launcher]);
+    } finally {
+      await s.close();
+    }
+  });
+});
