@@ -8,7 +8,7 @@ import { type BenchServer, connectMcp, type McpCommand, ROOT } from "./harness.j
  * by `npm run bench:peers` into bench/peers/node_modules.
  */
 
-export const PEERS_DIR = join(ROOT, "bench", "peers");
+const PEERS_DIR = join(ROOT, "bench", "peers");
 export const NOT_INSTALLED = "not installed (npm run bench:peers)";
 
 const CODEX_ENTRY = join(
@@ -32,7 +32,7 @@ export interface Peer {
   runTrue(): Promise<void>;
 }
 
-export function codexCommand(dir: string): McpCommand {
+function codexCommand(dir: string): McpCommand {
   return {
     command: process.execPath,
     args: [CODEX_ENTRY],

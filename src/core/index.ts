@@ -5,7 +5,6 @@ export { cryptoIds, type Ids } from "./ids.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isLoopbackHost } from "./loopback.js";
 export { isNonAsciiSeparator } from "./separators.js";
-export { holdTerminalEvents, type TerminalEvents } from "./terminal-events.js";
 export {
   enableStageTrace,
   markStage,
@@ -15,6 +14,7 @@ export {
   stageTraceEnabled,
   traceCall,
 } from "./stage-trace.js";
+export { holdTerminalEvents, type TerminalEvents } from "./terminal-events.js";
 export {
   neutralizeTerminalOutput,
   openSequenceStart,

@@ -1,6 +1,6 @@
 import type { Clock, Ids, Logger } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
-import type { Operation, OutcomeCode } from "../infra-protocol/index.js";
+import type { OutcomeCode } from "../infra-protocol/index.js";
 
 /** Who is on the other end of a connection, as the kernel says (SO_PEERCRED). */
 export interface Principal {
