@@ -10,8 +10,12 @@ import type { InfraResponse } from "./protocol.js";
 const dir = mkdtempSync(join(tmpdir(), "infra-client-"));
 let servers: Server[] = [];
 let sockets = 0;
+/** Connections the line servers accepted: kept ones would hold a server's close until they idle out. */
+const accepted = new Set<Socket>();
 
 afterEach(async () => {
+  for (const socket of accepted) socket.destroy();
+  accepted.clear();
   await Promise.all(servers.map((s) => new Promise((done) => s.close(done))));
   servers = [];
 });
@@ -26,6 +30,31 @@ async function serve(onLine: (line: string, socket: Socket) => void): Promise<st
       text += chunk.toString("utf8");
       const end = text.indexOf("\n");
       if (end !== -1) onLine(text.slice(0, end), socket);
+    });
+    socket.on("error", () => undefined);
+  });
+  await new Promise<void>((done) => server.listen(path, done));
+  servers.push(server);
+  return path;
+}
+
+/** A Unix-socket server that reads requests line by line on every connection. */
+async function serveLines(
+  onLine: (line: string, socket: Socket) => void,
+  onConnection: () => void,
+): Promise<string> {
+  const path = join(dir, `s${++sockets}.sock`);
+  const server = createServer((socket) => {
+    accepted.add(socket);
+    onConnection();
+    let text = "";
+    socket.on("data", (chunk) => {
+      text += chunk.toString("utf8");
+      for (let end = text.indexOf("\n"); end !== -1; end = text.indexOf("\n")) {
+        const line = text.slice(0, end);
+        text = text.slice(end + 1);
+        onLine(line, socket);
+      }
     });
     socket.on("error", () => undefined);
   });
@@ -77,17 +106,49 @@ describe("requestInfra", () => {
     });
   });
 
-  it("closes its connection after the answer, whatever the broker does with its side", async () => {
-    let closed = 0;
-    const path = await serve((_line, socket) => {
-      socket.on("close", () => closed++);
-      // Answers without ending its side: the client must close the connection itself.
-      socket.write(`${JSON.stringify(answer())}\n`);
-    });
+  it("keeps a connection that answered cleanly for the next request, and closes one that did not", async () => {
+    let connections = 0;
+    const lines: string[] = [];
+    const path = await serveLines(
+      (line, socket) => {
+        lines.push(line);
+        const { op } = JSON.parse(line) as { op: string };
+        // A verify is answered with a stray second line: that connection cannot be trusted again.
+        const extra = op === "verify" ? `${JSON.stringify(answer())}\n` : "";
+        socket.write(`${JSON.stringify(answer({ op: op as InfraResponse["op"] }))}\n${extra}`);
+      },
+      () => connections++,
+    );
     for (let i = 0; i < 3; i++) await requestInfra({ op: "status" }, opts(path));
-    const deadline = Date.now() + 2000;
-    while (closed < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
-    expect(closed).toBe(3);
+    expect(connections).toBe(1);
+    expect(lines).toHaveLength(3);
+    await requestInfra({ op: "verify", profile: "web", run_id: "r1" }, opts(path));
+    await requestInfra({ op: "status" }, opts(path));
+    expect(connections).toBe(2);
+  });
+
+  it("sends again on a new connection when the broker closes a kept one unanswered, except a replicate", async () => {
+    let connections = 0;
+    const path = await serveLines(
+      (line, socket) => {
+        const count = ((socket as Socket & { answered?: number }).answered ?? 0) + 1;
+        (socket as Socket & { answered?: number }).answered = count;
+        // Every connection answers its first request and drops the second unanswered.
+        if (count > 1) socket.destroy();
+        else
+          socket.write(
+            `${JSON.stringify(answer({ op: (JSON.parse(line) as { op: InfraResponse["op"] }).op }))}\n`,
+          );
+      },
+      () => connections++,
+    );
+    await requestInfra({ op: "status" }, opts(path));
+    expect((await requestInfra({ op: "status" }, opts(path))).kind).toBe("answered");
+    expect(connections).toBe(2);
+    const err = await failureOf(requestInfra({ op: "replicate" }, opts(path)));
+    expect(err.code).toBe("INFRA_NO_RESPONSE");
+    expect(err.message).toContain("the request had been sent");
+    expect(connections).toBe(2);
   });
 
   it("reports a missing socket, a dead one and a path through a file as unreachable, not as an error", async () => {

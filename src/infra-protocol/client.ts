@@ -31,6 +31,77 @@ const UNREACHABLE: ReadonlySet<string> = new Set<UnreachableReason>([
   "EPERM",
 ]);
 
+/** Connections kept open per socket path between requests. */
+const IDLE_PER_PATH = 2;
+/**
+ * A kept connection unused this long is closed instead of reused: the broker
+ * drops a peer idle for 30 s, and a request written as it does so would be
+ * lost in between.
+ */
+const IDLE_REUSE_MS = 10_000;
+
+interface IdleConnection {
+  socket: Socket;
+  release(): void;
+}
+
+/**
+ * Connections that answered cleanly, kept for the next request to the same
+ * path: a connection carries one principal (this process) and the broker
+ * answers its requests in order, so reusing it changes nothing the broker
+ * decides, and saves the connect, the kernel's credential lookup and the
+ * broker's reading of our groups on every call. Idle ones hold no reference
+ * on the event loop.
+ */
+const idle = new Map<string, IdleConnection[]>();
+
+function takeIdle(path: string): Socket | null {
+  const list = idle.get(path);
+  for (let entry = list?.pop(); entry !== undefined; entry = list?.pop()) {
+    entry.release();
+    if (!entry.socket.destroyed && entry.socket.readyState === "open") {
+      entry.socket.ref();
+      return entry.socket;
+    }
+    entry.socket.destroy();
+  }
+  return null;
+}
+
+function keepIdle(path: string, socket: Socket): void {
+  const list = idle.get(path) ?? [];
+  if (list.length >= IDLE_PER_PATH) {
+    socket.destroy();
+    return;
+  }
+  // Anything from the broker while nobody asked (its idle close, a stray line) ends the connection.
+  const drop = () => {
+    const at = list.indexOf(entry);
+    if (at !== -1) list.splice(at, 1);
+    entry.release();
+    socket.destroy();
+  };
+  const timer = setTimeout(drop, IDLE_REUSE_MS);
+  timer.unref();
+  const entry: IdleConnection = {
+    socket,
+    release() {
+      clearTimeout(timer);
+      socket.off("data", drop);
+      socket.off("end", drop);
+      socket.off("error", drop);
+      socket.off("close", drop);
+    },
+  };
+  socket.on("data", drop);
+  socket.on("end", drop);
+  socket.on("error", drop);
+  socket.on("close", drop);
+  socket.unref();
+  list.push(entry);
+  idle.set(path, list);
+}
+
 export type InfraExchange =
   | { kind: "answered"; response: InfraResponse }
   | { kind: "unreachable"; reason: UnreachableReason; socketPath: string };
@@ -78,8 +149,13 @@ function echoMismatch(request: InfraRequest, response: InfraResponse): string | 
 }
 
 /**
- * One request to the INFRA-1 broker: connect to its Unix socket, write one
- * request line, read one response line, close (docs/tools.md#infra-tools).
+ * One request to the INFRA-1 broker: write one request line on its Unix
+ * socket, read one response line (docs/tools.md#infra-tools). The connection
+ * is one kept from an earlier request when there is one, else a new one; it
+ * is kept afterwards only when the answer ended it cleanly. A request other
+ * than `replicate` that finds its kept connection closed before any answer
+ * byte is sent again on a new one; a `replicate` never is (its idempotency
+ * key makes sending it again the caller's safe choice, not ours).
  *
  * A broker that cannot be reached is an answer, not an error: the caller
  * turns it into `blocked: MISSING_EXECUTION_CAPABILITY`. Everything else that
@@ -91,6 +167,14 @@ function echoMismatch(request: InfraRequest, response: InfraResponse): string | 
  * sent, so a request the broker would refuse as malformed never leaves here.
  */
 export function requestInfra(request: InfraRequest, options: InfraRequestOptions): Promise<InfraExchange> {
+  return exchange(request, options, true);
+}
+
+function exchange(
+  request: InfraRequest,
+  options: InfraRequestOptions,
+  mayReuse: boolean,
+): Promise<InfraExchange> {
   const checked = requestSchema.safeParse(request);
   if (!checked.success) {
     const fields = checked.error.issues.map((i) => i.path.join(".") || "request").join(", ");
@@ -113,24 +197,49 @@ export function requestInfra(request: InfraRequest, options: InfraRequestOptions
       reject(failure("AbortError", "INFRA_ABORTED", "the call was cancelled before it reached the broker"));
       return;
     }
-    let connected = false;
+    const kept = mayReuse ? takeIdle(socketPath) : null;
+    let connected = kept !== null;
     let settled = false;
     const chunks: Buffer[] = [];
     let held = 0;
     let timer: NodeJS.Timeout | undefined;
-    const socket: Socket = createConnection({ path: socketPath });
+    const socket: Socket = kept ?? createConnection({ path: socketPath });
 
-    const finish = (outcome: { value: InfraExchange } | { error: RelayError }) => {
+    const detach = () => {
+      socket.off("connect", onConnect);
+      socket.off("data", onData);
+      socket.off("end", onEnd);
+      socket.off("error", onError);
+    };
+    const finish = (outcome: { value: InfraExchange } | { error: RelayError }, reusable = false) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
-      // Stop reading now; the close itself waits until the caller has had the answer, so the
-      // system call (and waking the broker to see it) is not on the path of every result.
-      socket.pause();
-      setImmediate(() => socket.destroy());
+      detach();
+      if (reusable) {
+        keepIdle(socketPath, socket);
+      } else {
+        // Stop reading now; the close itself waits until the caller has had the answer, so the
+        // system call (and waking the broker to see it) is not on the path of every result.
+        socket.pause();
+        socket.on("error", () => undefined);
+        setImmediate(() => socket.destroy());
+      }
       if ("value" in outcome) resolve(outcome.value);
       else reject(outcome.error);
+    };
+    /** A kept connection the broker had closed before it answered anything: ask again on a new one. */
+    const retryFresh = (): boolean => {
+      if (kept === null || held > 0 || settled || request.op === "replicate") return false;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      detach();
+      socket.on("error", () => undefined);
+      socket.destroy();
+      exchange(request, options, false).then(resolve, reject);
+      return true;
     };
     const onAbort = () =>
       finish({
@@ -156,11 +265,11 @@ export function requestInfra(request: InfraRequest, options: InfraRequestOptions
       });
     }, timeoutMs);
 
-    socket.once("connect", () => {
+    const onConnect = () => {
       connected = true;
       socket.write(line);
-    });
-    socket.on("data", (chunk: Buffer) => {
+    };
+    const onData = (chunk: Buffer) => {
       const end = chunk.indexOf(0x0a);
       const take = end === -1 ? chunk : chunk.subarray(0, end);
       held += take.length;
@@ -195,9 +304,11 @@ export function requestInfra(request: InfraRequest, options: InfraRequestOptions
         });
         return;
       }
-      finish({ value: { kind: "answered", response } });
-    });
-    socket.once("end", () => {
+      // Reusable only when the line ended this chunk: no stray bytes are left to misread later.
+      finish({ value: { kind: "answered", response } }, end === chunk.length - 1);
+    };
+    const onEnd = () => {
+      if (retryFresh()) return;
       finish({
         error: failure(
           "InfraProtocolError",
@@ -205,8 +316,9 @@ export function requestInfra(request: InfraRequest, options: InfraRequestOptions
           `${where} closed the connection without a complete answer; the request had been sent`,
         ),
       });
-    });
-    socket.once("error", (err: NodeJS.ErrnoException) => {
+    };
+    const onError = (err: NodeJS.ErrnoException) => {
+      if (retryFresh()) return;
       const code = err.code ?? "";
       if (!connected && UNREACHABLE.has(code)) {
         finish({ value: { kind: "unreachable", reason: code as UnreachableReason, socketPath } });
@@ -221,6 +333,11 @@ export function requestInfra(request: InfraRequest, options: InfraRequestOptions
           err,
         ),
       });
-    });
+    };
+    socket.on("data", onData);
+    socket.once("end", onEnd);
+    socket.once("error", onError);
+    if (kept !== null) socket.write(line);
+    else socket.once("connect", onConnect);
   });
 }

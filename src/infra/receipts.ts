@@ -91,22 +91,28 @@ export function createReceipts(stateDir: string, deps: ReceiptsDeps): Receipts {
 
   function write(facts: ReceiptFacts): boolean {
     const principal = facts.principal;
-    const args = redactArgs({
+    // The ids, codes and numbers passed the protocol's narrow patterns; only the caller's own
+    // request id and an identity claim are free text that could hold a secret worth hiding.
+    const free =
+      facts.requestId === null && facts.claimedIdentity === null
+        ? { request_id: null, claimed_identity: null }
+        : redactArgs({ request_id: facts.requestId, claimed_identity: facts.claimedIdentity });
+    const args = {
       op: facts.op,
       profile: facts.profile,
       run_id: facts.runId,
       idempotency_key: facts.idempotencyKey,
-      request_id: facts.requestId,
+      request_id: free.request_id,
       principal:
         principal === null
           ? null
           : { uid: principal.uid, gid: principal.gid, pid: principal.pid, groups: principal.groups },
       outcome: facts.outcome,
       code: facts.code,
-      claimed_identity: facts.claimedIdentity,
+      claimed_identity: free.claimed_identity,
       approval_present: facts.approvalPresent,
       receipt_id: facts.receiptId,
-    });
+    };
     return log.append({
       tool: facts.op === null ? "infra.invalid" : `infra.${facts.op}`,
       tier: facts.op === null ? 0 : TIERS[facts.op],
