@@ -20,7 +20,9 @@ import {
   announceInfraSkip,
   createInfraFixture,
   INFRA_SKIP_REASON,
+  type InfraDaemon,
   type InfraFixture,
+  infraExchange,
 } from "../fixtures/infra.js";
 import { TEST_USER } from "../fixtures/sshd.js";
 import { createRsyncRemote, type RsyncRemote } from "../infra/rsync-remote.js";
@@ -196,6 +198,58 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("replication to an rrsync-confined r
       expect(remote.calls.some((c) => c.op === "push")).toBe(false);
     } finally {
       rmSync(link);
+    }
+  });
+});
+
+/**
+ * The same cycle with every part real: the built daemon as its own account,
+ * the profile from a root-owned file, the key from the credentials
+ * directory, the broker's own ssh/rsync transport, a client on the socket.
+ */
+describe.skipIf(INFRA_SKIP_REASON !== null)("the whole cycle through the daemon's socket", () => {
+  let fx: InfraFixture;
+  let daemon: InfraDaemon | undefined;
+
+  beforeAll(async () => {
+    fx = await createInfraFixture();
+    fx.writeProfile("site");
+    daemon = await fx.startDaemon();
+  }, 120_000);
+
+  afterAll(async () => {
+    await daemon?.stop();
+    fx?.close();
+  });
+
+  it("status, probe, dry-run, replicate, verify: the run matches the source file by file by hash", async () => {
+    const base = { v: 1, profile: "site", run_id: "cycle-1" };
+    const answers = (await infraExchange(fx.socketPath, [
+      { v: 1, op: "status" },
+      { ...base, op: "probe", run_id: undefined },
+      { ...base, op: "rsync-dry-run" },
+      { ...base, op: "replicate", idempotency_key: "cycle-1-key" },
+      { ...base, op: "verify" },
+    ])) as Array<{ op: string; outcome: string; code: string; receipt_id: string }>;
+    expect(answers.map((a) => [a.op, a.outcome, a.code])).toEqual([
+      ["status", "ok", "OK"],
+      ["probe", "ok", "OK"],
+      ["rsync-dry-run", "ok", "OK"],
+      ["replicate", "ok", "OK"],
+      ["verify", "ok", "OK"],
+    ]);
+    expect(hashes(join(fx.receiverDir, "runs", "cycle-1", "site"))).toEqual(hashes(fx.sourceDir));
+    // Every answer left a receipt, and the key's bytes are in no answer, receipt or log line.
+    const receipts = readFileSync(join(fx.stateDir, "receipts.jsonl"), "utf8");
+    for (const a of answers) expect(receipts).toContain(a.receipt_id);
+    const keyBody = fx
+      .keyText()
+      .split("\n")
+      .filter((line) => line.length > 0 && !line.startsWith("-----"))
+      .join("");
+    for (const text of [JSON.stringify(answers), receipts, daemon?.stderr() ?? ""]) {
+      for (let at = 0; at + 24 <= keyBody.length; at += 24)
+        expect(text).not.toContain(keyBody.slice(at, at + 24));
     }
   });
 });
