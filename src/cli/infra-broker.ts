@@ -1,5 +1,4 @@
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import pino from "pino";
 import {
   ConfigError,
@@ -10,6 +9,7 @@ import {
 import { cryptoIds, describeError, type Logger, systemClock } from "../core/index.js";
 import { BrokerStartRefused, type RunningBroker, startInfraBroker, startupLines } from "../infra/index.js";
 import { packageVersion } from "./build.js";
+import { flagTokens } from "./flags.js";
 
 const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
 
@@ -53,13 +53,8 @@ const FLAGS = {
 
 /** The subcommand's flags, or the message that refuses them, naming the argument as typed. */
 function parseInfraBrokerFlags(argv: readonly string[]): InfraBrokerFlags | string {
-  const { tokens } = parseArgs({
-    args: [...argv],
-    options: FLAGS,
-    strict: false,
-    allowPositionals: true,
-    tokens: true,
-  });
+  const tokens = flagTokens(argv, FLAGS);
+  if (typeof tokens === "string") return tokens;
   const flags: InfraBrokerFlags = {
     help: false,
     config: null,
@@ -67,19 +62,15 @@ function parseInfraBrokerFlags(argv: readonly string[]): InfraBrokerFlags | stri
     state: null,
     allowKeyFile: null,
   };
-  for (const token of tokens) {
-    const typed = argv[token.index];
-    if (token.kind !== "option" || !Object.hasOwn(FLAGS, token.name)) return `unknown argument: ${typed}`;
-    if (token.name === "help") {
-      if (token.value !== undefined) return `unknown argument: ${typed}`;
+  for (const { name, value } of tokens) {
+    if (name === "help") {
       flags.help = true;
       continue;
     }
-    if (token.value === undefined || token.value === "") return `--${token.name} needs a path`;
-    const key =
-      token.name === "allow-key-file" ? "allowKeyFile" : (token.name as "config" | "socket" | "state");
-    if (flags[key] !== null) return `--${token.name} is given more than once`;
-    flags[key] = token.value;
+    if (value === undefined || value === "") return `--${name} needs a path`;
+    const key = name === "allow-key-file" ? "allowKeyFile" : name;
+    if (flags[key] !== null) return `--${name} is given more than once`;
+    flags[key] = value;
   }
   return flags;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import pino from "pino";
 import {
@@ -21,6 +21,7 @@ import {
   serveStdio,
 } from "../server/index.js";
 import { type BuiltServer, buildServer, packageVersion, readRuntimeInfo } from "./build.js";
+import { flagTokens } from "./flags.js";
 import { runInfraBrokerCli } from "./infra-broker.js";
 import { runVerifyAudit } from "./verify-audit.js";
 
@@ -72,19 +73,10 @@ const FLAGS = {
   json: { type: "boolean" },
 } as const satisfies ParseArgsConfig["options"];
 
-/**
- * The flags, or the message that refuses them. Parsed leniently and checked
- * token by token, so a refusal names the argument exactly as it was typed
- * (`-hx`, `--json=yes`, a stray word) rather than a fragment of it.
- */
+/** The flags, or the message that refuses them. */
 function parseFlags(argv: readonly string[]): CliOptions | string {
-  const { tokens } = parseArgs({
-    args: [...argv],
-    options: FLAGS,
-    strict: false,
-    allowPositionals: true,
-    tokens: true,
-  });
+  const tokens = flagTokens(argv, FLAGS);
+  if (typeof tokens === "string") return tokens;
   const options: CliOptions = {
     help: false,
     version: false,
@@ -94,18 +86,11 @@ function parseFlags(argv: readonly string[]): CliOptions | string {
     segment: false,
     json: false,
   };
-  for (const token of tokens) {
-    const typed = argv[token.index];
-    if (token.kind !== "option" || !Object.hasOwn(FLAGS, token.name)) return `unknown argument: ${typed}`;
-    const name = token.name as keyof typeof FLAGS;
+  for (const { name, value } of tokens) {
     if (name === "audit-path") {
-      if (token.value === undefined || token.value === "") return "--audit-path needs a file path";
-      options.auditPath = token.value;
-      continue;
-    }
-    // A switch takes no value: `--json=yes` is refused, not read as on.
-    if (token.value !== undefined) return `unknown argument: ${typed}`;
-    if (name === "help") options.help = true;
+      if (value === undefined || value === "") return "--audit-path needs a file path";
+      options.auditPath = value;
+    } else if (name === "help") options.help = true;
     else if (name === "version") options.version = true;
     else if (name === "check-config") options.checkConfig = true;
     else if (name === "verify-audit") options.verifyAudit = true;

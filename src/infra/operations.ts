@@ -108,16 +108,25 @@ export function createOperations(ctx: InfraContext): Operations {
     };
   }
 
-  async function dryRun(profile: Profile, runId: string): Promise<OpResult> {
+  /**
+   * The preflight, then the record of a run that is not written yet; a run
+   * already replicated is refused (`why` completes the sentence), since a
+   * run directory is written once.
+   */
+  async function unwrittenRun(profile: Profile, runId: string, why: string): Promise<OpResult | RunRecord> {
     const refused = await preflight(profile);
     if (refused !== null) return refused;
     const record = (await loadRun(profile, runId)) ?? emptyRun(profile, runId);
-    if (record.replication !== null) {
-      return {
-        code: "RUN_EXISTS",
-        message: `Run ${runId} was already replicated (${record.replication.state}), and a run is written once.`,
-      };
-    }
+    if (record.replication === null) return record;
+    return {
+      code: "RUN_EXISTS",
+      message: `Run ${runId} was already replicated (${record.replication.state})${why}.`,
+    };
+  }
+
+  async function dryRun(profile: Profile, runId: string): Promise<OpResult> {
+    const record = await unwrittenRun(profile, runId, ", and a run is written once");
+    if ("code" in record) return record;
     const present = await checkRemoteAbsent(ctx, profile, runId);
     if (present !== null) return present;
     const staged = await stageSnapshot(ctx, ledger, profile, record);
@@ -183,15 +192,8 @@ export function createOperations(ctx: InfraContext): Operations {
   async function replicate(profile: Profile, runId: string, key: string): Promise<OpResult> {
     const used = ledger.readKey(key);
     if (used !== null) return usedKey(used, profile, runId);
-    const refused = await preflight(profile);
-    if (refused !== null) return refused;
-    const record = (await loadRun(profile, runId)) ?? emptyRun(profile, runId);
-    if (record.replication !== null) {
-      return {
-        code: "RUN_EXISTS",
-        message: `Run ${runId} was already replicated (${record.replication.state}) under another idempotency key.`,
-      };
-    }
+    const record = await unwrittenRun(profile, runId, " under another idempotency key");
+    if ("code" in record) return record;
     let manifest = readManifest(ledger, profile, record);
     const staged = manifest !== null && hasStagedTree(ledger, profile, runId);
     let previewed = staged && record.dry_run?.snapshot === record.snapshot?.id;
