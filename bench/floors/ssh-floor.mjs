@@ -4,6 +4,7 @@
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import ssh2 from "ssh2";
+import { sample } from "./sample.mjs";
 
 const [port, user, keyFile, ...counts] = process.argv.slice(2);
 const [sequential = 100, total = 200, inFlight = 8, warmup = 20] = counts.map(Number);
@@ -26,22 +27,6 @@ function once() {
   });
 }
 
-for (let i = 0; i < warmup; i++) await once();
-const times = [];
-for (let i = 0; i < sequential; i++) {
-  const start = performance.now();
-  await once();
-  times.push(performance.now() - start);
-}
-let next = 0;
-const lane = async () => {
-  while (next < total) {
-    next++;
-    await once();
-  }
-};
-const start = performance.now();
-await Promise.all(Array.from({ length: inFlight }, lane));
-const rate = total / ((performance.now() - start) / 1000);
+const { times, rate } = await sample(once, { sequential, total, inFlight, warmup });
 client.end();
 process.stdout.write(`${JSON.stringify({ times, rate })}\n`);

@@ -178,7 +178,6 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
         socketPath: settings.infraSocket,
         maxTimeoutSeconds: settings.maxTimeout,
         maxOutput: settings.maxOutput,
-        terminalOutput: settings.terminalOutput,
       }),
     );
   }

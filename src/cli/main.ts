@@ -22,7 +22,6 @@ import {
 } from "../server/index.js";
 import { type BuiltServer, buildServer, packageVersion, readRuntimeInfo } from "./build.js";
 import { flagTokens } from "./flags.js";
-import { runInfraBrokerCli } from "./infra-broker.js";
 import { runVerifyAudit } from "./verify-audit.js";
 
 const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
@@ -135,6 +134,8 @@ function leanRuntime(): void {
 async function main(): Promise<void> {
   // The broker daemon is a second program with its own flags and none of the MCP settings.
   if (process.argv[2] === "infra-broker") {
+    // Loaded only here: the MCP server never evaluates the daemon's code.
+    const { runInfraBrokerCli } = await import("./infra-broker.js");
     await runInfraBrokerCli(process.argv.slice(3));
     return;
   }

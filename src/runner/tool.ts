@@ -5,6 +5,12 @@ import type { PolicyTarget, ProgramInput, TierSpec } from "../policy/index.js";
 import type { FanoutOutcome } from "./fanout.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
 
+/** Structured fields taken from elsewhere, and how the body restates them. */
+export interface ForeignFields {
+  fields: Record<string, unknown>;
+  body(fields: Record<string, unknown>): string;
+}
+
 /** What a tool learns about the call it serves. */
 export interface ToolContext {
   signal: AbortSignal;
@@ -34,11 +40,12 @@ export interface ToolOutcome {
    */
   fanout?: FanoutOutcome;
   /**
-   * Terminal control sequences the tool already removed from text it took
-   * from elsewhere and returns in `fields` (the INFRA broker's answer); the
-   * runner adds what it removes from the body.
+   * Text from outside the relay returned as structured fields (the INFRA
+   * broker's answer): the runner neutralizes every string in them, keys
+   * included, then writes the body from the neutralized fields with `body`.
+   * Takes the place of `body` and `fields`.
    */
-  terminalRemoved?: number;
+  foreign?: ForeignFields;
   /** Tool-specific structuredContent fields (declared in `resultFields`). */
   fields?: Record<string, unknown>;
   /**

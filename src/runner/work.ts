@@ -8,7 +8,35 @@ import {
 } from "../core/index.js";
 import { formatFanout } from "./fanout.js";
 import { boundBody, clampOutput, errorText, exitPrefixed, timeoutText } from "./format.js";
-import type { Tool, ToolContext, ToolOutcome } from "./tool.js";
+import type { ForeignFields, Tool, ToolContext, ToolOutcome } from "./tool.js";
+
+/**
+ * Every string of foreign fields (and every key: a name from a receiver can
+ * be one) neutralized for a terminal, the body written from the result, and
+ * the count of what was removed (the body restates the same text, so its
+ * sequences are these and are not counted twice).
+ */
+function neutralizeFields(
+  foreign: ForeignFields,
+  mode: TerminalOutputMode,
+): { fields: Record<string, unknown>; body: string; removed: number } {
+  let removed = 0;
+  const clean = (text: string): string => {
+    const out = neutralizeTerminalOutput(text, mode);
+    removed += out.removed;
+    return out.text;
+  };
+  const walk = (value: unknown): unknown => {
+    if (typeof value === "string") return clean(value);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value !== null && typeof value === "object") {
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [clean(k), walk(v)]));
+    }
+    return value;
+  };
+  const fields = walk(foreign.fields) as Record<string, unknown>;
+  return { fields, body: foreign.body(fields), removed };
+}
 
 export type WorkResult =
   | { threw: true; text: string }
@@ -53,10 +81,14 @@ export async function performWork(
   const fanout =
     outcome.fanout === undefined ? null : formatFanout(outcome.fanout, limit, settings.terminalOutput);
   if (fanout !== null) outcome = { ...outcome, body: fanout.body, json: true };
+  // Fields from elsewhere are neutralized here, and the body that restates them is written from the result.
+  const foreign =
+    outcome.foreign === undefined ? null : neutralizeFields(outcome.foreign, settings.terminalOutput);
+  if (foreign !== null) outcome = { ...outcome, body: foreign.body, fields: foreign.fields };
   const base = {
     threw: false as const,
     json: outcome.json === true,
-    terminalRemoved: (fanout?.terminalRemoved ?? 0) + (outcome.terminalRemoved ?? 0),
+    terminalRemoved: (fanout?.terminalRemoved ?? 0) + (foreign?.removed ?? 0),
     ...(outcome.fields ? { fields: outcome.fields } : {}),
     ...(outcome.auditExtra ? { auditExtra: outcome.auditExtra } : {}),
   };

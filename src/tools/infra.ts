@@ -1,5 +1,5 @@
 import { tokenFingerprint } from "../broker/index.js";
-import { neutralizeTerminalOutput, RelayError, type TerminalOutputMode } from "../core/index.js";
+import { RelayError } from "../core/index.js";
 import {
   APPROVAL_REF,
   IDEMPOTENCY_KEY,
@@ -30,8 +30,6 @@ export interface InfraToolDeps {
   maxTimeoutSeconds: number;
   /** RELAY_SHELL_MAX_OUTPUT: the budget of one result. */
   maxOutput: number;
-  /** RELAY_SHELL_TERMINAL_OUTPUT: applied to the broker's strings in structuredContent too (ADR 0016). */
-  terminalOutput: TerminalOutputMode;
 }
 
 /** `status` answers from the broker's memory: a broker that takes longer is not well. */
@@ -153,39 +151,16 @@ interface InfraAnswer {
   replayed: boolean;
 }
 
-/**
- * The broker's answer with every string it carries neutralized for a
- * terminal: its sentence and its data can quote the receiver (file names
- * from an rsync listing), and structuredContent is read by clients too, not
- * only the text the runner neutralizes.
- */
-function answerOf(
-  response: InfraResponse,
-  mode: TerminalOutputMode,
-): { answer: InfraAnswer; removed: number } {
-  let removed = 0;
-  const clean = (text: string): string => {
-    const out = neutralizeTerminalOutput(text, mode);
-    removed += out.removed;
-    return out.text;
-  };
-  const walk = (value: unknown): unknown => {
-    if (typeof value === "string") return clean(value);
-    if (Array.isArray(value)) return value.map(walk);
-    if (value !== null && typeof value === "object") {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [clean(k), walk(v)]));
-    }
-    return value;
-  };
-  const answer: InfraAnswer = {
+/** The broker's answer as the tools show it (the runner neutralizes its strings for a terminal). */
+function answerOf(response: InfraResponse): InfraAnswer {
+  return {
     outcome: response.outcome,
     code: response.code,
-    message: clean(response.message),
-    receipt_id: clean(response.receipt_id),
-    data: response.data === undefined ? null : (walk(response.data) as Record<string, unknown>),
+    message: response.message,
+    receipt_id: response.receipt_id,
+    data: response.data === undefined ? null : response.data,
     replayed: response.replayed === true,
   };
-  return { answer, removed };
 }
 
 /** One line per fact: text from the broker must not forge the lines after it. */
@@ -221,16 +196,18 @@ async function ask(
   ctx: ToolContext,
   timeoutSeconds: number,
 ): Promise<ToolOutcome> {
-  let answer: InfraAnswer;
-  let removed = 0;
+  /** `foreign`: the broker's own answer; otherwise the relay's (nothing answered on the socket). */
+  let answer: { foreign: boolean; value: InfraAnswer };
   try {
     const exchange = await requestInfra(request, {
       socketPath: deps.socketPath,
       timeoutMs: timeoutSeconds * 1000,
       signal: ctx.signal,
     });
-    if (exchange.kind === "unreachable") answer = unreachable(exchange.reason, exchange.socketPath);
-    else ({ answer, removed } = answerOf(exchange.response, deps.terminalOutput));
+    answer =
+      exchange.kind === "unreachable"
+        ? { foreign: false, value: unreachable(exchange.reason, exchange.socketPath) }
+        : { foreign: true, value: answerOf(exchange.response) };
   } catch (err) {
     if (!(err instanceof RelayError)) throw err;
     const hint = request.op === "replicate" && SENT_FAILURES.has(err.code) ? REPLICATE_HINT : "";
@@ -239,12 +216,15 @@ async function ask(
     if (hint === "") throw err;
     throw new RelayError(err.type, err.message + hint, { code: err.code, cause: err });
   }
+  const { foreign, value } = answer;
+  // Links this record to the broker's own receipt of the same request.
+  const auditExtra = { outcome_code: value.code, receipt_id: value.receipt_id };
+  if (!foreign) return { body: infraBody(value), fields: { ...value }, auditExtra };
+  // Its sentence and data can quote the receiver (names from an rsync listing): foreign text.
   return {
-    body: infraBody(answer),
-    fields: { ...answer },
-    terminalRemoved: removed,
-    // Links this record to the broker's own receipt of the same request.
-    auditExtra: { outcome_code: answer.code, receipt_id: answer.receipt_id },
+    body: "",
+    foreign: { fields: { ...value }, body: (fields) => infraBody(fields as unknown as InfraAnswer) },
+    auditExtra,
   };
 }
 

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type InfraResponse, parseResponse } from "../../src/infra-protocol/index.js";
 import {
+  accountTool,
   announceInfraSkip,
   createInfraFixture,
   INFRA_SKIP_REASON,
@@ -39,22 +40,6 @@ announceInfraSkip("infra broker daemon");
 /** A group that allows one profile; only the fixture's client account gets it, as a supplementary group. */
 const PROFILE_GROUP = "relayinfg";
 const ROOT: SystemUser = { name: "root", uid: 0, gid: 0 };
-
-/**
- * Run a shadow-utils command, again while another test file holds the lock on
- * /etc/group (they exit 10 then). `required`: a last failure throws.
- */
-function accountTool(command: string, args: string[], required = true): void {
-  for (let attempt = 0; ; attempt += 1) {
-    const r = spawnSync(command, args, { stdio: "ignore" });
-    if (r.status === 0) return;
-    if (attempt >= 50) {
-      if (required) throw new Error(`${command} ${args.join(" ")} failed with ${r.status}`);
-      return;
-    }
-    spawnSync("sleep", ["0.1"]);
-  }
-}
 
 /** Stop with SIGTERM and report how the process ended. */
 async function stopWithCode(daemon: InfraDaemon): Promise<number | null> {
