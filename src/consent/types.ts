@@ -1,0 +1,155 @@
+import type { Tier } from "../core/index.js";
+
+/**
+ * What a call really does, as a human approves it: the tool, its tier and the
+ * consequential arguments of the act (docs/consent.md, "bound arguments").
+ * Every value is plain JSON (strings, integers, booleans, null, arrays,
+ * objects), so its canonical bytes are well defined.
+ */
+export interface ConsentAct {
+  tool: string;
+  tier: Tier;
+  bound: Record<string, unknown>;
+}
+
+/** A read (Tier 1) may ride on a lease; a mutation (Tier >= 2) never does. */
+export type ActKind = "read" | "mutation";
+
+export type RequestStatus = "pending" | "approved" | "denied" | "consumed";
+
+/** One act a call asked consent for, as the store keeps it. */
+export interface ConsentRequest {
+  /** Short id the operator types (`relay-shell consent approve ID`). */
+  id: string;
+  /** 32 random hex digits, signed with the act; consumed at most once. */
+  nonce: string;
+  /** sha256 hex of the canonical act (tool, tier, bound): how a re-issued call finds its approval. */
+  actDigest: string;
+  act: ConsentAct;
+  /** Basis of the tier, for the human (the classifier's basis and part). */
+  basis: string;
+  /** The consent session (MCP session) that asked. */
+  session: string;
+  /** The MCP client that asked, when it has an id. */
+  clientId: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  /** Epoch milliseconds: after this the request can be neither approved nor consumed. */
+  expiresAt: number;
+  status: RequestStatus;
+  /** The exact bytes a signer signs (canonical JSON, see consentPayload). */
+  payload: string;
+  /** Present once approved: the armored SSHSIG over `payload`, or another channel's proof. */
+  approval?: StoredApproval;
+  /** Present once denied. */
+  denial?: { by: string; reason: string; at: number };
+  /** Present once consumed. */
+  consumedAt?: number;
+}
+
+/** How an approval was given; the relay verifies it again before every use. */
+export interface StoredApproval {
+  /** `sshsig` (relay-shell consent approve) or `passkey` (the operator console). */
+  channel: "sshsig" | "passkey";
+  /** The proof: an armored SSHSIG, or a channel-specific serialized assertion. */
+  proof: string;
+  /** Who the channel says approved (verified again by the relay, never trusted from here). */
+  claimedSigner: string;
+  at: number;
+}
+
+/** A read lease of one consent session (window or session mode). */
+export interface ConsentLease {
+  id: string;
+  session: string;
+  /** The signed read that opened it. */
+  openedBy: string;
+  mode: "window" | "session";
+  createdAt: number;
+  /** Epoch milliseconds; for session mode, the session's idle bound is checked as well. */
+  expiresAt: number;
+  /** Reads left. */
+  remaining: number;
+  revoked: boolean;
+}
+
+/** A consent session: one MCP session (stdio connection, or HTTP session with its OAuth client). */
+export interface ConsentSession {
+  id: string;
+  clientId: string;
+  startedAt: number;
+  lastSeenAt: number;
+  /** Set when the MCP session ended or the operator revoked it. */
+  endedAt?: number;
+}
+
+/** Why a store operation did not happen. Every one is a refusal for the caller. */
+export type StoreFailure =
+  | "locked" // BEGIN IMMEDIATE not granted within the busy timeout
+  | "not-found"
+  | "expired"
+  | "not-pending"
+  | "not-approved"
+  | "consumed"
+  | "unavailable"; // the database cannot be opened, read or written
+
+export type StoreResult<T> = { ok: true; value: T } | { ok: false; failure: StoreFailure; detail: string };
+
+export interface NewRequest {
+  act: ConsentAct;
+  actDigest: string;
+  basis: string;
+  session: string;
+  clientId: string;
+  /** Seconds the request (and the approval it may receive) stays usable. */
+  ttlSeconds: number;
+}
+
+/**
+ * Every pending request, approval, lease, consumed nonce and consent session.
+ * Each method that reads then writes is one transaction (BEGIN IMMEDIATE in
+ * SQLite): the single lock of docs/consent.md. A PostgreSQL store for several
+ * relay instances implements the same interface.
+ */
+export interface ConsentStore {
+  /** Random id of this store's deployment, created with the database; part of every signed payload. */
+  readonly instanceId: string;
+  /** A new pending request with a fresh id and nonce; its payload is fixed here. */
+  createRequest(request: NewRequest): StoreResult<ConsentRequest>;
+  getRequest(id: string): StoreResult<ConsentRequest>;
+  /** Requests not yet expired (pending or approved, not consumed), oldest first. */
+  listRequests(): StoreResult<ConsentRequest[]>;
+  /** The newest approved, unexpired, unconsumed request for this act digest, if any. */
+  findApproved(actDigest: string): StoreResult<ConsentRequest | null>;
+  /** The newest pending or denied, unexpired request for this act digest in this session, if any. */
+  findOpen(actDigest: string, session: string): StoreResult<ConsentRequest | null>;
+  /** Attach a proof to a pending, unexpired request. */
+  approve(id: string, approval: StoredApproval): StoreResult<ConsentRequest>;
+  deny(id: string, by: string, reason: string): StoreResult<ConsentRequest>;
+  /**
+   * Mark an approved request consumed, once: the nonce must match and the
+   * request must be approved, unexpired and not consumed, all in one
+   * transaction. Of two processes racing, exactly one gets ok.
+   */
+  consume(id: string, nonce: string): StoreResult<ConsentRequest>;
+  /** Record a nonce consumed elsewhere (a second store, such as the INFRA daemon's); false when already there. */
+  consumeNonce(nonce: string, expiresAt: number): StoreResult<boolean>;
+  openLease(lease: Omit<ConsentLease, "id" | "revoked">): StoreResult<ConsentLease>;
+  /**
+   * Take one read from the session's open lease (unexpired, not revoked,
+   * remaining > 0, session live and not idle past `idleMs`); null when there is none.
+   */
+  takeLeaseRead(session: string, idleMs: number): StoreResult<ConsentLease | null>;
+  listLeases(): StoreResult<ConsentLease[]>;
+  /** Revoke one lease by id, or every lease of a session by session id; returns how many. */
+  revoke(idOrSession: string): StoreResult<number>;
+  revokeAll(): StoreResult<number>;
+  /** Create or refresh a consent session (last seen = now). */
+  touchSession(id: string, clientId: string): StoreResult<ConsentSession>;
+  /** End a consent session and revoke its leases. */
+  endSession(id: string): StoreResult<void>;
+  listSessions(): StoreResult<ConsentSession[]>;
+  /** Delete what expired more than `graceMs` ago. */
+  prune(graceMs: number): StoreResult<number>;
+  close(): void;
+}
