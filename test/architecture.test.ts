@@ -21,6 +21,8 @@ const BELOW_TOOLS = [
   "sessions",
   "ssh",
   "infra-protocol",
+  "sshsig",
+  "consent",
   "broker",
   "runner",
 ] as const;
@@ -37,10 +39,14 @@ const ALLOWED: Record<string, readonly string[]> = {
   sessions: ["core", "config", "proc"],
   ssh: ["core", "config", "files"],
   "infra-protocol": ["core"],
+  // OpenSSH signatures and allowed-signers files: pure parsing and node:crypto.
+  sshsig: ["core"],
+  // Transactional consent: the store, the signed payload, the description of an act.
+  consent: ["core", "config", "files", "sshsig"],
   // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
-  infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol"],
+  infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol", "sshsig", "consent"],
   broker: ["core", "config", "policy", "audit"],
-  runner: ["core", "config", "metrics", "policy", "audit", "broker"],
+  runner: ["core", "config", "metrics", "policy", "audit", "broker", "consent"],
   tools: BELOW_TOOLS,
   server: ["core", "config", "metrics", "runner", "tools"],
   cli: [...BELOW_TOOLS, "tools", "server", "infra"],

@@ -1,13 +1,17 @@
 import type { AuditFormat } from "../config/index.js";
 import type { Tier } from "../core/index.js";
 
-/** Contract audit actions (docs/wire-contract.md §6.1, ADR 0010). */
+/** Contract audit actions (docs/wire-contract.md §6.1, ADR 0010) and the consent gate's (docs/consent.md). */
 export type AuditAction =
   | "confirm_plan"
   | "confirm_arm"
   | "confirm_execute"
   | "confirm_verify"
-  | "confirm_rollback";
+  | "confirm_rollback"
+  | "consent_request"
+  | "consent_execute"
+  | "consent_lease"
+  | "consent_refuse";
 
 /** What the runner hands to the log for one event. */
 export interface AuditEntry {

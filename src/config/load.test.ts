@@ -62,6 +62,15 @@ describe("defaults", () => {
       authRefreshTtl: 2592000,
       authCodeTtl: 300,
       infraSocket: "",
+      consent: false,
+      consentAllowedSigners: "",
+      consentDb: "/home/op/.local/state/relay-shell/consent.db",
+      consentWait: 0,
+      consentLeaseMode: "manual",
+      consentLeaseTtl: 90,
+      consentLeaseBudget: 20,
+      consentSessionIdle: 28800,
+      consentApprovalTtl: 300,
       traceFile: "",
     });
   });

@@ -7,6 +7,7 @@ import {
   enumSetting,
   hostSetting,
   integerSetting,
+  lenientEnumSetting,
   type PathContext,
   pathSetting,
   type RawValue,
@@ -97,6 +98,19 @@ const TABLE: SettingTable = {
   authCodeTtl: ["RELAY_SHELL_AUTH_CODE_TTL", int(300, 30, 3600)],
   // the INFRA-1 broker's socket; the infra_* tools exist only when it is set (docs/tools.md)
   infraSocket: ["RELAY_SHELL_INFRA_SOCKET", socketPathSetting],
+  // transactional consent (docs/consent.md); an unknown lease mode is the strictest, never an error
+  consent: ["RELAY_SHELL_CONSENT", bool(false)],
+  consentAllowedSigners: ["RELAY_SHELL_CONSENT_ALLOWED_SIGNERS", path(() => "")],
+  consentDb: ["RELAY_SHELL_CONSENT_DB", path((ctx) => join(ctx.stateDir, "consent.db"))],
+  consentWait: ["RELAY_SHELL_CONSENT_WAIT", int(0, 0, 3600)],
+  consentLeaseMode: [
+    "RELAY_SHELL_CONSENT_LEASE_MODE",
+    (env) => lenientEnumSetting(env, ["manual", "window", "session"], "manual"),
+  ],
+  consentLeaseTtl: ["RELAY_SHELL_CONSENT_LEASE_TTL", int(90, 1, 86400)],
+  consentLeaseBudget: ["RELAY_SHELL_CONSENT_LEASE_BUDGET", int(20, 1, 100000)],
+  consentSessionIdle: ["RELAY_SHELL_CONSENT_SESSION_IDLE", int(28800, 60, 604800)],
+  consentApprovalTtl: ["RELAY_SHELL_CONSENT_APPROVAL_TTL", int(300, 10, 86400)],
   // diagnostics
   traceFile: ["RELAY_SHELL_TRACE_FILE", path(() => "")],
 };

@@ -4,6 +4,8 @@ type Transport = "stdio" | "http";
 export type KnownHostsMode = "strict" | "accept-new" | "ignore";
 export type AuditFormat = "jsonl" | "cef" | "leef";
 export type PolicyMode = "open" | "guarded" | "readonly";
+/** How long a signed read covers more reads (docs/consent.md): none, a short window, or the consent session. */
+export type ConsentLeaseMode = "manual" | "window" | "session";
 
 /**
  * The one typed, frozen settings object parsed from `RELAY_SHELL_*`
@@ -74,6 +76,16 @@ export interface Settings {
   authCodeTtl: number;
   // INFRA-1 broker (docs/tools.md#infra-tools)
   infraSocket: string; // "" = no broker: the infra_* tools are not listed
+  // transactional consent (docs/consent.md)
+  consent: boolean;
+  consentAllowedSigners: string; // "" = none (consent then refuses to start)
+  consentDb: string;
+  consentWait: number;
+  consentLeaseMode: ConsentLeaseMode;
+  consentLeaseTtl: number;
+  consentLeaseBudget: number;
+  consentSessionIdle: number;
+  consentApprovalTtl: number;
   // diagnostics (docs/performance.md)
   traceFile: string;
 }

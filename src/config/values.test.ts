@@ -226,6 +226,17 @@ describe("paths", () => {
     expect(problems({ RELAY_SHELL_INFRA_SOCKET: "/run/é".padEnd(107, "x") })).toHaveLength(1);
   });
 
+  it("reads an unknown or blank consent lease mode as manual, the strictest", () => {
+    const mode = (raw: string | undefined) =>
+      loadSettings(raw === undefined ? {} : { RELAY_SHELL_CONSENT_LEASE_MODE: raw }, opts()).consentLeaseMode;
+    expect(mode(undefined)).toBe("manual");
+    expect(mode("window")).toBe("window");
+    expect(mode(" Session ")).toBe("session");
+    expect(mode("windw")).toBe("manual");
+    expect(mode("")).toBe("manual");
+    expect(mode("always")).toBe("manual");
+  });
+
   it("refuses ~user paths", () => {
     expect(problems({ RELAY_SHELL_INVENTORY: "~bob/hosts.json" })).toEqual([
       'RELAY_SHELL_INVENTORY: expected a file path, got "~bob/hosts.json": the ~user form is not supported, write the path out',

@@ -101,6 +101,26 @@ export function enumSetting<const T extends string>(
 }
 
 /**
+ * An enumeration whose unknown values fall back to `fallback` instead of
+ * failing start-up: for a setting where the fallback is the strictest choice,
+ * so a typo can only make the server stricter than meant, never looser.
+ */
+export function lenientEnumSetting<const T extends string>(
+  env: string,
+  values: readonly T[],
+  fallback: T,
+): SettingSchema<T> {
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const word = raw.trim().toLowerCase();
+      return { ok: true, value: values.find((v) => v === word) ?? fallback };
+    },
+  );
+}
+
+/**
  * Expand `~` and resolve against the working directory. `~user` is refused
  * rather than looked up: the loader does no account lookups.
  */

@@ -33,6 +33,29 @@ describe("configWarnings", () => {
     );
   });
 
+  it("warns on weak consent settings, and only with consent on", () => {
+    const strict = { policyMode: "guarded", sshKnownHosts: "strict", auditChain: true } as const;
+    const weak = {
+      consentLeaseMode: "session",
+      consentLeaseTtl: 3600,
+      consentLeaseBudget: 500,
+      consentApprovalTtl: 3600,
+      consentWait: 1200,
+    } as const;
+    expect(configWarnings(settings({ ...strict, ...weak }), user)).toEqual([]);
+    expect(configWarnings(settings({ ...strict, consent: true }), user)).toEqual([]);
+    expect(configWarnings(settings({ ...strict, ...weak, consent: true }), user)).toEqual([
+      "consent lease mode is session: one signed read covers up to 500 reads for the whole MCP session",
+      "consent read lease lasts 3600s (RELAY_SHELL_CONSENT_LEASE_TTL)",
+      "consent read lease allows 500 reads (RELAY_SHELL_CONSENT_LEASE_BUDGET)",
+      "consent approvals stay usable for 3600s (RELAY_SHELL_CONSENT_APPROVAL_TTL)",
+      "a call may wait 1200s for consent (RELAY_SHELL_CONSENT_WAIT)",
+    ]);
+    // In manual mode the lease settings are not used, so they are not a weakness.
+    const manual = { ...weak, consentLeaseMode: "manual", consentApprovalTtl: 300, consentWait: 0 } as const;
+    expect(configWarnings(settings({ ...strict, ...manual, consent: true }), user)).toEqual([]);
+  });
+
   it("warns when running as root", () => {
     expect(configWarnings(settings(), { euid: 0 })[0]).toBe(
       "running as root: every command runs with full host privileges",

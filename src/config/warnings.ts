@@ -46,6 +46,40 @@ export function configWarnings(settings: Settings, runtime: RuntimeInfo): string
       "unauthenticated HTTP listener on a non-loopback address (RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true)",
     );
   }
+  warnings.push(...consentWarnings(settings));
+  return warnings;
+}
+
+/** Lease settings past which consent stops meaning "a human saw this act" (docs/consent.md). */
+const LONG_LEASE_TTL = 900;
+const LARGE_LEASE_BUDGET = 100;
+const LONG_APPROVAL_TTL = 900;
+const LONG_CONSENT_WAIT = 600;
+
+function consentWarnings(settings: Settings): string[] {
+  if (!settings.consent) return [];
+  const warnings: string[] = [];
+  if (settings.consentLeaseMode === "session") {
+    warnings.push(
+      `consent lease mode is session: one signed read covers up to ${settings.consentLeaseBudget} reads for the whole MCP session`,
+    );
+  }
+  if (settings.consentLeaseMode !== "manual" && settings.consentLeaseTtl > LONG_LEASE_TTL) {
+    warnings.push(`consent read lease lasts ${settings.consentLeaseTtl}s (RELAY_SHELL_CONSENT_LEASE_TTL)`);
+  }
+  if (settings.consentLeaseMode !== "manual" && settings.consentLeaseBudget > LARGE_LEASE_BUDGET) {
+    warnings.push(
+      `consent read lease allows ${settings.consentLeaseBudget} reads (RELAY_SHELL_CONSENT_LEASE_BUDGET)`,
+    );
+  }
+  if (settings.consentApprovalTtl > LONG_APPROVAL_TTL) {
+    warnings.push(
+      `consent approvals stay usable for ${settings.consentApprovalTtl}s (RELAY_SHELL_CONSENT_APPROVAL_TTL)`,
+    );
+  }
+  if (settings.consentWait > LONG_CONSENT_WAIT) {
+    warnings.push(`a call may wait ${settings.consentWait}s for consent (RELAY_SHELL_CONSENT_WAIT)`);
+  }
   return warnings;
 }
 

@@ -1,5 +1,5 @@
 /** Fixed outcome labels (docs/wire-contract.md §9.3): never user text. */
-export type CallOutcome = "ok" | "denied" | "error" | "confirm_required";
+export type CallOutcome = "ok" | "denied" | "error" | "confirm_required" | "consent_required";
 
 interface CallLabels {
   tool: string;

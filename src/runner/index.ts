@@ -1,5 +1,6 @@
 export { createFollowUpVetter } from "./admission.js";
 export { createConfirmGate } from "./confirm-gate.js";
+export { type ActResult, type ConsentGateSettings, createConsentGate } from "./consent-gate.js";
 export { fanoutShare } from "./fanout.js";
 export { clampOutput } from "./format.js";
 export { createRelay, type Relay } from "./relay.js";
@@ -8,6 +9,7 @@ export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,
   commandOutcome,
+  type ConsentCapability,
   defineTool,
   type Tool,
   type ToolContext,

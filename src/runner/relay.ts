@@ -35,6 +35,8 @@ export interface RelayDeps {
 interface CallContext {
   requestId: string;
   clientId: string;
+  /** The MCP session of the call (the consent session); "" when the edge has none. */
+  session?: string;
   signal: AbortSignal;
   /** Progress sink for long calls; absent when the client sent no progress token. */
   progress?: (done: number, total: number, message?: string) => void;
@@ -136,36 +138,55 @@ export function createRelay(deps: RelayDeps): Relay {
     // 6. Gates add friction to what policy admitted; they never widen it.
     const toolCtx = toolContextOf(ctx);
     let action: AuditAction | undefined = tool.auditAction;
+    let confirmed = false;
     let followUps: FollowUpPlan | undefined;
+    let gateExtra: Record<string, unknown> | undefined;
     for (const gate of gates) {
-      const verdict = gate.check(
+      const verdict = await gate.check(
         {
           tool: tool.name,
           policyText: admission.policyText,
           auditArgs: admission.rawAuditArgs,
           tier: admission.tier,
+          basis: basisOf(admission.classification),
           args,
+          session: ctx.session ?? "",
         },
         toolCtx,
       );
+      const recorded = verdict.auditExtra ? withExtra(base, verdict.auditExtra) : base;
       if (verdict.kind === "challenge") {
         // Nothing ran, so no notice: a challenge is not a result.
         return finish(ctx, {
-          ...base,
+          ...recorded,
           text: verdict.text,
           exitCode: null,
-          outcome: "confirm_required",
+          outcome: verdict.outcome ?? "confirm_required",
+          action: verdict.action,
+        });
+      }
+      if (verdict.kind === "refuse") {
+        return finish(ctx, {
+          ...recorded,
+          denied: true,
+          reason: verdict.reason,
+          text: deniedText(admission.tier, verdict.reason),
+          exitCode: null,
+          outcome: "denied",
           action: verdict.action,
         });
       }
       if (verdict.action) action = verdict.action;
+      if (verdict.action === "confirm_execute") confirmed = true;
       if (verdict.followUps) followUps = verdict.followUps;
+      if (verdict.consent) toolCtx.consent = verdict.consent;
+      if (verdict.auditExtra) gateExtra = { ...gateExtra, ...verdict.auditExtra };
     }
     markStage("gates");
 
     // 7-10. Work, bound, audit, count.
     const work = await performWork(tool, args, toolCtx, settings);
-    const result = finish(ctx, recordOf(base, work, action));
+    const result = finish(ctx, recordOf(gateExtra ? withExtra(base, gateExtra) : base, work, action));
     markStage("audit");
 
     // 11. Verify / rollback bound at arm time, each its own admitted, audited call.
@@ -182,7 +203,7 @@ export function createRelay(deps: RelayDeps): Relay {
     }
 
     // 12. Notices, after every record was written: they never change a recorded hash.
-    const noticed = withNotices(result, admission, work, action, record.lost(ctx));
+    const noticed = withNotices(result, admission, work, confirmed, record.lost(ctx));
     markStage("notices");
     return noticed;
   }
@@ -191,7 +212,7 @@ export function createRelay(deps: RelayDeps): Relay {
     result: RunResult,
     admission: Admitted,
     work: WorkResult,
-    action: AuditAction | undefined,
+    confirmed: boolean,
     recordLost = false,
   ): RunResult {
     const notices = computeNotices({
@@ -200,7 +221,7 @@ export function createRelay(deps: RelayDeps): Relay {
       basis: admission.classification.basis,
       mode: settings.policyMode,
       brokerOn: settings.confirmTier3,
-      confirmed: action === "confirm_execute",
+      confirmed,
       fields: work.threw ? undefined : work.fields,
     });
     if (recordLost) notices.push(auditLostNotice(settings.auditFailClosed));
@@ -318,6 +339,16 @@ export function createRelay(deps: RelayDeps): Relay {
       return text;
     },
   };
+}
+
+/** The classifier's basis as a gate shows it to a human: `rule: part`. */
+function basisOf(classification: Classification): string {
+  return classification.part === "" ? classification.basis : `${classification.basis}: ${classification.part}`;
+}
+
+/** Base record fields with a gate's facts added to the (redacted) args. */
+function withExtra<T extends { args: Record<string, unknown> }>(base: T, extra: Record<string, unknown>): T {
+  return { ...base, args: { ...base.args, ...redactArgs(extra) } };
 }
 
 function recordOf(

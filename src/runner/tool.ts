@@ -11,11 +11,29 @@ export interface ForeignFields {
   body(fields: Record<string, unknown>): string;
 }
 
+/**
+ * A human's approval of exactly this call, as the consent gate verified and
+ * consumed it: a tool that hands the act to another program (the INFRA
+ * broker) passes it along so that program can verify it again itself.
+ */
+export interface ConsentCapability {
+  request: string;
+  nonce: string;
+  /** The exact bytes that were signed. */
+  payload: string;
+  /** The armored OpenSSH signature over `payload`. */
+  signature: string;
+  /** The principal the relay found for the signing key. */
+  signer: string;
+}
+
 /** What a tool learns about the call it serves. */
 export interface ToolContext {
   signal: AbortSignal;
   requestId: string;
   clientId: string;
+  /** Present when the consent gate let this call run on a signed approval. */
+  consent?: ConsentCapability;
   /** Report progress to the client (MCP progress notifications); a no-op when it asked for none. */
   progress(done: number, total: number, message?: string): void;
 }
@@ -207,30 +225,47 @@ export function annotationsFor(
 }
 
 /** The identity of one admitted call, as a gate sees it. */
-interface CallIdentity {
+export interface CallIdentity {
   tool: string;
   policyText: string;
   /** Raw (unredacted) audit args: the target of the call. */
   auditArgs: Record<string, unknown>;
   tier: Tier;
+  /** Why the call has its tier (the classifier's basis, and the part that decided it). */
+  basis: string;
   /** The validated arguments (kept by a gate that must later re-derive the call, never logged). */
   args: unknown;
+  /** The MCP session the call came in on (a stdio connection, or an HTTP session of one client). */
+  session: string;
 }
 
-type GateVerdict =
+export type GateVerdict =
   | {
       kind: "proceed";
       action?: AuditAction;
       /** Verify/rollback commands bound to the confirmation this call consumed (ADR 0010). */
       followUps?: FollowUpPlan;
+      /** The approval this call runs on, handed to the tool (see ToolContext.consent). */
+      consent?: ConsentCapability;
+      /** Facts the gate adds to the call's audit record (never credentials). */
+      auditExtra?: Record<string, unknown>;
     }
-  | { kind: "challenge"; text: string; action: AuditAction };
+  | {
+      kind: "challenge";
+      text: string;
+      action: AuditAction;
+      /** The metrics outcome of a challenge (default confirm_required). */
+      outcome?: "confirm_required" | "consent_required";
+      auditExtra?: Record<string, unknown>;
+    }
+  | { kind: "refuse"; reason: string; action: AuditAction; auditExtra?: Record<string, unknown> };
 
 /**
  * A control consulted after policy admitted a call (the Tier-3 confirmation
- * broker, human consent). Gates run in order; the first challenge wins.
+ * broker, human consent). Gates run in order; the first challenge or refusal
+ * wins. A gate may answer later (a store, a wait for a human).
  */
 export interface Gate {
   readonly name: string;
-  check(call: CallIdentity, ctx: ToolContext): GateVerdict;
+  check(call: CallIdentity, ctx: ToolContext): GateVerdict | Promise<GateVerdict>;
 }

@@ -13,6 +13,7 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
+import { cryptoIds } from "../core/index.js";
 import { outputSchemaFor, type Relay, type ResourceDef } from "../runner/index.js";
 
 export interface McpServerDeps {
@@ -28,6 +29,8 @@ export interface McpServerDeps {
    * otherwise wait for starts here, after the handshake, not during it.
    */
   onInitialized?: () => void;
+  /** Called when this MCP session ends (its transport closed): consent leases end with it. */
+  onSessionEnd?: (session: string) => void;
 }
 
 const PROMPT_NAME = "operating_guide";
@@ -102,6 +105,10 @@ export function createMcpServer(deps: McpServerDeps): Server {
     },
   );
   if (deps.onInitialized) server.oninitialized = deps.onInitialized;
+  // One MCP server per session (the HTTP edge builds one per Mcp-Session-Id): its consent session.
+  const session = `mcp-${cryptoIds.hex(8)}`;
+  const onSessionEnd = deps.onSessionEnd;
+  if (onSessionEnd) server.onclose = () => onSessionEnd(session);
 
   const listing = relay.tools.map((tool) => ({
     name: tool.name,
@@ -120,6 +127,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
     const result = await relay.run(request.params.name, request.params.arguments, {
       requestId: String(extra.requestId),
       clientId: clientIdOf(extra.authInfo?.clientId, request.params._meta),
+      session,
       signal: extra.signal,
       ...(progressToken === undefined
         ? {}

@@ -18,7 +18,12 @@ export interface DiagnosticsDeps {
   version: string;
   runtime: RuntimeInfo;
   /** Live counts owned by other parts of the server (pending tokens, sessions, ...). */
-  live?: { confirmPending?: () => number; inventoryHosts?: () => number | null };
+  live?: {
+    confirmPending?: () => number;
+    inventoryHosts?: () => number | null;
+    /** Consent requests waiting for a human (null when the store cannot be read). */
+    consentPending?: () => number | null;
+  };
 }
 
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
@@ -81,6 +86,23 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
           pending: deps.live?.confirmPending?.() ?? 0,
           rollback: settings.confirmRollback,
         },
+        // Only with consent on, so the default posture's answer is unchanged (docs/consent.md).
+        ...(settings.consent
+          ? {
+              consent: {
+                enabled: true,
+                allowed_signers: settings.consentAllowedSigners,
+                db: settings.consentDb,
+                lease_mode: settings.consentLeaseMode,
+                lease_ttl: settings.consentLeaseTtl,
+                lease_budget: settings.consentLeaseBudget,
+                session_idle: settings.consentSessionIdle,
+                approval_ttl: settings.consentApprovalTtl,
+                wait: settings.consentWait,
+                pending: deps.live?.consentPending?.() ?? null,
+              },
+            }
+          : {}),
         seccomp: {
           notify: settings.seccompNotify,
           supported: false,

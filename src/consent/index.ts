@@ -1,0 +1,11 @@
+export { actDigest, CONSENT_NAMESPACE, consentPayload } from "./payload.js";
+export type {
+  ConsentAct,
+  ConsentLease,
+  ConsentRequest,
+  ConsentSession,
+  ConsentStore,
+  StoreResult,
+  StoredApproval,
+} from "./types.js";
+export { type ApprovalVerifier, channelVerifier, type VerifiedApproval } from "./verifier.js";

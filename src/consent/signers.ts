@@ -1,0 +1,81 @@
+import { readFileSync, statSync } from "node:fs";
+import { trustAnchorProblems } from "../files/index.js";
+import { type AllowedSigner, parseAllowedSigners, verifySshsig } from "../sshsig/index.js";
+import { CONSENT_NAMESPACE } from "./payload.js";
+import type { ApprovalVerifier } from "./verifier.js";
+
+/** Why the allowed-signers file cannot be trusted or used; thrown at start-up. */
+export class TrustAnchorError extends Error {}
+
+interface Loaded {
+  signers: AllowedSigner[];
+  /** Identity of the file the signers came from: a change is read again. */
+  stamp: string;
+}
+
+function stampOf(path: string): string {
+  const st = statSync(path);
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+}
+
+/**
+ * Read the operator's allowed-signers file, after checking the relay could
+ * not have written it (docs/consent.md, "trust anchors"). Throws a
+ * TrustAnchorError naming every problem.
+ */
+function loadSigners(path: string, selfUid: number): Loaded {
+  const problems = trustAnchorProblems(path, { selfUid });
+  if (problems.length > 0) throw new TrustAnchorError(problems.join("; "));
+  const stamp = stampOf(path);
+  const parsed = parseAllowedSigners(readFileSync(path, "utf8"));
+  if (parsed.problems.length > 0) throw new TrustAnchorError(`${path}: ${parsed.problems.join("; ")}`);
+  const usable = parsed.signers.filter((s) => allowsNamespace(s.namespaces));
+  if (usable.length === 0) {
+    throw new TrustAnchorError(`${path} names no signer allowed to sign in namespace ${CONSENT_NAMESPACE}`);
+  }
+  return { signers: parsed.signers, stamp };
+}
+
+function allowsNamespace(namespaces: readonly string[] | null | undefined): boolean {
+  return !namespaces || namespaces.some((pattern) => globMatch(pattern, CONSENT_NAMESPACE));
+}
+
+/** OpenSSH's pattern matching for one pattern: `*` and `?`. */
+function globMatch(pattern: string, value: string): boolean {
+  const re = new RegExp(
+    `^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`,
+  );
+  return re.test(value);
+}
+
+/**
+ * The verifier of approvals signed with `ssh-keygen -Y sign -n
+ * relay-shell-consent`. The file is checked and read at start-up (a
+ * problem stops the relay) and read again, with the same checks, whenever
+ * it changes, so removing a key takes effect on the next approval; a file
+ * that became unsafe refuses every approval until it is fixed.
+ */
+export function createSshsigVerifier(path: string, selfUid: number): ApprovalVerifier {
+  let loaded = loadSigners(path, selfUid);
+  return {
+    verify(approval, payload, now) {
+      try {
+        if (stampOf(path) !== loaded.stamp) loaded = loadSigners(path, selfUid);
+      } catch (err) {
+        return { ok: false, reason: `the allowed-signers file cannot be trusted now: ${String(err)}` };
+      }
+      const result = verifySshsig(approval.proof, Buffer.from(payload, "utf8"), {
+        namespace: CONSENT_NAMESPACE,
+        signers: loaded.signers,
+        now: new Date(now),
+      });
+      if (!result.ok) return { ok: false, reason: result.reason };
+      return { ok: true, signer: result.principal, key: result.key.fingerprint, channel: "sshsig" };
+    },
+  };
+}
+
+/** Check the file at start-up without building a verifier (for --check-config). */
+export function checkAllowedSigners(path: string, selfUid: number): void {
+  loadSigners(path, selfUid);
+}

@@ -1,0 +1,30 @@
+import type { StoredApproval } from "./types.js";
+
+/** Who approved, once the relay checked the proof itself. */
+export type VerifiedApproval =
+  | { ok: true; signer: string; key: string; channel: StoredApproval["channel"] }
+  | { ok: false; reason: string };
+
+/**
+ * Checks an approval's proof over the payload the relay rebuilt from the
+ * live call. One per channel (an OpenSSH signature, a passkey assertion);
+ * a channel without one is refused, never trusted.
+ */
+export interface ApprovalVerifier {
+  verify(approval: StoredApproval, payload: string, now: number): VerifiedApproval;
+}
+
+/** Route each approval to its channel's verifier; an unknown channel is refused. */
+export function channelVerifier(
+  byChannel: Partial<Record<StoredApproval["channel"], ApprovalVerifier>>,
+): ApprovalVerifier {
+  return {
+    verify(approval, payload, now) {
+      const verifier = byChannel[approval.channel];
+      if (!verifier) {
+        return { ok: false, reason: `no verifier for approvals given by ${approval.channel} on this relay` };
+      }
+      return verifier.verify(approval, payload, now);
+    },
+  };
+}

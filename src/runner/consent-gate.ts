@@ -1,0 +1,251 @@
+import {
+  type ApprovalVerifier,
+  actDigest,
+  type ConsentAct,
+  type ConsentRequest,
+  type ConsentStore,
+  consentPayload,
+  type StoreResult,
+} from "../consent/index.js";
+import type { Clock, Tier } from "../core/index.js";
+import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
+
+/** The act a call would perform, or why it cannot be described for a signature. */
+export type ActResult = { ok: true; act: ConsentAct } | { ok: false; reason: string };
+
+export interface ConsentGateSettings {
+  leaseMode: "manual" | "window" | "session";
+  leaseTtlSeconds: number;
+  leaseBudget: number;
+  sessionIdleSeconds: number;
+  approvalTtlSeconds: number;
+  /** Seconds a call waits for the decision before answering CONSENT REQUIRED (0 = answer at once). */
+  waitSeconds: number;
+}
+
+export interface ConsentGateDeps {
+  store: ConsentStore;
+  /** The table of consequential arguments: what this call really does. */
+  actOf(tool: string, args: unknown, tier: Tier): Promise<ActResult>;
+  /** The readable text of an act, for the caller and the human. */
+  describe(request: ConsentRequest, expiresInSeconds: number): string;
+  verifier: ApprovalVerifier;
+  clock: Clock;
+  settings: ConsentGateSettings;
+  /** How often a waiting call looks for the decision (ms). */
+  pollMs?: number;
+}
+
+const DEFAULT_POLL_MS = 250;
+const PROGRESS_EVERY_MS = 1000;
+
+/**
+ * Human consent as a gate (docs/consent.md, ADR 0022). It sees only calls
+ * that policy and the Tier-3 broker admitted. Tier 0 passes; any other call
+ * runs only on an approval a human signed for exactly this act (its bound
+ * arguments), consumed once, or, for a read, on an open lease of this
+ * consent session. Everything that cannot be established is a refusal.
+ */
+export function createConsentGate(deps: ConsentGateDeps): Gate {
+  const { store, clock, settings } = deps;
+  const pollMs = deps.pollMs ?? DEFAULT_POLL_MS;
+  // The store is writable by this process's own user, and so by a command it runs: every nonce
+  // this process consumed stays here until its approval would have expired anyway.
+  const consumed = new Map<string, number>();
+
+  function remember(nonce: string, expiresAt: number): void {
+    const now = clock.now();
+    for (const [n, until] of consumed) if (until <= now) consumed.delete(n);
+    consumed.set(nonce, expiresAt);
+  }
+
+  function refuse(reason: string, extra?: Record<string, unknown>): GateVerdict {
+    return {
+      kind: "refuse",
+      reason: `consent: ${reason}`,
+      action: "consent_refuse",
+      ...(extra ? { auditExtra: { consent: extra } } : {}),
+    };
+  }
+
+  function storeRefusal<T>(result: StoreResult<T>): GateVerdict | null {
+    if (result.ok) return null;
+    return result.failure === "locked"
+      ? refuse(`the consent store is busy (${result.detail}); nothing ran, try again`)
+      : refuse(`the consent store cannot be used (${result.failure}: ${result.detail}); nothing ran`);
+  }
+
+  function challenge(request: ConsentRequest): GateVerdict {
+    const seconds = Math.max(0, Math.ceil((request.expiresAt - clock.now()) / 1000));
+    return {
+      kind: "challenge",
+      text: `[CONSENT REQUIRED id=${request.id} expires_in=${seconds}s]\n${deps.describe(request, seconds)}`,
+      action: "consent_request",
+      outcome: "consent_required",
+      auditExtra: { consent: { request: request.id } },
+    };
+  }
+
+  /** Verify the approval against the live act, consume it once, open a read lease where the mode says so. */
+  function consume(request: ConsentRequest, act: ConsentAct, call: CallIdentity): GateVerdict {
+    const now = clock.now();
+    const ref = { request: request.id };
+    if (request.expiresAt <= now) return refuse(`the approval of request ${request.id} has expired`, ref);
+    // Rebuilt from the live call: a payload edited in the store cannot match a signature.
+    const payload = consentPayload(act, {
+      request: request.id,
+      nonce: request.nonce,
+      expiresAt: request.expiresAt,
+      instance: store.instanceId,
+    });
+    if (payload !== request.payload) {
+      return refuse(`request ${request.id} in the store does not describe this act; it is not used`, ref);
+    }
+    if (!request.approval) return refuse(`request ${request.id} carries no approval`, ref);
+    if (consumed.has(request.nonce)) {
+      return refuse(`the approval of request ${request.id} was already used by this relay`, ref);
+    }
+    const verified = deps.verifier.verify(request.approval, payload, now);
+    if (!verified.ok) {
+      return refuse(`the approval of request ${request.id} does not verify: ${verified.reason}`, ref);
+    }
+    const taken = store.consume(request.id, request.nonce);
+    if (!taken.ok) {
+      if (taken.failure === "consumed") {
+        return refuse(`the approval of request ${request.id} was already used`, ref);
+      }
+      return storeRefusal(taken) ?? refuse("the approval could not be consumed", ref);
+    }
+    remember(request.nonce, request.expiresAt);
+    const record: Record<string, unknown> = {
+      request: request.id,
+      approver: verified.signer,
+      key: verified.key,
+      channel: verified.channel,
+    };
+    if (call.tier === 1 && settings.leaseMode !== "manual") {
+      const lease = store.openLease({
+        session: call.session,
+        openedBy: request.id,
+        mode: settings.leaseMode,
+        createdAt: now,
+        expiresAt:
+          settings.leaseMode === "window" ? now + settings.leaseTtlSeconds * 1000 : Number.MAX_SAFE_INTEGER,
+        remaining: settings.leaseBudget,
+      });
+      // The read itself was approved; a lease that could not be opened only means the next read asks again.
+      if (lease.ok) record.lease = lease.value.id;
+    }
+    return {
+      kind: "proceed",
+      action: "consent_execute",
+      auditExtra: { consent: record },
+      consent: {
+        request: request.id,
+        nonce: request.nonce,
+        payload,
+        signature: request.approval.proof,
+        signer: verified.signer,
+      },
+    };
+  }
+
+  /** Wait for the human's decision on a pending request, telling the client while it waits. */
+  async function awaitDecision(id: string, ctx: ToolContext): Promise<StoreResult<ConsentRequest>> {
+    const start = clock.monotonic();
+    const limitMs = settings.waitSeconds * 1000;
+    let lastProgress = -PROGRESS_EVERY_MS;
+    for (;;) {
+      const current = store.getRequest(id);
+      if (!current.ok || current.value.status !== "pending") return current;
+      const elapsed = clock.monotonic() - start;
+      if (elapsed >= limitMs || ctx.signal.aborted || current.value.expiresAt <= clock.now()) return current;
+      if (elapsed - lastProgress >= PROGRESS_EVERY_MS) {
+        lastProgress = elapsed;
+        ctx.progress(
+          Math.floor(elapsed / 1000),
+          settings.waitSeconds,
+          `waiting for a human to approve consent request ${id}`,
+        );
+      }
+      await sleep(Math.min(pollMs, limitMs - elapsed), ctx.signal);
+    }
+  }
+
+  return {
+    name: "consent",
+    async check(call, ctx) {
+      if (call.tier === 0) return { kind: "proceed" };
+      const described = await deps.actOf(call.tool, call.args, call.tier);
+      if (!described.ok) {
+        return refuse(`this act cannot be described for a signature (${described.reason}); it is not run unsigned`);
+      }
+      const act = described.act;
+      const digest = actDigest(act);
+      const session = store.touchSession(call.session, ctx.clientId);
+      const sessionFailure = storeRefusal(session);
+      if (sessionFailure) return sessionFailure;
+
+      // A read may ride on a lease this consent session opened with a signed read.
+      if (call.tier === 1 && settings.leaseMode !== "manual") {
+        const lease = store.takeLeaseRead(call.session, settings.sessionIdleSeconds * 1000);
+        const leaseFailure = storeRefusal(lease);
+        if (leaseFailure) return leaseFailure;
+        if (lease.ok && lease.value) {
+          return {
+            kind: "proceed",
+            action: "consent_lease",
+            auditExtra: { consent: { lease: lease.value.id, remaining: lease.value.remaining } },
+          };
+        }
+      }
+
+      const approved = store.findApproved(digest);
+      if (!approved.ok) return storeRefusal(approved) as GateVerdict;
+      if (approved.value) return consume(approved.value, act, call);
+
+      const open = store.findOpen(digest, call.session);
+      if (!open.ok) return storeRefusal(open) as GateVerdict;
+      let request = open.value;
+      if (request?.status === "denied") return deniedVerdict(request);
+      if (!request) {
+        const created = store.createRequest({
+          act,
+          actDigest: digest,
+          basis: call.basis,
+          session: call.session,
+          clientId: ctx.clientId,
+          ttlSeconds: settings.approvalTtlSeconds,
+        });
+        if (!created.ok) return storeRefusal(created) as GateVerdict;
+        request = created.value;
+      }
+      if (settings.waitSeconds > 0) {
+        const decided = await awaitDecision(request.id, ctx);
+        if (!decided.ok) return storeRefusal(decided) as GateVerdict;
+        if (decided.value.status === "approved") return consume(decided.value, act, call);
+        if (decided.value.status === "denied") return deniedVerdict(decided.value);
+        request = decided.value;
+      }
+      return challenge(request);
+    },
+  };
+
+  function deniedVerdict(request: ConsentRequest): GateVerdict {
+    const by = request.denial?.by ? ` by ${request.denial.by}` : "";
+    const why = request.denial?.reason ? `: ${request.denial.reason}` : "";
+    return refuse(`request ${request.id} was denied${by}${why}`, { request: request.id });
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, Math.max(0, ms));
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
