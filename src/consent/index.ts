@@ -5,7 +5,7 @@ export type {
   ConsentRequest,
   ConsentSession,
   ConsentStore,
-  StoreResult,
   StoredApproval,
+  StoreResult,
 } from "./types.js";
 export { type ApprovalVerifier, channelVerifier, type VerifiedApproval } from "./verifier.js";

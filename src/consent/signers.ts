@@ -43,7 +43,10 @@ function allowsNamespace(namespaces: readonly string[] | null | undefined): bool
 /** OpenSSH's pattern matching for one pattern: `*` and `?`. */
 function globMatch(pattern: string, value: string): boolean {
   const re = new RegExp(
-    `^${pattern.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*").replace(/\?/g, ".")}$`,
+    `^${pattern
+      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
+      .replace(/\*/g, ".*")
+      .replace(/\?/g, ".")}$`,
   );
   return re.test(value);
 }

@@ -178,7 +178,9 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
       if (call.tier === 0) return { kind: "proceed" };
       const described = await deps.actOf(call.tool, call.args, call.tier);
       if (!described.ok) {
-        return refuse(`this act cannot be described for a signature (${described.reason}); it is not run unsigned`);
+        return refuse(
+          `this act cannot be described for a signature (${described.reason}); it is not run unsigned`,
+        );
       }
       const act = described.act;
       const digest = actDigest(act);

@@ -8,8 +8,8 @@ export type { ResourceDef } from "./resource.js";
 export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,
-  commandOutcome,
   type ConsentCapability,
+  commandOutcome,
   defineTool,
   type Tool,
   type ToolContext,

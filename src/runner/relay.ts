@@ -343,7 +343,9 @@ export function createRelay(deps: RelayDeps): Relay {
 
 /** The classifier's basis as a gate shows it to a human: `rule: part`. */
 function basisOf(classification: Classification): string {
-  return classification.part === "" ? classification.basis : `${classification.basis}: ${classification.part}`;
+  return classification.part === ""
+    ? classification.basis
+    : `${classification.basis}: ${classification.part}`;
 }
 
 /** Base record fields with a gate's facts added to the (redacted) args. */

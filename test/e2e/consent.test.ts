@@ -3,7 +3,7 @@ import { chmodSync, chownSync, existsSync, readFileSync, writeFileSync } from "n
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/consent/index.js";
-import { systemClock, cryptoIds } from "../../src/core/index.js";
+import { cryptoIds, systemClock } from "../../src/core/index.js";
 import {
   CONSENT_SKIP_REASON,
   type ConsentRelay,
@@ -23,7 +23,11 @@ import { startServer } from "../helpers/server.js";
 if (CONSENT_SKIP_REASON) process.stderr.write(`[skipped] consent e2e: ${CONSENT_SKIP_REASON}\n`);
 
 function lines(path: string): number {
-  return existsSync(path) ? readFileSync(path, "utf8").split("\n").filter((l) => l !== "").length : 0;
+  return existsSync(path)
+    ? readFileSync(path, "utf8")
+        .split("\n")
+        .filter((l) => l !== "").length
+    : 0;
 }
 
 function approve(world: ConsentWorld, id: string, key = world.operatorKey) {
@@ -97,7 +101,9 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
     expect(consentId(third.text)).not.toBe(id);
     expect(lines(canary)).toBe(1);
 
-    const records = world.records().filter((r) => (r.args as Record<string, unknown>).command === append(canary).command);
+    const records = world
+      .records()
+      .filter((r) => (r.args as Record<string, unknown>).command === append(canary).command);
     const actions = records.map((r) => r.action);
     expect(actions).toEqual(["consent_request", "consent_execute", "consent_request"]);
     const executed = records[1]?.args as { consent?: Record<string, unknown> };
@@ -162,7 +168,10 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
       ["stranger", (id) => approve(world, id, world.strangerKey), /does not verify/],
       [
         "tampered",
-        (id) => storeSignature(world, id, (p) => sshSign(world, world.operatorKey, "relay-shell-consent", p.replace("ran", "RAN"))),
+        (id) =>
+          storeSignature(world, id, (p) =>
+            sshSign(world, world.operatorKey, "relay-shell-consent", p.replace("ran", "RAN")),
+          ),
         /does not verify/,
       ],
       [
@@ -302,37 +311,40 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent waits, leases and revocat
   });
 });
 
-describe.skipIf(CONSENT_SKIP_REASON !== null)("consent refuses to start on trust anchors the relay could write", () => {
-  let world: ConsentWorld;
-  beforeAll(() => {
-    world = createConsentWorld();
-  });
-  afterAll(() => world?.cleanup());
+describe.skipIf(CONSENT_SKIP_REASON !== null)(
+  "consent refuses to start on trust anchors the relay could write",
+  () => {
+    let world: ConsentWorld;
+    beforeAll(() => {
+      world = createConsentWorld();
+    });
+    afterAll(() => world?.cleanup());
 
-  it("when the allowed-signers file belongs to the relay's own user", async () => {
-    chownSync(world.allowedSigners, world.user.uid, world.user.gid);
-    try {
-      await expect(world.startRelay()).rejects.toThrow(/allowed_signers/);
-    } finally {
-      chownSync(world.allowedSigners, 0, 0);
-    }
-  });
+    it("when the allowed-signers file belongs to the relay's own user", async () => {
+      chownSync(world.allowedSigners, world.user.uid, world.user.gid);
+      try {
+        await expect(world.startRelay()).rejects.toThrow(/allowed_signers/);
+      } finally {
+        chownSync(world.allowedSigners, 0, 0);
+      }
+    });
 
-  it("when anyone but its owner may write it", async () => {
-    chmodSync(world.allowedSigners, 0o666);
-    try {
-      await expect(world.startRelay()).rejects.toThrow(/writable/);
-    } finally {
-      chmodSync(world.allowedSigners, 0o644);
-    }
-  });
+    it("when anyone but its owner may write it", async () => {
+      chmodSync(world.allowedSigners, 0o666);
+      try {
+        await expect(world.startRelay()).rejects.toThrow(/writable/);
+      } finally {
+        chmodSync(world.allowedSigners, 0o644);
+      }
+    });
 
-  it("when the relay runs as root, which can write every file", async () => {
-    await expect(startServer(world.settings())).rejects.toThrow();
-  });
+    it("when the relay runs as root, which can write every file", async () => {
+      await expect(startServer(world.settings())).rejects.toThrow();
+    });
 
-  it("and starts when the file is the operator's", async () => {
-    const relay = await world.startRelay();
-    await relay.close();
-  });
-});
+    it("and starts when the file is the operator's", async () => {
+      const relay = await world.startRelay();
+      await relay.close();
+    });
+  },
+);

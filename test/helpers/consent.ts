@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { Progress } from "@modelcontextprotocol/sdk/types.js";
 import { ensureSystemUser, type SystemUser } from "../fixtures/infra.js";
 import { baseEnv, SERVER_ENTRY } from "./server.js";
 
@@ -28,7 +29,7 @@ export interface ConsentRelay {
   call(
     name: string,
     args?: Record<string, unknown>,
-    options?: { onprogress?: (p: { progress: number; message?: string }) => void },
+    options?: { onprogress?: (p: Progress) => void },
   ): Promise<{ text: string; structured: Record<string, unknown> }>;
   stderr(): string;
   close(): Promise<void>;
@@ -90,7 +91,13 @@ export function createConsentWorld(options: { signerNamespaces?: string } = {}):
   const allowedSigners = join(anchors, "allowed_signers");
   const pub = readFileSync(`${operatorKey}.pub`, "utf8").trim().split(" ").slice(0, 2).join(" ");
   const namespaces = options.signerNamespaces ?? "relay-shell-consent";
-  execFileSync("sh", ["-c", `printf '%s\\n' "$1" > "$2"`, "sh", `operator@test namespaces="${namespaces}" ${pub}`, allowedSigners]);
+  execFileSync("sh", [
+    "-c",
+    `printf '%s\\n' "$1" > "$2"`,
+    "sh",
+    `operator@test namespaces="${namespaces}" ${pub}`,
+    allowedSigners,
+  ]);
   chmodSync(allowedSigners, 0o644);
   const db = join(state, "consent.db");
   const audit = join(home, "audit.jsonl");
