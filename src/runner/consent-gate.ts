@@ -52,6 +52,17 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
   // The store is writable by this process's own user, and so by a command it runs: every nonce
   // this process consumed stays here until its approval would have expired anyway.
   const consumed = new Map<string, number>();
+  // A consent session lives in one process, so its leases were opened here. The store's count is
+  // the shared one; this process keeps its own copy of each lease's bounds, so a lease row written
+  // into the store by someone else, or a budget or expiry raised there, is never honoured.
+  const openedLeases = new Map<string, { remaining: number; expiresAt: number }>();
+
+  function takeOwnLease(id: string, now: number): boolean {
+    const own = openedLeases.get(id);
+    if (!own || own.remaining <= 0 || own.expiresAt <= now) return false;
+    own.remaining -= 1;
+    return true;
+  }
 
   function remember(nonce: string, expiresAt: number): void {
     const now = clock.now();
@@ -134,7 +145,16 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
         remaining: settings.leaseBudget,
       });
       // The read itself was approved; a lease that could not be opened only means the next read asks again.
-      if (lease.ok) record.lease = lease.value.id;
+      if (lease.ok) {
+        for (const [id, own] of openedLeases) {
+          if (own.remaining <= 0 || own.expiresAt <= now) openedLeases.delete(id);
+        }
+        openedLeases.set(lease.value.id, {
+          remaining: lease.value.remaining,
+          expiresAt: lease.value.expiresAt,
+        });
+        record.lease = lease.value.id;
+      }
     }
     return {
       kind: "proceed",
@@ -193,7 +213,7 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
         const lease = store.takeLeaseRead(call.session, settings.sessionIdleSeconds * 1000);
         const leaseFailure = storeRefusal(lease);
         if (leaseFailure) return leaseFailure;
-        if (lease.ok && lease.value) {
+        if (lease.ok && lease.value && takeOwnLease(lease.value.id, clock.now())) {
           return {
             kind: "proceed",
             action: "consent_lease",
