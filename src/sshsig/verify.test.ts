@@ -284,6 +284,30 @@ describe("signature algorithms", () => {
   });
 });
 
+it("refuses armor whose base64 sets the spare bits of its last group (one signature, two texts)", () => {
+  const signer = makeSigner("ed25519");
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  let tested = 0;
+  for (const namespace of ["a", "ab", "abc"]) {
+    const good = signSshsig(signer, "m", { namespace });
+    const at = good.indexOf("=");
+    if (at < 0) continue;
+    expect(verifySshsigWithKey(good, "m", namespace, signer.key).ok).toBe(true);
+    const spare = alphabet[alphabet.indexOf(good[at - 1] ?? "") ^ 1] ?? "";
+    const twin = `${good.slice(0, at - 1)}${spare}${good.slice(at)}`;
+    // Node decodes both texts to the same bytes; the verifier accepts only the canonical one.
+    const decode = (s: string) =>
+      Buffer.from(s.replace(/-----[A-Z ]+-----/g, "").replace(/\s/g, ""), "base64");
+    expect(decode(twin).equals(decode(good))).toBe(true);
+    expect(verifySshsigWithKey(twin, "m", namespace, signer.key)).toMatchObject({
+      ok: false,
+      failure: "bad-armor",
+    });
+    tested++;
+  }
+  expect(tested).toBeGreaterThan(0);
+});
+
 describe("verifySshsig against allowed signers", () => {
   const alice = makeSigner("ed25519");
   const bob = makeSigner("sk-ed25519");
