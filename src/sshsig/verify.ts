@@ -222,6 +222,13 @@ function lineRefusal(signer: AllowedSigner, policy: SshsigPolicy, fingerprint: s
  */
 export function verifySshsig(armored: string, message: Buffer | string, policy: SshsigPolicy): SshsigVerdict {
   return contained(() => {
+    if (!Number.isFinite(policy.now)) {
+      // NaN would pass every validity comparison: no time, no verdict.
+      return refusal(
+        "bad-policy",
+        "the time to check validity windows against is not a number of milliseconds",
+      );
+    }
     const { envelope, match } = verifyEnvelope(armored, message, policy.namespace);
     const lines = policy.signers.filter((s) => s.key.blob.equals(envelope.keyBlob));
     if (lines.length === 0) {
