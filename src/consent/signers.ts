@@ -1,6 +1,11 @@
 import { readFileSync, statSync } from "node:fs";
 import { trustAnchorProblems } from "../files/index.js";
-import { type AllowedSigner, parseAllowedSigners, verifySshsig } from "../sshsig/index.js";
+import {
+  type AllowedSigner,
+  parseAllowedSigners,
+  signerAllowsNamespace,
+  verifySshsig,
+} from "../sshsig/index.js";
 import { CONSENT_NAMESPACE } from "./payload.js";
 import type { ApprovalVerifier } from "./verifier.js";
 
@@ -29,26 +34,11 @@ function loadSigners(path: string, selfUid: number): Loaded {
   const stamp = stampOf(path);
   const parsed = parseAllowedSigners(readFileSync(path, "utf8"));
   if (parsed.problems.length > 0) throw new TrustAnchorError(`${path}: ${parsed.problems.join("; ")}`);
-  const usable = parsed.signers.filter((s) => allowsNamespace(s.namespaces));
+  const usable = parsed.signers.filter((s) => signerAllowsNamespace(s, CONSENT_NAMESPACE));
   if (usable.length === 0) {
     throw new TrustAnchorError(`${path} names no signer allowed to sign in namespace ${CONSENT_NAMESPACE}`);
   }
   return { signers: parsed.signers, stamp };
-}
-
-function allowsNamespace(namespaces: readonly string[] | null | undefined): boolean {
-  return !namespaces || namespaces.some((pattern) => globMatch(pattern, CONSENT_NAMESPACE));
-}
-
-/** OpenSSH's pattern matching for one pattern: `*` and `?`. */
-function globMatch(pattern: string, value: string): boolean {
-  const re = new RegExp(
-    `^${pattern
-      .replace(/[.+^${}()|[\]\\]/g, "\\$&")
-      .replace(/\*/g, ".*")
-      .replace(/\?/g, ".")}$`,
-  );
-  return re.test(value);
 }
 
 /**
@@ -65,12 +55,13 @@ export function createSshsigVerifier(path: string, selfUid: number): ApprovalVer
       try {
         if (stampOf(path) !== loaded.stamp) loaded = loadSigners(path, selfUid);
       } catch (err) {
-        return { ok: false, reason: `the allowed-signers file cannot be trusted now: ${String(err)}` };
+        const why = err instanceof Error ? err.message : String(err);
+        return { ok: false, reason: `the allowed-signers file cannot be trusted now: ${why}` };
       }
       const result = verifySshsig(approval.proof, Buffer.from(payload, "utf8"), {
         namespace: CONSENT_NAMESPACE,
         signers: loaded.signers,
-        now: new Date(now),
+        now,
       });
       if (!result.ok) return { ok: false, reason: result.reason };
       return { ok: true, signer: result.principal, key: result.key.fingerprint, channel: "sshsig" };

@@ -26,7 +26,7 @@ export interface ConsentGateSettings {
 export interface ConsentGateDeps {
   store: ConsentStore;
   /** The table of consequential arguments: what this call really does. */
-  actOf(tool: string, args: unknown, tier: Tier): Promise<ActResult>;
+  actOf(tool: string, args: unknown, call: { tier: Tier; clientId: string }): Promise<ActResult>;
   /** The readable text of an act, for the caller and the human. */
   describe(request: ConsentRequest, expiresInSeconds: number): string;
   verifier: ApprovalVerifier;
@@ -196,7 +196,7 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
     name: "consent",
     async check(call, ctx) {
       if (call.tier === 0) return { kind: "proceed" };
-      const described = await deps.actOf(call.tool, call.args, call.tier);
+      const described = await deps.actOf(call.tool, call.args, { tier: call.tier, clientId: ctx.clientId });
       if (!described.ok) {
         return refuse(
           `this act cannot be described for a signature (${described.reason}); it is not run unsigned`,

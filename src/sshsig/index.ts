@@ -2,6 +2,7 @@ export {
   type AllowedSigner,
   type AllowedSigners,
   parseAllowedSigners,
+  signerAllowsNamespace,
 } from "./allowed-signers.js";
 export type { SshsigFailure } from "./failure.js";
 export { parsePublicKey, type SshKeyType, type SshPublicKey } from "./keys.js";
