@@ -10,14 +10,29 @@ import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from ".
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
-import { createConfirmGate, createFollowUpVetter, createRelay, type Relay } from "../runner/index.js";
+import {
+  channelVerifier,
+  createSshsigVerifier,
+  describeAct,
+  openSqliteStore,
+} from "../consent/index.js";
+import {
+  createConfirmGate,
+  createConsentGate,
+  createFollowUpVetter,
+  createRelay,
+  type Gate,
+  type Relay,
+} from "../runner/index.js";
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
 import { createSessionRegistry } from "../sessions/index.js";
 import { createForwardRegistry, createSshLayer } from "../ssh/index.js";
 import {
   buildInstructions,
   buildOperatingGuide,
+  type ConsentActs,
   createConfirmTool,
+  createConsentActs,
   createDiagnosticsTools,
   createInfraTools,
   createSessionTools,
@@ -168,6 +183,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       live: {
         inventoryHosts: () => ssh.directory.list().length,
         confirmPending: () => broker?.pending() ?? 0,
+        consentPending: () => consent?.pending() ?? null,
       },
     }),
   ];
@@ -184,7 +200,21 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   // Arming checks a verify/rollback command against the same admission as a call of the planned tool.
   const vetFollowUp = createFollowUpVetter({ settings, classifier, audit, tools: [...tools] });
   tools.push(createConfirmTool({ broker, vetFollowUp }));
-  const gates = broker ? [createConfirmGate(broker)] : [];
+  const gates: Gate[] = broker ? [createConfirmGate(broker)] : [];
+  // Human consent exists only when the operator turned it on; it refuses to start on an unsafe anchor.
+  const consent = settings.consent
+    ? openConsent(settings, {
+        clock,
+        actOf: createConsentActs({
+          directory: ssh.directory,
+          sessions,
+          forwards,
+          settings,
+          cwd: process.cwd(),
+        }),
+      })
+    : null;
+  if (consent) gates.push(consent.gate);
   const relay = createRelay({ settings, classifier, audit, metrics, tools, gates, logger });
   const registered = new Set(tools.map((t) => t.name));
   const mcp: McpServerDeps = {
@@ -195,6 +225,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     resources: createSshResources(ssh.directory),
     ready,
     onInitialized: () => warmUp(processes, classifier, ready),
+    ...(consent ? { onSessionEnd: consent.endSession } : {}),
   };
   const server = createMcpServer(mcp);
   return {
@@ -220,8 +251,76 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       // Listeners go before the connections they ride on.
       forwards.closeAll();
       ssh.close();
+      consent?.close();
       audit.close();
     },
+  };
+}
+
+interface OpenedConsent {
+  gate: Gate;
+  endSession(session: string): void;
+  pending(): number | null;
+  close(): void;
+}
+
+/** How long a consent transaction waits for another process's lock before the call is refused. */
+const CONSENT_BUSY_TIMEOUT_MS = 2000;
+
+/**
+ * The consent gate over the operator's allowed-signers file and the consent
+ * store (docs/consent.md). Throws, so start-up fails, when the file is one
+ * the relay could have written, names no signer, or the store cannot be opened.
+ */
+function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentActs }): OpenedConsent {
+  if (settings.consentAllowedSigners === "") {
+    throw new Error(
+      "RELAY_SHELL_CONSENT=true needs RELAY_SHELL_CONSENT_ALLOWED_SIGNERS, the operator's allowed-signers file",
+    );
+  }
+  const verifier = channelVerifier({
+    sshsig: createSshsigVerifier(settings.consentAllowedSigners, process.geteuid?.() ?? 0),
+  });
+  const opened = openSqliteStore(settings.consentDb, {
+    clock: deps.clock,
+    ids: cryptoIds,
+    busyTimeoutMs: CONSENT_BUSY_TIMEOUT_MS,
+  });
+  if (!opened.ok) throw new Error(`the consent store ${settings.consentDb} cannot be opened: ${opened.detail}`);
+  const store = opened.value;
+  const gate = createConsentGate({
+    store,
+    actOf: deps.actOf,
+    describe: (request, expiresInSeconds) =>
+      describeAct({
+        id: request.id,
+        act: request.act,
+        basis: request.basis,
+        expiresInSeconds,
+        session: request.session,
+        clientId: request.clientId,
+      }),
+    verifier,
+    clock: deps.clock,
+    settings: {
+      leaseMode: settings.consentLeaseMode,
+      leaseTtlSeconds: settings.consentLeaseTtl,
+      leaseBudget: settings.consentLeaseBudget,
+      sessionIdleSeconds: settings.consentSessionIdle,
+      approvalTtlSeconds: settings.consentApprovalTtl,
+      waitSeconds: settings.consentWait,
+    },
+  });
+  return {
+    gate,
+    endSession(session) {
+      store.endSession(session);
+    },
+    pending() {
+      const listed = store.listRequests();
+      return listed.ok ? listed.value.filter((r) => r.status === "pending").length : null;
+    },
+    close: () => store.close(),
   };
 }
 

@@ -9,3 +9,4 @@ export type {
   StoreResult,
 } from "./types.js";
 export { type ApprovalVerifier, channelVerifier, type VerifiedApproval } from "./verifier.js";
+export { checkAllowedSigners, createSshsigVerifier, TrustAnchorError } from "./signers.js";

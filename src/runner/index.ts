@@ -11,6 +11,7 @@ export {
   type ConsentCapability,
   commandOutcome,
   defineTool,
+  type Gate,
   type Tool,
   type ToolContext,
   type ToolOutcome,
