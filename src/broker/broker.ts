@@ -121,7 +121,14 @@ export function createConfirmBroker(config: ConfirmBrokerConfig, deps: ConfirmBr
         if (entry.bound !== foldFollowUps(entry.operation, entry.followUps)) continue;
         entries.delete(key);
         // The key is sha256(token), so its head is the audited fingerprint.
-        return { fingerprint: key.slice(0, FINGERPRINT_HEX), followUps: entry.followUps };
+        return {
+          fingerprint: key.slice(0, FINGERPRINT_HEX),
+          followUps: entry.followUps,
+          restore() {
+            if (!entries.has(key)) entries.set(key, entry);
+            sweep();
+          },
+        };
       }
       return null;
     },

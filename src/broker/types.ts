@@ -46,6 +46,11 @@ export type ArmOutcome =
 interface Confirmation {
   fingerprint: string;
   followUps: FollowUpPlan | null;
+  /**
+   * Put the burnt token back, armed as it was, with its original expiry: for
+   * a call a later gate stopped before it ran, so the confirmation is not lost.
+   */
+  restore(): void;
 }
 
 export interface ConfirmBrokerConfig {

@@ -21,6 +21,7 @@ export function createConfirmGate(broker: ConfirmBroker): Gate {
           kind: "proceed",
           action: "confirm_execute",
           ...(confirmed.followUps ? { followUps: confirmed.followUps } : {}),
+          release: confirmed.restore,
         };
       }
       const token = broker.plan({ ...identity, args: call.args });

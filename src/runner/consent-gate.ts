@@ -7,6 +7,7 @@ import {
   consentPayload,
   type StoreResult,
 } from "../consent/index.js";
+import type { FollowUpPlan } from "../broker/index.js";
 import type { Clock, Tier } from "../core/index.js";
 import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 
@@ -202,7 +203,8 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
           `this act cannot be described for a signature (${described.reason}); it is not run unsigned`,
         );
       }
-      const act = described.act;
+      // Verify and rollback commands bound at arm time run with the call: the human approves them too.
+      const act = call.followUps ? withFollowUps(described.act, call.followUps) : described.act;
       const digest = actDigest(act);
       const session = store.touchSession(call.session, ctx.clientId);
       const sessionFailure = storeRefusal(session);
@@ -258,6 +260,21 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
     const why = request.denial?.reason ? `: ${request.denial.reason}` : "";
     return refuse(`request ${request.id} was denied${by}${why}`, { request: request.id });
   }
+}
+
+function withFollowUps(act: ConsentAct, plan: FollowUpPlan): ConsentAct {
+  return {
+    ...act,
+    bound: {
+      ...act.bound,
+      follow_ups: {
+        verify: plan.verifyCommand,
+        verify_expect: plan.verifyExpect,
+        rollback: plan.rollbackCommand,
+        auto_rollback: plan.autoRollback,
+      },
+    },
+  };
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -141,6 +141,7 @@ export function createRelay(deps: RelayDeps): Relay {
     let confirmed = false;
     let followUps: FollowUpPlan | undefined;
     let gateExtra: Record<string, unknown> | undefined;
+    const releases: Array<() => void> = [];
     for (const gate of gates) {
       const verdict = await gate.check(
         {
@@ -151,9 +152,12 @@ export function createRelay(deps: RelayDeps): Relay {
           basis: basisOf(admission.classification),
           args,
           session: ctx.session ?? "",
+          ...(followUps ? { followUps } : {}),
         },
         toolCtx,
       );
+      // A later gate stopped the call: what the earlier ones spent for it is given back.
+      if (verdict.kind !== "proceed") for (const release of releases) release();
       const recorded = verdict.auditExtra ? withExtra(base, verdict.auditExtra) : base;
       if (verdict.kind === "challenge") {
         // Nothing ran, so no notice: a challenge is not a result.
@@ -181,6 +185,7 @@ export function createRelay(deps: RelayDeps): Relay {
       if (verdict.followUps) followUps = verdict.followUps;
       if (verdict.consent) toolCtx.consent = verdict.consent;
       if (verdict.auditExtra) gateExtra = { ...gateExtra, ...verdict.auditExtra };
+      if (verdict.release) releases.push(verdict.release);
     }
     markStage("gates");
 

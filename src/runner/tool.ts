@@ -237,6 +237,8 @@ export interface CallIdentity {
   args: unknown;
   /** The MCP session the call came in on (a stdio connection, or an HTTP session of one client). */
   session: string;
+  /** Verify/rollback commands an earlier gate bound to this call: they run with it, so they are part of the act. */
+  followUps?: FollowUpPlan;
 }
 
 export type GateVerdict =
@@ -249,6 +251,8 @@ export type GateVerdict =
       consent?: ConsentCapability;
       /** Facts the gate adds to the call's audit record (never credentials). */
       auditExtra?: Record<string, unknown>;
+      /** Undo what this gate spent (a burnt token) when a later gate stops the call. */
+      release?: () => void;
     }
   | {
       kind: "challenge";
