@@ -180,6 +180,101 @@ describe("Relay.run", () => {
     expect(seen).toEqual(["3:rm -rf /x"]);
   });
 
+  it("waits for an asynchronous gate, records its refusal, and gives back what earlier gates spent", async () => {
+    const released: string[] = [];
+    const spender: Gate = {
+      name: "spender",
+      check: () => ({ kind: "proceed", action: "confirm_execute", release: () => released.push("token") }),
+    };
+    let verdict: "refuse" | "challenge" | "proceed" = "refuse";
+    const later: Gate = {
+      name: "later",
+      async check(call) {
+        await new Promise((r) => setTimeout(r, 5));
+        if (verdict === "refuse") {
+          return {
+            kind: "refuse",
+            reason: "consent: no",
+            action: "consent_refuse",
+            auditExtra: { consent: { request: "r1" } },
+          };
+        }
+        if (verdict === "challenge") {
+          return {
+            kind: "challenge",
+            text: "[CONSENT REQUIRED id=r2 expires_in=5s]",
+            action: "consent_request",
+            outcome: "consent_required",
+          };
+        }
+        expect(call.session).toBe("s-1");
+        return {
+          kind: "proceed",
+          action: "consent_execute",
+          consent: { request: "r3", nonce: "n", payload: "p", signature: "sig", signer: "op" },
+          auditExtra: { consent: { request: "r3", approver: "op" } },
+        };
+      },
+    };
+    const runs: string[] = [];
+    const seenConsent: unknown[] = [];
+    const tool = defineTool({
+      name: "echo_tool",
+      title: "echo",
+      description: "test tool that echoes",
+      params: { text: { type: "string", description: "text" } },
+      tier: { kind: "heuristic", floor: 1, windows: false },
+      annotations: {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: false,
+      },
+      budget: () => 1024,
+      policyText: (a) => a.text,
+      auditArgs: (a) => ({ text: a.text }),
+      async run(a, toolCtx) {
+        runs.push(a.text);
+        seenConsent.push(toolCtx.consent);
+        return { body: a.text, exitCode: 0 };
+      },
+    });
+    const { relay, records, metrics } = setup({}, [tool], [spender, later]);
+    const call = { ...ctx, session: "s-1" };
+
+    const refused = await relay.run("echo_tool", { text: "touch x" }, call);
+    expect(refused.text).toBe("[DENIED tier 2 (STATEFUL): consent: no]");
+    expect(refused.structured.denied).toBe(true);
+    expect(records().at(-1)).toMatchObject({
+      action: "consent_refuse",
+      denied: true,
+      args: { consent: { request: "r1" } },
+    });
+    expect(released).toEqual(["token"]);
+
+    verdict = "challenge";
+    const challenged = await relay.run("echo_tool", { text: "touch x" }, call);
+    expect(challenged.text).toBe("[CONSENT REQUIRED id=r2 expires_in=5s]");
+    expect(records().at(-1)).toMatchObject({ action: "consent_request", denied: false });
+    expect(released).toEqual(["token", "token"]);
+    expect(runs).toEqual([]);
+
+    verdict = "proceed";
+    const ran = await relay.run("echo_tool", { text: "touch x" }, call);
+    expect(ran.text).toBe("[exit 0]\ntouch x");
+    expect(runs).toEqual(["touch x"]);
+    expect(seenConsent).toEqual([
+      { request: "r3", nonce: "n", payload: "p", signature: "sig", signer: "op" },
+    ]);
+    expect(records().at(-1)).toMatchObject({
+      action: "consent_execute",
+      args: { text: "touch x", consent: { approver: "op" } },
+    });
+    expect(released).toEqual(["token", "token"]);
+    const outcomes = metrics.series().map((series) => series.labels.outcome);
+    expect(outcomes).toContain("consent_required");
+  });
+
   it("appends notices after the record: the recorded hash and length are of the text without them", async () => {
     const { relay, records } = setup({}, [echoTool([], async (t) => ({ body: `ran ${t}`, exitCode: 0 }))]);
     const r = await relay.run("echo_tool", { text: "rm -rf /x" }, ctx);
