@@ -21,6 +21,7 @@ const BELOW_TOOLS = [
   "sessions",
   "ssh",
   "infra-protocol",
+  "consent",
   "broker",
   "runner",
 ] as const;
@@ -37,6 +38,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   sessions: ["core", "config", "proc"],
   ssh: ["core", "config", "files"],
   "infra-protocol": ["core"],
+  // The consent store, the signed payload and the description of an act.
+  consent: ["core", "config", "files", "sshsig"],
   // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
   infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol"],
   broker: ["core", "config", "policy", "audit"],
