@@ -1,5 +1,5 @@
 /** The encodings a decoded view undoes. */
-export type Encoding = "base64" | "hex escapes" | "octal escapes" | "$'...'" | "url";
+type Encoding = "base64" | "hex escapes" | "octal escapes" | "$'...'" | "url";
 
 /** What an encoded part of a command really says. `text` is raw: the caller escapes it for a terminal. */
 export interface DecodedView {

@@ -73,7 +73,7 @@ const SHORT: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
  * or reorder what the human reads. Backslashes are left as typed: the
  * digest, not this text, is what identifies the act.
  */
-export function safeText(text: string): string {
+function safeText(text: string): string {
   return text.replace(UNSAFE, (ch) => {
     const code = ch.charCodeAt(0);
     const short = SHORT[ch];
