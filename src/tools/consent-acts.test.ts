@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServer } from "../cli/build.js";
 import { loadSettings, type Settings } from "../config/index.js";
-import { actDigest, type ConsentAct } from "../consent/index.js";
+import { actDigest, type ConsentAct, describeAct } from "../consent/index.js";
 import { canonicalJson, silentLogger, systemClock, type Tier } from "../core/index.js";
 import type { Tool } from "../runner/index.js";
 import type { SessionRegistry } from "../sessions/index.js";
@@ -405,6 +405,36 @@ describe("each tool's act", () => {
   }
 });
 
+describe("what the human is shown", () => {
+  /** How describeAct labels a key; the port, user and alias of a target are on its host line. */
+  const label = (key: string) => (key === "key_paths" ? "key" : key.replaceAll("_", " "));
+
+  for (const c of CASES) {
+    it(`${c.tool}: every bound argument is in the description`, async () => {
+      const act = await boundOf(c.tool, c.base());
+      const text = describeAct({
+        id: "r1",
+        act,
+        basis: "b",
+        expiresInSeconds: 60,
+        session: "s",
+        clientId: CLIENT,
+      });
+      const onHostLine = typeof act.bound.host === "string" && "port" in act.bound && "user" in act.bound;
+      for (const [key, value] of Object.entries(act.bound)) {
+        if (onHostLine && ["port", "user", "alias"].includes(key)) {
+          expect(
+            text.split("\n").find((l) => l.startsWith("  host: ")),
+            key,
+          ).toContain(String(value));
+        } else {
+          expect(text, key).toMatch(new RegExp(`^  ${label(key)}( \\(.*\\))?:`, "m"));
+        }
+      }
+    });
+  }
+});
+
 describe("what is bound", () => {
   it("shell_exec: the command and digests, never the stdin or env values", async () => {
     const act = await boundOf("shell_exec", {
@@ -593,6 +623,12 @@ describe("unresolvable targets are refused, never bound blank", () => {
   });
 
   it("bad input the tool would refuse", async () => {
+    await refused("ssh_upload", { host: "web1", local_path: "", remote_path: "/x" }, "local_path is empty");
+    await refused(
+      "ssh_download",
+      { host: "web1", remote_path: "", local_path: "/tmp/x" },
+      "remote_path is empty",
+    );
     await refused("shell_exec", { command: "ls", env_json: "[1]" }, "env_json");
     await refused("shell_script", { script: "ls", interpreter: "perl" }, "unsupported interpreter");
     await refused("ssh_forward", { host: "web1", spec: "X:1" }, "forward spec");

@@ -143,6 +143,12 @@ function canonicalSpec(spec: ForwardSpec): string {
   return `${letter}:${spec.listenPort}:${host}:${spec.dest.port}`;
 }
 
+/** An empty path is refused by the transfer tools before they dial: it names no act. */
+function requirePaths(a: { local_path: string; remote_path: string }): void {
+  if (a.local_path === "") throw new Unbindable("local_path is empty");
+  if (a.remote_path === "") throw new Unbindable("remote_path is empty");
+}
+
 type SessionRow = ReturnType<SessionRegistry["list"]>[number];
 
 /** A session as the calling client may use it (owner binding, ADR 0005); another client's is unknown here. */
@@ -297,7 +303,7 @@ const TABLE: Record<string, ActEntry> = {
     z.object({ ...CONNECTION, local_path: z.string(), remote_path: z.string(), recursive: z.boolean() }),
     async (a, { deps }) => {
       const target = sshTarget(deps, a.host, overridesOf(a));
-      if (a.local_path === "") throw new Unbindable("local_path is empty");
+      requirePaths(a);
       const local = localPath(deps, a.local_path);
       return {
         ...target,
@@ -315,12 +321,16 @@ const TABLE: Record<string, ActEntry> = {
   // not known before it is read, and reading it first would be a second transfer the human did not ask for.
   ssh_download: entry(
     z.object({ ...CONNECTION, remote_path: z.string(), local_path: z.string(), recursive: z.boolean() }),
-    (a, { deps }) => ({
-      ...sshTarget(deps, a.host, overridesOf(a)),
-      remote_path: a.remote_path,
-      local_path: localPath(deps, a.local_path),
-      recursive: a.recursive,
-    }),
+    (a, { deps }) => {
+      const target = sshTarget(deps, a.host, overridesOf(a));
+      requirePaths(a);
+      return {
+        ...target,
+        remote_path: a.remote_path,
+        local_path: localPath(deps, a.local_path),
+        recursive: a.recursive,
+      };
+    },
   ),
   ssh_forward: entry(z.object({ ...CONNECTION, spec: z.string() }), (a, { deps }) => {
     const spec = parseForwardSpec(a.spec);

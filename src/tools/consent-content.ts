@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { constants, type Stats } from "node:fs";
-import { lstat, open, readdir, readlink, stat } from "node:fs/promises";
+import { lstat, open, opendir, readlink, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { canonicalJson, describeError, RelayError } from "../core/index.js";
 
@@ -113,11 +113,15 @@ async function walk(root: string, budget: Budget): Promise<TreeEntry[]> {
   const out: TreeEntry[] = [];
   const stack: Array<{ local: string; rel: string; depth: number }> = [{ local: root, rel: "", depth: 0 }];
   for (let next = stack.pop(); next; next = stack.pop()) {
-    const names = (await readdir(next.local)).sort();
-    for (const name of names) {
+    // Counted as they are read: a directory of millions of names is refused before it is held in memory.
+    const names: string[] = [];
+    for await (const dirent of await opendir(next.local)) {
+      budget.entry(join(next.local, dirent.name));
+      names.push(dirent.name);
+    }
+    for (const name of names.sort()) {
       const local = join(next.local, name);
       const rel = next.rel === "" ? name : `${next.rel}/${name}`;
-      budget.entry(local);
       const st = await lstat(local);
       // Inside a tree the transfer copies a symlink as a link, never through it: bind its text.
       if (st.isSymbolicLink()) out.push({ path: rel, type: "symlink", target: await readlink(local) });
