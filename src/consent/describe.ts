@@ -42,9 +42,9 @@ const ORDER = [
   "interpreter",
   "strict",
   "use_shell",
-  "argv",
   "command",
   "command_sha256",
+  "argv",
   "script",
   "script_sha256",
   "text",
@@ -155,9 +155,8 @@ function argumentLines(key: string, value: unknown, bound: Record<string, unknow
     if (lines.at(-1) === "") lines.pop();
     return [`  ${label} (${lines.length} lines):`, ...lines.map((line) => `    | ${safeText(line)}`)];
   }
-  if (Array.isArray(value) && value.every((v) => typeof v === "string")) {
-    return [`  ${label}: ${value.length === 0 ? "(none)" : value.map((v) => scalar(v)).join(" ")}`];
-  }
+  // Other lists (argv, env names) as JSON: `["rm -rf", "/"]` and `["rm", "-rf", "/"]` must not read alike.
+  if (Array.isArray(value) && value.length === 0) return [`  ${label}: (none)`];
   return [`  ${label}: ${scalar(value)}`];
 }
 
