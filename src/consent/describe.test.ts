@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
+  actSummary,
   type DecodedView,
   type DescribeInput,
   decodedViews,
@@ -267,5 +268,32 @@ describe("describeAct", () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("actSummary", () => {
+  it("is one line: the dialled target and the first line of the program, cut with …", () => {
+    const act: ConsentAct = {
+      tool: "ssh_exec",
+      tier: 2,
+      bound: { alias: "web1", host: "10.0.0.5", port: 2222, user: "deploy", command: "set -e\nreboot" },
+    };
+    expect(actSummary(act)).toBe("deploy@10.0.0.5:2222 set -e …");
+    const long = { ...act, bound: { ...act.bound, command: `echo ${"x".repeat(100)}\u001b[2J` } };
+    const line = actSummary(long, 40);
+    expect(Array.from(line)).toHaveLength(40);
+    expect(line.endsWith("…")).toBe(true);
+    expect(
+      terminalSafe(
+        actSummary({ tool: "session_send", tier: 1, bound: { session_id: "a\u001b", text: "\u0007" } }),
+      ),
+    ).toBe(true);
+    expect(
+      actSummary({
+        tool: "infra_replicate",
+        tier: 2,
+        bound: { operation: "replicate", profile: "p", run_id: "r", idempotency_key: "k" },
+      }),
+    ).toBe("replicate p r");
   });
 });

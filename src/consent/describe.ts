@@ -204,3 +204,41 @@ export function describeAct(input: DescribeInput): string {
 }
 
 export { type DecodedView, decodedViews, MAX_VIEW_BYTES, MAX_VIEWS } from "./decode.js";
+
+/** The bound keys that say most about an act in one line, in the order tried. */
+const SUMMARY_KEYS = [
+  "operation",
+  "profile",
+  "run_id",
+  "command",
+  "script",
+  "text",
+  "spec",
+  "local_path",
+  "remote_path",
+];
+
+/**
+ * One line for a list of requests (`relay-shell consent list`): the target
+ * (host as dialled, session or forward id) and the first line of the program
+ * text or the other key arguments, escaped for a terminal and cut to
+ * `max` characters with `…`. Not for approving: only describeAct shows the
+ * whole act.
+ */
+export function actSummary(act: ConsentAct, max = 60): string {
+  const b = act.bound;
+  const parts: string[] = [];
+  const hosts = b.hosts;
+  if (isEndpoint(b)) parts.push(`${scalar(b.user)}@${scalar(b.host)}:${scalar(b.port)}`);
+  else if (Array.isArray(hosts)) parts.push(`${hosts.length} hosts`);
+  for (const key of ["session_id", "forward_id"]) if (typeof b[key] === "string") parts.push(scalar(b[key]));
+  for (const key of SUMMARY_KEYS) {
+    const value = b[key];
+    if (typeof value !== "string" || value === "") continue;
+    const [first = "", ...more] = value.split("\n");
+    parts.push(more.some((l) => l !== "") ? `${safeText(first)} …` : safeText(first));
+  }
+  const text = parts.join(" ");
+  const chars = Array.from(text);
+  return chars.length <= max ? text : `${chars.slice(0, Math.max(0, max - 1)).join("")}…`;
+}
