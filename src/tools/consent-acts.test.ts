@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -450,12 +450,27 @@ describe("what is bound", () => {
       stdin_sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
       env_names: ["DEBUG", "TOKEN"],
       env_sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
-      cwd: root,
+      cwd: realpathSync(root),
     });
     const text = canonicalJson(act);
     expect(text).not.toContain("hunter2");
     expect(text).not.toContain("s3cr3t-value");
     expect((await boundOf("shell_exec", { command: "ls" })).bound.stdin_sha256).toBeNull();
+  });
+
+  it("a working directory and a download's destination by where they really are", async () => {
+    const link = join(dir("links"), "here");
+    symlinkSync(cwdA(), link);
+    const viaA = await boundOf("shell_exec", { command: "ls", cwd: link });
+    const down = { host: "web1", remote_path: "/etc/motd", local_path: join(link, "motd") };
+    const downA = await boundOf("ssh_download", down);
+    expect(viaA.bound.cwd).toBe(realpathSync(cwdA()));
+    expect(downA.bound.local_path).toBe(join(realpathSync(cwdA()), "motd"));
+    // The same call after the link was pointed elsewhere is another act.
+    rmSync(link);
+    symlinkSync(cwdB(), link);
+    expect(actDigest(await boundOf("shell_exec", { command: "ls", cwd: link }))).not.toBe(actDigest(viaA));
+    expect(actDigest(await boundOf("ssh_download", down))).not.toBe(actDigest(downA));
   });
 
   it("ssh tools: the host the tool dials, resolved from the inventory and ssh_config", async () => {

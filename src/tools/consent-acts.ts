@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { resolve as resolvePath } from "node:path";
+import { realpathSync } from "node:fs";
+import { basename, dirname, join, resolve as resolvePath } from "node:path";
 import { z } from "zod";
 import type { Settings } from "../config/index.js";
 import type { ConsentAct } from "../consent/index.js";
@@ -29,7 +30,7 @@ export interface ConsentActsDeps {
   /** The forward registry: what a forward id names. */
   forwards: Pick<ForwardRegistry, "list">;
   settings: Pick<Settings, "transferMaxBytes" | "transferMaxEntries" | "forwardBindAny">;
-  /** The server's working directory: what an empty or relative cwd or local path means. */
+  /** The server's working directory (process.cwd()): what an empty or relative cwd or local path means. */
   cwd: string;
 }
 
@@ -92,6 +93,26 @@ function envBinding(envJson: string): { env_names: string[]; env_sha256: string 
 
 function localPath(deps: ConsentActsDeps, path: string): string {
   return resolvePath(deps.cwd, path);
+}
+
+/**
+ * Where a local path really is: symlinks resolved, or for a path that does
+ * not exist yet (a download's destination) its directory's real path and its
+ * name; the absolute path when neither resolves (the call then fails on it).
+ * Bound for a working directory and a download's destination, so that
+ * pointing a symlink elsewhere after the approval makes another act.
+ */
+function physicalPath(deps: ConsentActsDeps, path: string): string {
+  const absolute = localPath(deps, path);
+  try {
+    return realpathSync.native(absolute);
+  } catch {
+    try {
+      return join(realpathSync.native(dirname(absolute)), basename(absolute));
+    } catch {
+      return absolute;
+    }
+  }
 }
 
 function hop(t: SshTarget): Bound {
@@ -206,7 +227,7 @@ const TABLE: Record<string, ActEntry> = {
       use_shell: a.use_shell,
       stdin_sha256: digestOrNull(a.stdin),
       ...envBinding(a.env_json),
-      cwd: localPath(deps, a.cwd),
+      cwd: physicalPath(deps, a.cwd),
     }),
   ),
   shell_script: entry(
@@ -228,7 +249,7 @@ const TABLE: Record<string, ActEntry> = {
         // Strict mode changes what a failing line does; python has none.
         strict: a.strict && interpreter.strictPrefix !== "",
         ...envBinding(a.env_json),
-        cwd: localPath(deps, a.cwd),
+        cwd: physicalPath(deps, a.cwd),
       };
     },
   ),
@@ -242,7 +263,7 @@ const TABLE: Record<string, ActEntry> = {
         command_sha256: sha256(command),
         argv,
         ...envBinding(a.env_json),
-        cwd: localPath(deps, a.cwd),
+        cwd: physicalPath(deps, a.cwd),
       };
     },
   ),
@@ -327,7 +348,7 @@ const TABLE: Record<string, ActEntry> = {
       return {
         ...target,
         remote_path: a.remote_path,
-        local_path: localPath(deps, a.local_path),
+        local_path: physicalPath(deps, a.local_path),
         recursive: a.recursive,
       };
     },
