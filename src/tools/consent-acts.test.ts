@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildServer } from "../cli/build.js";
 import { loadSettings, type Settings } from "../config/index.js";
@@ -158,6 +159,31 @@ describe("the table of consequential arguments", () => {
     expect(!bad.ok && bad.reason).toContain("command");
     // An own-property check: a prototype name is not an entry.
     expect(await acts("constructor", {}, { tier: 2, clientId: CLIENT })).toMatchObject({ ok: false });
+  });
+
+  it("never throws, whatever the arguments (property)", async () => {
+    const value = fc.oneof(
+      fc.string(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.constant(undefined),
+    );
+    const args = fc.oneof(
+      fc.dictionary(
+        fc.constantFrom("command", "host", "hosts", "session_id", "spec", "env_json", "cwd"),
+        value,
+      ),
+      fc.anything(),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...CONSENT_ACT_TOOLS, "x"), args, async (name, raw) => {
+        const result = await acts(name, raw, { tier: 2, clientId: CLIENT });
+        expect(typeof result.ok).toBe("boolean");
+        if (!result.ok) expect(result.reason.length).toBeGreaterThan(0);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("carries the tier it is given: one call at two tiers is two acts", async () => {
