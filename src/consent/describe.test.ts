@@ -154,6 +154,13 @@ describe("describeAct", () => {
     ]);
   });
 
+  it("says 0s for an expired request", () => {
+    expect(describeAct(input(sshAct, { expiresInSeconds: -5 }))).toMatch(
+      /^request: k3j9x2m4pq \(expires in 0s\)$/m,
+    );
+    expect(describeAct(input(sshAct, { expiresInSeconds: Number.NaN }))).toContain("(expires in 0s)");
+  });
+
   it("is the same text whatever order the bound keys were built in", () => {
     const reversed = Object.fromEntries(Object.entries(sshAct.bound).reverse());
     expect(describeAct(input({ ...sshAct, bound: reversed }))).toBe(describeAct(input(sshAct)));

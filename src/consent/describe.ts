@@ -160,6 +160,11 @@ function argumentLines(key: string, value: unknown, bound: Record<string, unknow
   return [`  ${label}: ${scalar(value)}`];
 }
 
+/** Whole seconds left, never negative (an expired request reads 0s). */
+function seconds(value: number): number {
+  return Number.isFinite(value) ? Math.max(0, Math.floor(value)) : 0;
+}
+
 /** Keys the host line already shows. */
 const FOLDED_INTO_HOST = new Set(["port", "user", "alias"]);
 
@@ -184,7 +189,7 @@ function orderedKeys(bound: Record<string, unknown>): string[] {
 export function describeAct(input: DescribeInput): string {
   const { act } = input;
   const lines = [
-    `request: ${safeText(input.id)} (expires in ${Math.max(0, Math.floor(input.expiresInSeconds))}s)`,
+    `request: ${safeText(input.id)} (expires in ${seconds(input.expiresInSeconds)}s)`,
     `tool: ${safeText(act.tool)}`,
     `tier: ${act.tier} (${tierName(act.tier)})`,
     `basis: ${input.basis === "" ? "(none)" : safeText(input.basis)}`,
