@@ -2,7 +2,6 @@ export { createConfirmTool } from "./confirm.js";
 export {
   type ActCall,
   type ActResult,
-  CONSENT_ACT_TOOLS,
   type ConsentActs,
   type ConsentActsDeps,
   createConsentActs,
