@@ -1,4 +1,6 @@
+export { actSummary, type DescribeInput, describeAct } from "./describe.js";
 export { actDigest, CONSENT_NAMESPACE, consentPayload } from "./payload.js";
+export { checkAllowedSigners, createSshsigVerifier, TrustAnchorError } from "./signers.js";
 export type {
   ConsentAct,
   ConsentLease,
@@ -9,4 +11,3 @@ export type {
   StoreResult,
 } from "./types.js";
 export { type ApprovalVerifier, channelVerifier, type VerifiedApproval } from "./verifier.js";
-export { checkAllowedSigners, createSshsigVerifier, TrustAnchorError } from "./signers.js";

@@ -1,6 +1,7 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { RelayError } from "../core/index.js";
-import { buildEnv, DEFAULT_PATH } from "./env.js";
+import { buildEnv, DEFAULT_PATH, envOverlay } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
 
 describe("buildEnv", () => {
@@ -137,5 +138,42 @@ describe("buildEnv", () => {
       mergeStderr: true,
     });
     expect(outcome.output).toBe("true|8080|unset|noninteractive");
+  });
+});
+
+describe("envOverlay", () => {
+  it("is exactly what buildEnv applies on top of the base (property)", () => {
+    const name = fc.oneof(
+      fc.constantFrom("PATH", "HOME", "A", "__proto__", "B=C", "N\u0000UL", ""),
+      fc.string(),
+    );
+    const value = fc.oneof(
+      fc.string(),
+      fc.constant("x\u0000y"),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+    );
+    fc.assert(
+      fc.property(fc.dictionary(name, value, { maxKeys: 6 }), (overlay) => {
+        const base = { HOME: "/root", A: "base" };
+        const json = JSON.stringify(overlay);
+        // A Map, so that `__proto__` is a name like any other.
+        const applied = new Map(Object.entries(buildEnv(base, "")));
+        for (const [key, v] of Object.entries(envOverlay(json))) {
+          if (v === null) applied.delete(key);
+          else applied.set(key, v);
+        }
+        expect([...applied].sort()).toEqual(Object.entries(buildEnv(base, json)).sort());
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("names a removed variable with null and refuses what buildEnv refuses", () => {
+    expect({ ...envOverlay('{"A":1,"B":null,"C":true}') }).toEqual({ A: "1", B: null, C: "true" });
+    expect({ ...envOverlay("") }).toEqual({});
+    expect(() => envOverlay('{"A":{"x":1}}')).toThrow(RelayError);
+    expect(() => envOverlay("[1]")).toThrow(RelayError);
   });
 });

@@ -47,6 +47,31 @@ export function buildEnv(
   return env;
 }
 
+/**
+ * The changes `envJson` makes to a child's environment, exactly as
+ * {@link buildEnv} applies them: a variable's text, or null when it is
+ * removed. Names the OS cannot carry and values holding NUL are left out,
+ * since buildEnv skips them too. Throws the same ValueError on an overlay
+ * that is not a flat JSON object. What a consent approval binds (the
+ * environment a command gets from its caller) is this, not the server's own
+ * environment.
+ */
+export function envOverlay(envJson: string): Record<string, string | null> {
+  const out: Record<string, string | null> = Object.create(null);
+  const overlay = parseEnvOverlay(envJson);
+  if (overlay === undefined) return out;
+  for (const [name, value] of Object.entries(overlay)) {
+    if (!isUsableName(name)) continue;
+    if (value === null) {
+      out[name] = null;
+      continue;
+    }
+    const text = toEnvText(value);
+    if (!text.includes("\0")) out[name] = text;
+  }
+  return out;
+}
+
 const SHAPE = 'a flat JSON object such as {"NAME":"value","OTHER":null}';
 
 function valueError(message: string): RelayError {

@@ -1,5 +1,6 @@
 export { openLocalPty } from "./local-pty.js";
 export { createSessionRegistry } from "./registry.js";
+export { resolveSignalName } from "./signals.js";
 export { clampTerminalSize } from "./terminal-size.js";
 export type {
   DescendantReaper,

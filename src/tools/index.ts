@@ -1,4 +1,11 @@
 export { createConfirmTool } from "./confirm.js";
+export {
+  type ActCall,
+  type ActResult,
+  type ConsentActs,
+  type ConsentActsDeps,
+  createConsentActs,
+} from "./consent-acts.js";
 export { createDiagnosticsTools, type RuntimeInfo } from "./diagnostics.js";
 export { buildInstructions, buildOperatingGuide } from "./guide.js";
 export { createInfraTools } from "./infra.js";

@@ -36,7 +36,8 @@ export const SESSION_RESULT_FIELDS = {
 const SESSION_ID = { type: "string", description: "the id shell_spawn (or ssh_spawn) returned" } as const;
 const encoder = new TextEncoder();
 
-function argvOf(command: string): string[] {
+/** The argv a local session starts: the command split into words like a shell would, or bash when blank. */
+export function argvOf(command: string): string[] {
   if (command.trim() === "") return DEFAULT_ARGV;
   const argv = splitShellWords(command);
   if (argv.length === 0) throw new RelayError("ValueError", "the command has no words (only a comment?)");

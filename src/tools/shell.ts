@@ -67,7 +67,7 @@ const INTERPRETERS: Record<string, { argv: string[]; strictPrefix: string; langu
 };
 
 /** The interpreter a name selects; an own key only, so `constructor` is just unsupported. */
-function interpreterOf(name: string) {
+export function interpreterOf(name: string) {
   const key = name.trim().toLowerCase();
   return Object.hasOwn(INTERPRETERS, key) ? INTERPRETERS[key] : undefined;
 }

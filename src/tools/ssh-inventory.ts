@@ -12,7 +12,7 @@ const KEYSCAN_HOST = /^[A-Za-z0-9._\-[\]:]+$/;
 const KEY_TYPES = ["dsa", "ecdsa", "ed25519", "rsa"] as const;
 
 /** The checks of docs/wire-contract.md §2.4, in its order, before anything runs. Returns the host list and types. */
-function validateKeyscan(
+export function validateKeyscan(
   hostsText: string,
   port: number,
   keyTypes: string,
