@@ -39,11 +39,13 @@ const ALLOWED: Record<string, readonly string[]> = {
   "infra-protocol": ["core"],
   // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
   infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol"],
+  // The consent store, the signed payload and the description of an act; cli/ wires it.
+  consent: ["core", "config", "files", "sshsig"],
   broker: ["core", "config", "policy", "audit"],
   runner: ["core", "config", "metrics", "policy", "audit", "broker"],
   tools: BELOW_TOOLS,
   server: ["core", "config", "metrics", "runner", "tools"],
-  cli: [...BELOW_TOOLS, "tools", "server", "infra"],
+  cli: [...BELOW_TOOLS, "tools", "server", "infra", "consent"],
   // Probes shared by the tests under src/ and test/; no module of the server imports them.
   testing: ["core", "config", "proc", "exec", "sessions"],
 };
