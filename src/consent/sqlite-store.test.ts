@@ -19,9 +19,13 @@ function fakeClock(start = T0): Clock & { advance(ms: number): void } {
 function countingIds(): Ids & { replay(hex: string): void } {
   let n = 0;
   const queued: string[] = [];
+  const next = (bytes: number): string => {
+    n += 1;
+    return n.toString(16).padStart(bytes * 2, "0");
+  };
   return {
-    hex: (bytes) => queued.shift() ?? (n += 1).toString(16).padStart(bytes * 2, "0"),
-    token: (bytes) => (n += 1).toString(16).padStart(bytes * 2, "0"),
+    hex: (bytes) => queued.shift() ?? next(bytes),
+    token: next,
     replay: (hex) => queued.push(hex),
   };
 }
