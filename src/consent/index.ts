@@ -1,3 +1,4 @@
+export { rememberConsumedNonces } from "./nonce-memory.js";
 export { actDigest, CONSENT_NAMESPACE, consentPayload, type PayloadFields } from "./payload.js";
 export { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.js";
 export type {

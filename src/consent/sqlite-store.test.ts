@@ -190,6 +190,13 @@ describe("the SQLite consent store", () => {
       expect(failure(store.createRequest(newRequest(ACT, 86_401)))).toBe("unavailable");
     });
 
+    it("an act that cannot be stored and read back leaves nothing behind", () => {
+      const odd = { tool: "shell_exec", tier: 7, bound: {} } as unknown as ConsentAct;
+      const r = store.createRequest(newRequest(odd));
+      expect(failure(r)).toBe("unavailable");
+      expect(value(store.listRequests())).toEqual([]);
+    });
+
     it("getRequest of an unknown or malformed id is not-found", () => {
       expect(failure(store.getRequest("0123456789"))).toBe("not-found");
       expect(failure(store.getRequest("x'; DROP TABLE requests; --"))).toBe("not-found");

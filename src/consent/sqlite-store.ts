@@ -210,6 +210,15 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
 
   function createRequest(request: NewRequest): StoreResult<ConsentRequest> {
     return write(() => {
+      const { tool, tier, bound } = request.act;
+      if (
+        typeof tool !== "string" ||
+        tool === "" ||
+        ![0, 1, 2, 3].includes(tier) ||
+        typeof bound !== "object"
+      ) {
+        refuse("unavailable", "an act needs a tool, a tier 0..3 and its bound arguments");
+      }
       if (request.actDigest !== actDigest(request.act)) {
         refuse("unavailable", "the act digest given does not match the act");
       }
