@@ -15,7 +15,7 @@ export type Signed = { ok: true; signature: string; fingerprint: string } | { ok
  * so it names the key that really signed (an agent may hold it). The relay
  * verifies the signature itself; this is only the claim stored beside it.
  */
-export function signatureFingerprint(armored: string): string | null {
+function signatureFingerprint(armored: string): string | null {
   const body = armored.replace(/-----(BEGIN|END) SSH SIGNATURE-----/g, "").replace(/\s+/g, "");
   const blob = Buffer.from(body, "base64");
   // "SSHSIG", uint32 version, then the public key as an SSH string (uint32 length, bytes).

@@ -42,7 +42,7 @@ function oneLine(text: string): string {
  * description of an act once it exists; until then the bound arguments are
  * shown as indented JSON, with unsafe characters escaped.
  */
-export function describeRequest(request: ConsentRequest): string {
+function describeRequest(request: ConsentRequest): string {
   return [
     `tool:     ${oneLine(request.act.tool)}`,
     `tier:     ${request.act.tier}`,
@@ -56,7 +56,7 @@ export function describeRequest(request: ConsentRequest): string {
 }
 
 /** The act in at most 60 characters, for `consent list`. */
-export function summarizeAct(request: ConsentRequest): string {
+function summarizeAct(request: ConsentRequest): string {
   const text = oneLine(canonicalJson(request.act.bound));
   return text.length > 60 ? `${text.slice(0, 59)}…` : text;
 }

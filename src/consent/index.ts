@@ -1,16 +1,5 @@
+/** @public The consent gate of the runner uses it beside the store (docs/adr/0024-consent-store-and-approval-lifetime.md). */
 export { rememberConsumedNonces } from "./nonce-memory.js";
-export { actDigest, CONSENT_NAMESPACE, consentPayload, type PayloadFields } from "./payload.js";
-export { openSqliteStore, type SqliteStoreOptions } from "./sqlite-store.js";
-export type {
-  ActKind,
-  ConsentAct,
-  ConsentLease,
-  ConsentRequest,
-  ConsentSession,
-  ConsentStore,
-  NewRequest,
-  RequestStatus,
-  StoredApproval,
-  StoreFailure,
-  StoreResult,
-} from "./types.js";
+export { CONSENT_NAMESPACE } from "./payload.js";
+export { openSqliteStore } from "./sqlite-store.js";
+export type { ConsentLease, ConsentRequest, ConsentSession, ConsentStore } from "./types.js";

@@ -215,7 +215,8 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
         typeof tool !== "string" ||
         tool === "" ||
         ![0, 1, 2, 3].includes(tier) ||
-        typeof bound !== "object"
+        typeof bound !== "object" ||
+        bound === null
       ) {
         refuse("unavailable", "an act needs a tool, a tier 0..3 and its bound arguments");
       }
