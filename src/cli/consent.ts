@@ -3,7 +3,7 @@ import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { snapshotEnvironment } from "../config/index.js";
-import { type ConsentRequest, type ConsentStore, openSqliteStore } from "../consent/index.js";
+import { type ConsentRequest, type ConsentStore, consentPayload, openSqliteStore } from "../consent/index.js";
 import { cryptoIds, systemClock } from "../core/index.js";
 import { buildEnv, createProcessRunner } from "../exec/index.js";
 import { signPayload } from "./consent-sign.js";
@@ -178,11 +178,30 @@ function operatorName(): string {
   }
 }
 
+/**
+ * Whether the stored payload is exactly the bytes of the act shown. The file
+ * is writable by the relay's user: a payload edited to another act would have
+ * the operator sign what they were not shown.
+ */
+function payloadMatches(store: ConsentStore, request: ConsentRequest): boolean {
+  const fields = {
+    request: request.id,
+    nonce: request.nonce,
+    expiresAt: request.expiresAt,
+    instance: store.instanceId,
+  };
+  return consentPayload(request.act, fields) === request.payload;
+}
+
+const EDITED = "its stored payload is not the act shown (the consent database was edited)";
+
 async function approve(store: ConsentStore, request: ConsentRequest, args: ConsentArgs): Promise<string> {
   const now = systemClock.now();
   if (request.status !== "pending")
     throw new Refused(`request ${request.id} is ${request.status}, not pending`);
   if (request.expiresAt <= now) throw new Refused(`request ${request.id} expired`);
+  if (!payloadMatches(store, request))
+    throw new Refused(`request ${request.id}: ${EDITED}; nothing is signed`);
   process.stdout.write(`${showRequest(request, now)}\n`);
   const key = args.values.key as string;
   if (args.values.yes !== true) {
@@ -223,7 +242,8 @@ async function run(store: ConsentStore, args: ConsentArgs): Promise<string> {
       }
       const shown = visible(request.payload);
       const note = shown === request.payload ? "" : " (characters a terminal would act on are escaped here)";
-      return `${showRequest(request, now)}\npayload, the exact bytes signed${note}:\n${shown}`;
+      const warning = payloadMatches(store, request) ? "" : `\nWARNING: ${EDITED}`;
+      return `${showRequest(request, now)}\npayload, the exact bytes signed${note}:\n${shown}${warning}`;
     }
     case "approve":
       return approve(store, must(store.getRequest(id)), args);

@@ -2,6 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { actDigest } from "../../src/consent/payload.js";
 import { openSqliteStore } from "../../src/consent/sqlite-store.js";
@@ -192,6 +193,21 @@ describe("relay-shell consent (the built CLI)", () => {
     expect(broken.code).toBe(1);
     expect(broken.stderr).toMatch(/not approved: ssh-keygen failed \(exit \d+\)/);
     expect(value(store.getRequest(r.id)).status).toBe("pending");
+  });
+
+  it("refuses to sign a payload that is not the act shown (a database edited by the relay's user)", () => {
+    const shown = request("touch canary-shown");
+    const hidden = request("rm -rf canary-hidden");
+    const edit = new Database(db);
+    edit
+      .prepare("UPDATE requests SET payload = ? WHERE id = ?")
+      .run(hidden.payload.replaceAll(hidden.id, shown.id).replaceAll(hidden.nonce, shown.nonce), shown.id);
+    edit.close();
+    const out = cli(["approve", shown.id, "--key", key, "--yes"]);
+    expect(out.code).toBe(1);
+    expect(out.stderr).toContain(`request ${shown.id}: its stored payload is not the act shown`);
+    expect(value(store.getRequest(shown.id)).status).toBe("pending");
+    expect(cli(["show", shown.id]).stdout).toContain("WARNING: its stored payload is not the act shown");
   });
 
   it("an unknown, expired, denied or used request is refused with exit 1 and the reason", async () => {
