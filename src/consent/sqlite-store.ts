@@ -98,42 +98,45 @@ function refuseOpen(db: Database.Database, detail: string): StoreResult<never> {
 /**
  * Create the schema in a new (empty) database, or check an existing one: its
  * meta table, a schema version this code understands and an instance id.
- * Runs in one BEGIN IMMEDIATE, so two processes opening a new file at once
- * create it once.
+ * An existing database is only read; a new one is created in one BEGIN
+ * IMMEDIATE that looks again first, so two processes opening a new file at
+ * once create it once.
  */
 function initialize(db: Database.Database, ids: Ids): string {
-  return db
-    .transaction(() => {
-      const tables = db
-        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-        .pluck()
-        .all() as string[];
-      if (tables.length === 0) {
-        db.exec(SCHEMA_SQL);
-        const insert = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?)");
-        insert.run("schema_version", String(SCHEMA_VERSION));
-        insert.run("instance_id", ids.hex(INSTANCE_BYTES));
-      } else if (!tables.includes("meta")) {
-        throw new UnreadableRow("it has tables but no meta table: it is not a relay-shell consent database");
-      }
-      const meta = new Map(
-        (db.prepare("SELECT key, value FROM meta").all() as Array<{ key: unknown; value: unknown }>).map(
-          (row) => [String(row.key), String(row.value)],
-        ),
+  const check = (create: boolean) => (): string | null => {
+    const tables = db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      .pluck()
+      .all() as string[];
+    if (tables.length === 0) {
+      if (!create) return null;
+      db.exec(SCHEMA_SQL);
+      const insert = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?)");
+      insert.run("schema_version", String(SCHEMA_VERSION));
+      insert.run("instance_id", ids.hex(INSTANCE_BYTES));
+    } else if (!tables.includes("meta")) {
+      throw new UnreadableRow("it has tables but no meta table: it is not a relay-shell consent database");
+    }
+    const meta = new Map(
+      (db.prepare("SELECT key, value FROM meta").all() as Array<{ key: unknown; value: unknown }>).map(
+        (row) => [String(row.key), String(row.value)],
+      ),
+    );
+    const version = Number(meta.get("schema_version"));
+    if (!Number.isInteger(version) || version < 1)
+      throw new UnreadableRow("its schema version is unreadable");
+    if (version > SCHEMA_VERSION) {
+      throw new UnreadableRow(
+        `its schema version ${version} is newer than this relay-shell understands (${SCHEMA_VERSION}); upgrade relay-shell`,
       );
-      const version = Number(meta.get("schema_version"));
-      if (!Number.isInteger(version) || version < 1)
-        throw new UnreadableRow("its schema version is unreadable");
-      if (version > SCHEMA_VERSION) {
-        throw new UnreadableRow(
-          `its schema version ${version} is newer than this relay-shell understands (${SCHEMA_VERSION}); upgrade relay-shell`,
-        );
-      }
-      const instance = meta.get("instance_id") ?? "";
-      if (!/^[0-9a-f]{16}$/.test(instance)) throw new UnreadableRow("its instance id is unreadable");
-      return instance;
-    })
-    .immediate();
+    }
+    const instance = meta.get("instance_id") ?? "";
+    if (!/^[0-9a-f]{16}$/.test(instance)) throw new UnreadableRow("its instance id is unreadable");
+    return instance;
+  };
+  const instance = db.transaction(check(false)).deferred() ?? db.transaction(check(true)).immediate();
+  if (instance === null) throw new UnreadableRow("its schema could not be created");
+  return instance;
 }
 
 /**

@@ -138,6 +138,10 @@ describe("one consent database shared by several processes", () => {
       if (!refused.ok) expect(refused.failure).toBe("locked");
       expect(waited).toBeGreaterThanOrEqual(150);
       expect(impatient.touchSession("locked-out", "c").ok).toBe(false);
+      // Opening an existing database only reads it, so it does not wait for the writer.
+      const reader = openSqliteStore(path, { clock: systemClock, ids: cryptoIds, busyTimeoutMs: 200 });
+      expect(reader.ok).toBe(true);
+      if (reader.ok) reader.value.close();
       // Reads go on under write-ahead logging, and nothing was written behind the lock.
       expect(value(impatient.getRequest(request.id)).status).toBe("approved");
       expect(await holder.send({ op: "release" })).toEqual({ released: true });
