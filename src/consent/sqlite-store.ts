@@ -1,15 +1,9 @@
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import { type Clock, canonicalJson, type Ids } from "../core/index.js";
 import { actDigest, consentPayload } from "./payload.js";
-import { prepareDatabaseFile, sameFile } from "./store-file.js";
-import {
-  rowToLease,
-  rowToRequest,
-  rowToSession,
-  SCHEMA_SQL,
-  SCHEMA_VERSION,
-  UnreadableRow,
-} from "./store-rows.js";
+import { attempt, refuse } from "./store-errors.js";
+import { openDatabase } from "./store-open.js";
+import { rowToLease, rowToRequest, rowToSession } from "./store-rows.js";
 import type {
   ConsentLease,
   ConsentRequest,
@@ -17,7 +11,6 @@ import type {
   ConsentStore,
   NewRequest,
   StoredApproval,
-  StoreFailure,
   StoreResult,
 } from "./types.js";
 
@@ -38,106 +31,11 @@ export interface SqliteStoreOptions {
 const ID_BYTES = 5;
 /** Nonces: 32 hex digits. */
 const NONCE_BYTES = 16;
-/** Instance id: 16 hex digits, created once with the database. */
-const INSTANCE_BYTES = 8;
 const ID_PATTERN = /^[0-9a-f]{10}$/;
 /** The longest nonce another store may hand over (consumeNonce). */
 const MAX_FOREIGN_NONCE = 256;
 /** The longest approval window a request can ask for: a day. */
 const MAX_TTL_SECONDS = 86_400;
-
-class Refusal extends Error {
-  constructor(
-    readonly failure: StoreFailure,
-    detail: string,
-  ) {
-    super(detail);
-  }
-}
-
-function refuse(failure: StoreFailure, detail: string): never {
-  throw new Refusal(failure, detail);
-}
-
-function sqliteCode(err: unknown): string {
-  return err instanceof Error && "code" in err && typeof err.code === "string" ? err.code : "";
-}
-
-/** Every outcome of a method as a value: a refusal, a lock not granted in time, or an unusable database. */
-function toFailure<T>(err: unknown): StoreResult<T> {
-  if (err instanceof Refusal) return { ok: false, failure: err.failure, detail: err.message };
-  const code = sqliteCode(err);
-  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
-    return { ok: false, failure: "locked", detail: "the consent database is locked by another process" };
-  }
-  if (err instanceof UnreadableRow) {
-    return { ok: false, failure: "unavailable", detail: `the consent database is damaged: ${err.message}` };
-  }
-  const text = err instanceof Error ? err.message : String(err);
-  return { ok: false, failure: "unavailable", detail: `the consent database failed: ${text}` };
-}
-
-function attempt<T>(work: () => T): StoreResult<T> {
-  try {
-    return { ok: true, value: work() };
-  } catch (err) {
-    return toFailure(err);
-  }
-}
-
-/** Close a connection that will not be handed out, and say why. */
-function refuseOpen(db: Database.Database, detail: string): StoreResult<never> {
-  try {
-    db.close();
-  } catch {
-    // Closing what never became usable; the refusal already says why.
-  }
-  return { ok: false, failure: "unavailable", detail };
-}
-
-/**
- * Create the schema in a new (empty) database, or check an existing one: its
- * meta table, a schema version this code understands and an instance id.
- * An existing database is only read; a new one is created in one BEGIN
- * IMMEDIATE that looks again first, so two processes opening a new file at
- * once create it once.
- */
-function initialize(db: Database.Database, ids: Ids): string {
-  const check = (create: boolean) => (): string | null => {
-    const tables = db
-      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-      .pluck()
-      .all() as string[];
-    if (tables.length === 0) {
-      if (!create) return null;
-      db.exec(SCHEMA_SQL);
-      const insert = db.prepare("INSERT INTO meta (key, value) VALUES (?, ?)");
-      insert.run("schema_version", String(SCHEMA_VERSION));
-      insert.run("instance_id", ids.hex(INSTANCE_BYTES));
-    } else if (!tables.includes("meta")) {
-      throw new UnreadableRow("it has tables but no meta table: it is not a relay-shell consent database");
-    }
-    const meta = new Map(
-      (db.prepare("SELECT key, value FROM meta").all() as Array<{ key: unknown; value: unknown }>).map(
-        (row) => [String(row.key), String(row.value)],
-      ),
-    );
-    const version = Number(meta.get("schema_version"));
-    if (!Number.isInteger(version) || version < 1)
-      throw new UnreadableRow("its schema version is unreadable");
-    if (version > SCHEMA_VERSION) {
-      throw new UnreadableRow(
-        `its schema version ${version} is newer than this relay-shell understands (${SCHEMA_VERSION}); upgrade relay-shell`,
-      );
-    }
-    const instance = meta.get("instance_id") ?? "";
-    if (!/^[0-9a-f]{16}$/.test(instance)) throw new UnreadableRow("its instance id is unreadable");
-    return instance;
-  };
-  const instance = db.transaction(check(false)).deferred() ?? db.transaction(check(true)).immediate();
-  if (instance === null) throw new UnreadableRow("its schema could not be created");
-  return instance;
-}
 
 /**
  * Open (creating if needed) the consent database at `path`: the SQLite store
@@ -145,40 +43,13 @@ function initialize(db: Database.Database, ids: Ids): string {
  * reads then writes is one BEGIN IMMEDIATE transaction; none throws.
  */
 export function openSqliteStore(path: string, options: SqliteStoreOptions): StoreResult<ConsentStore> {
-  const euid = options.euid ?? process.geteuid?.() ?? 0;
-  const file = prepareDatabaseFile(path, euid);
-  if (!file.ok) return { ok: false, failure: "unavailable", detail: file.detail };
-  let db: Database.Database;
-  try {
-    db = new Database(file.path, { fileMustExist: true, timeout: options.busyTimeoutMs });
-  } catch (err) {
-    return { ok: false, failure: "unavailable", detail: `cannot open ${file.path}: ${String(err)}` };
-  }
-  if (!sameFile(file.path, file.identity))
-    return refuseOpen(db, `${file.path} was replaced while it was opened`);
-  let instanceId: string;
-  try {
-    db.pragma("foreign_keys = ON");
-    db.pragma("trusted_schema = OFF");
-    const journal = db.pragma("journal_mode = WAL", { simple: true });
-    if (journal !== "wal")
-      return refuseOpen(db, `${file.path} cannot use write-ahead logging (${String(journal)})`);
-    db.pragma("synchronous = FULL");
-    instanceId = initialize(db, options.ids);
-  } catch (err) {
-    if (sqliteCode(err) === "SQLITE_NOTADB" || err instanceof UnreadableRow) {
-      return refuseOpen(
-        db,
-        `${file.path} is not a usable consent database: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    }
-    const failure = toFailure<never>(err);
-    refuseOpen(db, "");
-    return failure.ok
-      ? { ok: false, failure: "unavailable", detail: file.path }
-      : { ...failure, detail: `${file.path}: ${failure.detail}` };
-  }
-  return { ok: true, value: createStore(db, instanceId, options) };
+  const opened = openDatabase(path, {
+    ids: options.ids,
+    busyTimeoutMs: options.busyTimeoutMs,
+    euid: options.euid ?? process.geteuid?.() ?? 0,
+  });
+  if (!opened.ok) return opened;
+  return { ok: true, value: createStore(opened.value.db, opened.value.instanceId, options) };
 }
 
 function createStore(db: Database.Database, instanceId: string, options: SqliteStoreOptions): ConsentStore {
