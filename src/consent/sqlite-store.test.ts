@@ -355,8 +355,12 @@ describe("the SQLite consent store", () => {
       value(store.touchSession("s1", "c1"));
       value(store.openLease(lease(10, 3_600_000)));
       clock.advance(500);
+      // A granted read is activity: it moves the session's last-seen time.
       expect(value(store.takeLeaseRead("s1", 500))).not.toBeNull();
-      clock.advance(1);
+      expect(value(store.listSessions())[0]?.lastSeenAt).toBe(clock.now());
+      clock.advance(500);
+      expect(value(store.takeLeaseRead("s1", 500))).not.toBeNull();
+      clock.advance(501);
       expect(value(store.takeLeaseRead("s1", 500))).toBeNull();
       value(store.touchSession("s1", "c1"));
       expect(value(store.takeLeaseRead("s1", 500))).not.toBeNull();

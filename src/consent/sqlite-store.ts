@@ -55,6 +55,16 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions): Stor
 function createStore(db: Database.Database, instanceId: string, options: SqliteStoreOptions): ConsentStore {
   const { clock, ids } = options;
   const now = (): number => clock.now();
+  // Each statement compiled once per connection: a read under a lease runs three of them.
+  const statements = new Map<string, Database.Statement>();
+  const stmt = (sql: string): Database.Statement => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
   /*
    * Durability per write. FULL syncs the log at every commit, so an acknowledged
    * consumption, approval, denial or revocation survives a power cut: losing one
@@ -75,7 +85,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     });
 
   const requestById = (id: string): ConsentRequest | null => {
-    const row = db.prepare("SELECT * FROM requests WHERE id = ?").get(id);
+    const row = stmt("SELECT * FROM requests WHERE id = ?").get(id);
     return row === undefined ? null : rowToRequest(row);
   };
   const requireRequest = (id: string): ConsentRequest => {
@@ -84,11 +94,11 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     return requestById(id) ?? refuse("not-found", `no consent request ${id}`);
   };
   const sessionById = (id: string): ConsentSession | null => {
-    const row = db.prepare("SELECT * FROM sessions WHERE id = ?").get(id);
+    const row = stmt("SELECT * FROM sessions WHERE id = ?").get(id);
     return row === undefined ? null : rowToSession(row);
   };
   const freshId = (table: "requests" | "leases"): string => {
-    const taken = db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).pluck();
+    const taken = stmt(`SELECT 1 FROM ${table} WHERE id = ?`).pluck();
     for (let i = 0; i < 16; i += 1) {
       const id = ids.hex(ID_BYTES);
       if (taken.get(id) === undefined) return id;
@@ -96,7 +106,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     return refuse("unavailable", "no free id after 16 draws: the id source is broken");
   };
   const revokeLeasesOf = (session: string): number =>
-    db.prepare("UPDATE leases SET revoked = 1 WHERE session = ? AND revoked = 0").run(session).changes;
+    stmt("UPDATE leases SET revoked = 1 WHERE session = ? AND revoked = 0").run(session).changes;
 
   function createRequest(request: NewRequest): StoreResult<ConsentRequest> {
     return write(() => {
@@ -122,7 +132,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
       const id = freshId("requests");
       const nonce = ids.hex(NONCE_BYTES);
       const payload = consentPayload(request.act, { request: id, nonce, expiresAt, instance: instanceId });
-      db.prepare(
+      stmt(
         `INSERT INTO requests (id, nonce, act_digest, act, basis, session, client_id, created_at, expires_at,
            status, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)`,
       ).run(
@@ -160,7 +170,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
         claimedSigner: String(approval.claimedSigner),
         at: approval.at,
       };
-      db.prepare("UPDATE requests SET status = 'approved', approval = ? WHERE id = ?").run(
+      stmt("UPDATE requests SET status = 'approved', approval = ? WHERE id = ?").run(
         JSON.stringify(stored),
         id,
       );
@@ -175,7 +185,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
       // An approval not used yet can still be withdrawn: denying it voids it.
       if (request.status === "denied") refuse("not-pending", `request ${id} is already denied`);
       if (now() >= request.expiresAt) refuse("expired", `request ${id} expired`);
-      db.prepare("UPDATE requests SET status = 'denied', denial = ? WHERE id = ?").run(
+      stmt("UPDATE requests SET status = 'denied', denial = ? WHERE id = ?").run(
         JSON.stringify({ by: String(by), reason: String(reason), at: now() }),
         id,
       );
@@ -192,11 +202,12 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
         refuse("not-approved", `request ${id} is ${request.status}, not approved`);
       const at = now();
       if (at >= request.expiresAt) refuse("expired", `the approval of request ${id} expired`);
-      const recorded = db
-        .prepare("INSERT OR IGNORE INTO nonces (nonce, expires_at) VALUES (?, ?)")
-        .run(nonce, request.expiresAt).changes;
+      const recorded = stmt("INSERT OR IGNORE INTO nonces (nonce, expires_at) VALUES (?, ?)").run(
+        nonce,
+        request.expiresAt,
+      ).changes;
       if (recorded === 0) refuse("consumed", `the nonce of request ${id} was already used`);
-      db.prepare("UPDATE requests SET status = 'consumed', consumed_at = ? WHERE id = ?").run(at, id);
+      stmt("UPDATE requests SET status = 'consumed', consumed_at = ? WHERE id = ?").run(at, id);
       return requireRequest(id);
     });
   }
@@ -208,9 +219,10 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
       }
       if (!Number.isSafeInteger(expiresAt))
         refuse("unavailable", "a nonce's expiry must be epoch milliseconds");
-      const taken = db
-        .prepare("INSERT OR IGNORE INTO nonces (nonce, expires_at) VALUES (?, ?)")
-        .run(nonce, expiresAt).changes;
+      const taken = stmt("INSERT OR IGNORE INTO nonces (nonce, expires_at) VALUES (?, ?)").run(
+        nonce,
+        expiresAt,
+      ).changes;
       return taken === 1;
     });
   }
@@ -229,11 +241,11 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
       if (session === null) refuse("not-found", `no consent session ${lease.session}`);
       if (session.endedAt !== undefined) refuse("expired", `consent session ${lease.session} has ended`);
       const id = freshId("leases");
-      db.prepare(
+      stmt(
         `INSERT INTO leases (id, session, opened_by, mode, created_at, expires_at, remaining, revoked)
          VALUES (?, ?, ?, ?, ?, ?, ?, 0)`,
       ).run(id, lease.session, lease.openedBy, lease.mode, lease.createdAt, lease.expiresAt, lease.remaining);
-      return rowToLease(db.prepare("SELECT * FROM leases WHERE id = ?").get(id));
+      return rowToLease(stmt("SELECT * FROM leases WHERE id = ?").get(id));
     });
   }
 
@@ -243,33 +255,29 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
       const owner = sessionById(session);
       if (owner === null || owner.endedAt !== undefined) return null;
       if (!(at - owner.lastSeenAt <= idleMs)) return null;
-      const row = db
-        .prepare(
-          `SELECT * FROM leases WHERE session = ? AND revoked = 0 AND remaining > 0 AND expires_at > ?
+      const row = stmt(
+        `SELECT * FROM leases WHERE session = ? AND revoked = 0 AND remaining > 0 AND expires_at > ?
            ORDER BY created_at DESC, rowid DESC LIMIT 1`,
-        )
-        .get(session, at);
+      ).get(session, at);
       if (row === undefined) return null;
       const lease = rowToLease(row);
-      db.prepare("UPDATE leases SET remaining = remaining - 1 WHERE id = ?").run(lease.id);
+      stmt("UPDATE leases SET remaining = remaining - 1 WHERE id = ?").run(lease.id);
+      // A read granted is activity of the session: it keeps the session from going idle.
+      stmt("UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?").run(at, session, at);
       return { ...lease, remaining: lease.remaining - 1 };
     }, "NORMAL");
   }
 
   function revoke(idOrSession: string): StoreResult<number> {
     return write(() => {
-      const lease = db.prepare("SELECT id FROM leases WHERE id = ?").get(idOrSession);
+      const lease = stmt("SELECT id FROM leases WHERE id = ?").get(idOrSession);
       if (lease !== undefined) {
-        return db.prepare("UPDATE leases SET revoked = 1 WHERE id = ? AND revoked = 0").run(idOrSession)
-          .changes;
+        return stmt("UPDATE leases SET revoked = 1 WHERE id = ? AND revoked = 0").run(idOrSession).changes;
       }
       if (sessionById(idOrSession) === null)
         refuse("not-found", `no lease or consent session ${idOrSession}`);
       // Revoking a session ends it: no lease can be opened on it again.
-      db.prepare("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL").run(
-        now(),
-        idOrSession,
-      );
+      stmt("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL").run(now(), idOrSession);
       return revokeLeasesOf(idOrSession);
     });
   }
@@ -280,7 +288,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
       const at = now();
       const existing = sessionById(id);
       if (existing === null) {
-        db.prepare("INSERT INTO sessions (id, client_id, started_at, last_seen_at) VALUES (?, ?, ?, ?)").run(
+        stmt("INSERT INTO sessions (id, client_id, started_at, last_seen_at) VALUES (?, ?, ?, ?)").run(
           id,
           clientId,
           at,
@@ -292,10 +300,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
           refuse("not-found", `consent session ${id} belongs to another client`);
         // An ended session stays ended; only a live one is refreshed.
         if (existing.endedAt !== undefined) return existing;
-        db.prepare("UPDATE sessions SET last_seen_at = ? WHERE id = ?").run(
-          Math.max(at, existing.lastSeenAt),
-          id,
-        );
+        stmt("UPDATE sessions SET last_seen_at = ? WHERE id = ?").run(Math.max(at, existing.lastSeenAt), id);
       }
       return sessionById(id) ?? refuse("unavailable", `consent session ${id} vanished`);
     }, "NORMAL");
@@ -304,7 +309,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
   function endSession(id: string): StoreResult<void> {
     return write(() => {
       if (sessionById(id) === null) refuse("not-found", `no consent session ${id}`);
-      db.prepare("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL").run(now(), id);
+      stmt("UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL").run(now(), id);
       revokeLeasesOf(id);
     });
   }
@@ -313,15 +318,13 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     return write(() => {
       const before = now() - Math.max(0, graceMs);
       let removed = 0;
-      removed += db.prepare("DELETE FROM requests WHERE expires_at < ?").run(before).changes;
-      removed += db.prepare("DELETE FROM nonces WHERE expires_at < ?").run(before).changes;
-      removed += db.prepare("DELETE FROM leases WHERE expires_at < ?").run(before).changes;
-      removed += db
-        .prepare(
-          `DELETE FROM sessions WHERE (ended_at IS NOT NULL AND ended_at < ?)
+      removed += stmt("DELETE FROM requests WHERE expires_at < ?").run(before).changes;
+      removed += stmt("DELETE FROM nonces WHERE expires_at < ?").run(before).changes;
+      removed += stmt("DELETE FROM leases WHERE expires_at < ?").run(before).changes;
+      removed += stmt(
+        `DELETE FROM sessions WHERE (ended_at IS NOT NULL AND ended_at < ?)
              OR (last_seen_at < ? AND NOT EXISTS (SELECT 1 FROM leases WHERE leases.session = sessions.id))`,
-        )
-        .run(before, before).changes;
+      ).run(before, before).changes;
       return removed;
     }, "NORMAL");
   }
@@ -332,32 +335,27 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     getRequest: (id) => attempt(() => requireRequest(id)),
     listRequests: () =>
       attempt(() =>
-        db
-          .prepare(
-            `SELECT * FROM requests WHERE status IN ('pending', 'approved') AND expires_at > ?
+        stmt(
+          `SELECT * FROM requests WHERE status IN ('pending', 'approved') AND expires_at > ?
              ORDER BY created_at, rowid`,
-          )
+        )
           .all(now())
           .map(rowToRequest),
       ),
     findApproved: (actDigest) =>
       attempt(() => {
-        const row = db
-          .prepare(
-            `SELECT * FROM requests WHERE act_digest = ? AND status = 'approved' AND expires_at > ?
+        const row = stmt(
+          `SELECT * FROM requests WHERE act_digest = ? AND status = 'approved' AND expires_at > ?
              ORDER BY created_at DESC, rowid DESC LIMIT 1`,
-          )
-          .get(actDigest, now());
+        ).get(actDigest, now());
         return row === undefined ? null : rowToRequest(row);
       }),
     findOpen: (actDigest, session) =>
       attempt(() => {
-        const row = db
-          .prepare(
-            `SELECT * FROM requests WHERE act_digest = ? AND session = ? AND status IN ('pending', 'denied')
+        const row = stmt(
+          `SELECT * FROM requests WHERE act_digest = ? AND session = ? AND status IN ('pending', 'denied')
                AND expires_at > ? ORDER BY created_at DESC, rowid DESC LIMIT 1`,
-          )
-          .get(actDigest, session, now());
+        ).get(actDigest, session, now());
         return row === undefined ? null : rowToRequest(row);
       }),
     approve,
@@ -367,13 +365,13 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     openLease,
     takeLeaseRead,
     listLeases: () =>
-      attempt(() => db.prepare("SELECT * FROM leases ORDER BY created_at, rowid").all().map(rowToLease)),
+      attempt(() => stmt("SELECT * FROM leases ORDER BY created_at, rowid").all().map(rowToLease)),
     revoke,
-    revokeAll: () => write(() => db.prepare("UPDATE leases SET revoked = 1 WHERE revoked = 0").run().changes),
+    revokeAll: () => write(() => stmt("UPDATE leases SET revoked = 1 WHERE revoked = 0").run().changes),
     touchSession,
     endSession,
     listSessions: () =>
-      attempt(() => db.prepare("SELECT * FROM sessions ORDER BY started_at, rowid").all().map(rowToSession)),
+      attempt(() => stmt("SELECT * FROM sessions ORDER BY started_at, rowid").all().map(rowToSession)),
     prune,
     close: () => {
       if (db.open) db.close();
