@@ -101,6 +101,15 @@ describe("relay-shell consent (the built CLI)", () => {
     expect(again.stderr).toContain(`request ${r.id} is approved, not pending`);
   });
 
+  it("approve signs the payload's UTF-8 bytes when the act is not ASCII", () => {
+    const r = request("echo 'héllo 日本' > canary");
+    const out = cli(["approve", r.id, "--key", key, "--yes"]);
+    expect(out.code).toBe(0);
+    expect(out.stdout).toContain("héllo 日本");
+    const proof = value(store.getRequest(r.id)).approval?.proof ?? "";
+    expect(checks(proof, r.payload)).toBe(true);
+  });
+
   it("approve signs through ssh-agent with the public key of a key that has a passphrase", () => {
     const locked = join(dir, "agent_ed25519");
     expect(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "correct horse", "-f", locked]).code).toBe(0);
