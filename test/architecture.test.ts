@@ -49,7 +49,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   runner: ["core", "config", "metrics", "policy", "audit", "broker", "consent"],
   tools: BELOW_TOOLS,
   server: ["core", "config", "metrics", "runner", "tools"],
-  cli: [...BELOW_TOOLS, "tools", "server", "infra"],
+  cli: [...BELOW_TOOLS, "tools", "server", "infra", "consent"],
   // Probes shared by the tests under src/ and test/; no module of the server imports them.
   testing: ["core", "config", "proc", "exec", "sessions"],
 };

@@ -26,6 +26,7 @@ import { runVerifyAudit } from "./verify-audit.js";
 
 const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
        relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
+       relay-shell consent (list | show ID | approve ID | deny ID | leases | revoke ID) [--db PATH] ...
 
 relay-shell is an MCP server that runs shell commands for an AI client under a
 risk classifier, an operator policy and an append-only audit log. With no flag
@@ -49,7 +50,8 @@ options:
   --help           show this help and exit
 
 infra-broker starts the infrastructure broker daemon instead of the MCP
-server; \`relay-shell infra-broker --help\` describes it.
+server; \`relay-shell infra-broker --help\` describes it. consent decides the
+acts the consent gate holds; \`relay-shell consent --help\` describes it.
 `;
 
 interface CliOptions {
@@ -137,6 +139,12 @@ async function main(): Promise<void> {
     // Loaded only here: the MCP server never evaluates the daemon's code.
     const { runInfraBrokerCli } = await import("./infra-broker.js");
     await runInfraBrokerCli(process.argv.slice(3));
+    return;
+  }
+  // The operator's side of the consent gate: it never serves MCP, so it loads none of the server.
+  if (process.argv[2] === "consent") {
+    const { runConsentCli } = await import("./consent.js");
+    process.exitCode = await runConsentCli(process.argv.slice(3));
     return;
   }
   leanRuntime();

@@ -1,6 +1,9 @@
 export { actSummary, type DescribeInput, describeAct } from "./describe.js";
+/** @public The consent gate of the runner uses it beside the store (docs/adr/0024-consent-store-and-approval-lifetime.md). */
+export { rememberConsumedNonces } from "./nonce-memory.js";
 export { actDigest, CONSENT_NAMESPACE, consentPayload } from "./payload.js";
 export { checkAllowedSigners, createSshsigVerifier, TrustAnchorError } from "./signers.js";
+export { openSqliteStore } from "./sqlite-store.js";
 export type {
   ConsentAct,
   ConsentLease,

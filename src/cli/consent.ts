@@ -1,0 +1,311 @@
+import { existsSync, statSync } from "node:fs";
+import { userInfo } from "node:os";
+import { createInterface } from "node:readline";
+import { parseArgs } from "node:util";
+import { snapshotEnvironment } from "../config/index.js";
+import { type ConsentRequest, type ConsentStore, consentPayload, openSqliteStore } from "../consent/index.js";
+import { cryptoIds, systemClock } from "../core/index.js";
+import { buildEnv, createProcessRunner } from "../exec/index.js";
+import { signPayload } from "./consent-sign.js";
+import { leaseLines, requestLine, showRequest, visible } from "./consent-text.js";
+
+const CONSENT_USAGE = `usage: relay-shell consent list [--db PATH]
+       relay-shell consent show ID [--payload] [--db PATH]
+       relay-shell consent approve ID --key PATH [--yes] [--db PATH]
+       relay-shell consent deny ID [--reason TEXT] [--db PATH]
+       relay-shell consent leases [--db PATH]
+       relay-shell consent revoke (ID | --all) [--db PATH]
+
+Decide, on the operator's terminal, the acts the relay asked consent for.
+
+  list      the live requests (pending or approved), oldest first
+  show      one request: the act, its bound arguments and the exact bytes a
+            signature covers (--payload: only those bytes, to pipe elsewhere)
+  approve   show the act, ask "Approve this act? [y/N]" on the terminal (or
+            not, with --yes), sign its payload with
+            \`ssh-keygen -Y sign -n relay-shell-consent -f PATH\` and store the
+            signature; PATH is a private key, or the public key of one held by
+            ssh-agent or a security key (a key with a passphrase must be in
+            ssh-agent)
+  deny      refuse a request, or withdraw an approval not used yet
+  leases    the consent sessions and their read leases
+  revoke    revoke one lease, or every lease of a consent session (ending
+            it), or every lease (--all)
+
+options:
+  --db PATH   the consent database (RELAY_SHELL_CONSENT_DB)
+  --help      show this help and exit
+
+Exit status 0 when done, 1 when the store refused (unknown, expired or used
+request, lock not granted, database unavailable) or the operator said no, 2 for
+a wrong argument or a database that cannot be opened.
+`;
+
+const BUSY_TIMEOUT_MS = 5000;
+const REQUEST_ID = /^[0-9a-f]{10}$/;
+const MAX_ARGUMENT = 512;
+
+const OPTIONS = {
+  help: { type: "boolean", short: "h" },
+  db: { type: "string" },
+  key: { type: "string" },
+  yes: { type: "boolean" },
+  reason: { type: "string" },
+  all: { type: "boolean" },
+  payload: { type: "boolean" },
+} as const;
+type Option = keyof typeof OPTIONS;
+
+/** What each command accepts besides --db and --help, and how many positional arguments. */
+const COMMANDS: Record<string, { options: readonly Option[]; ids: number }> = {
+  list: { options: [], ids: 0 },
+  show: { options: ["payload"], ids: 1 },
+  approve: { options: ["key", "yes"], ids: 1 },
+  deny: { options: ["reason"], ids: 1 },
+  leases: { options: [], ids: 0 },
+  revoke: { options: ["all"], ids: 1 },
+};
+
+interface ConsentArgs {
+  command: string;
+  id: string | null;
+  values: Partial<Record<Option, string | true>>;
+}
+
+/** A wrong argument: message on stderr, exit 2. */
+class Usage extends Error {}
+/** A refusal by the store or the operator: message on stderr, exit 1. */
+class Refused extends Error {}
+
+function parseConsentArgs(argv: readonly string[]): ConsentArgs | "help" {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "--help" || command === "-h") return "help";
+  const spec = COMMANDS[command];
+  if (spec === undefined) throw new Usage(`unknown consent command: ${visible(command)}`);
+  const { tokens } = parseArgs({
+    args: rest,
+    options: OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const values: ConsentArgs["values"] = {};
+  const ids: string[] = [];
+  for (const token of tokens) {
+    const typed = visible(rest[token.index] ?? "");
+    if (token.kind === "positional") {
+      ids.push(token.value);
+      continue;
+    }
+    if (token.kind !== "option" || !Object.hasOwn(OPTIONS, token.name))
+      throw new Usage(`unknown argument: ${typed}`);
+    const name = token.name as Option;
+    if (name !== "help" && name !== "db" && !spec.options.includes(name)) {
+      throw new Usage(`${command} does not take --${name}`);
+    }
+    if (values[name] !== undefined) throw new Usage(`--${name} is given more than once`);
+    if (OPTIONS[name].type === "boolean") {
+      if (token.value !== undefined) throw new Usage(`unknown argument: ${typed}`);
+      values[name] = true;
+    } else {
+      // `--key --yes` is a forgotten value, not a key named --yes (write ./--yes or --key=--yes for that).
+      const forgotten = token.inlineValue !== true && token.value?.startsWith("-") === true;
+      if (token.value === undefined || token.value === "" || forgotten)
+        throw new Usage(`--${name} needs a value`);
+      if (token.value.length > MAX_ARGUMENT)
+        throw new Usage(`--${name} is longer than ${MAX_ARGUMENT} characters`);
+      values[name] = token.value;
+    }
+  }
+  if (values.help === true) return "help";
+  const wanted = command === "revoke" && values.all === true ? 0 : spec.ids;
+  if (command === "revoke" && values.all === true && ids.length > 0)
+    throw new Usage("revoke takes an ID or --all, not both");
+  if (ids.length !== wanted) {
+    throw new Usage(wanted === 0 ? `${command} takes no ID` : `${command} needs exactly one ID`);
+  }
+  const id = ids[0] ?? null;
+  if (id !== null) {
+    if (id.length === 0 || id.length > MAX_ARGUMENT || visible(id) !== id || /\s/.test(id)) {
+      throw new Usage(`not an id: ${JSON.stringify(visible(id))}`);
+    }
+    if (command !== "revoke" && !REQUEST_ID.test(id)) {
+      throw new Usage(
+        `not a request id: ${visible(id)} (ten lowercase hex digits, as \`consent list\` shows)`,
+      );
+    }
+  }
+  return { command, id, values };
+}
+
+function openStore(path: string): ConsentStore {
+  // The relay creates the database; a mistyped path must not show an empty one.
+  if (!existsSync(path))
+    throw new Usage(`no consent database at ${visible(path)} (the relay creates it when consent is on)`);
+  const opened = openSqliteStore(path, {
+    clock: systemClock,
+    ids: cryptoIds,
+    busyTimeoutMs: BUSY_TIMEOUT_MS,
+  });
+  if (!opened.ok) throw new Usage(`cannot open the consent database: ${visible(opened.detail)}`);
+  return opened.value;
+}
+
+function must<T>(result: { ok: true; value: T } | { ok: false; failure: string; detail: string }): T {
+  if (!result.ok) throw new Refused(`${result.failure}: ${visible(result.detail)}`);
+  return result.value;
+}
+
+/** Ask on the terminal; anything but y/yes is no. */
+async function confirm(question: string): Promise<boolean> {
+  const terminal = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    const answer = await new Promise<string>((resolve) => {
+      terminal.question(question, resolve);
+      terminal.once("close", () => resolve(""));
+    });
+    return /^(y|yes)$/i.test(answer.trim());
+  } finally {
+    terminal.close();
+  }
+}
+
+function operatorName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return `uid ${process.geteuid?.() ?? "?"}`;
+  }
+}
+
+/**
+ * Whether the stored payload is exactly the bytes of the act shown. The file
+ * is writable by the relay's user: a payload edited to another act would have
+ * the operator sign what they were not shown.
+ */
+function payloadMatches(store: ConsentStore, request: ConsentRequest): boolean {
+  const fields = {
+    request: request.id,
+    nonce: request.nonce,
+    expiresAt: request.expiresAt,
+    instance: store.instanceId,
+  };
+  return consentPayload(request.act, fields) === request.payload;
+}
+
+const EDITED = "its stored payload is not the act shown (the consent database was edited)";
+
+async function approve(store: ConsentStore, request: ConsentRequest, args: ConsentArgs): Promise<string> {
+  const now = systemClock.now();
+  if (request.status !== "pending")
+    throw new Refused(`request ${request.id} is ${request.status}, not pending`);
+  if (request.expiresAt <= now) throw new Refused(`request ${request.id} expired`);
+  if (!payloadMatches(store, request))
+    throw new Refused(`request ${request.id}: ${EDITED}; nothing is signed`);
+  process.stdout.write(`${showRequest(request, now)}\n`);
+  const key = args.values.key as string;
+  if (args.values.yes !== true) {
+    if (!(await confirm("Approve this act? [y/N] ")))
+      throw new Refused(`request ${request.id} was not approved`);
+  }
+  process.stderr.write(
+    `relay_shell consent: signing with ${visible(key)} (touch your security key if it blinks)\n`,
+  );
+  const runner = createProcessRunner();
+  const signed = await signPayload(runner, buildEnv(snapshotEnvironment(), ""), key, request.payload);
+  if (!signed.ok) throw new Refused(`not approved: ${visible(signed.detail)}`);
+  const approved = must(
+    store.approve(request.id, {
+      channel: "sshsig",
+      proof: signed.signature,
+      claimedSigner: signed.fingerprint,
+      at: systemClock.now(),
+    }),
+  );
+  return `approved ${approved.id} (signed by ${signed.fingerprint})`;
+}
+
+async function run(store: ConsentStore, args: ConsentArgs): Promise<string> {
+  const now = systemClock.now();
+  const id = args.id ?? "";
+  switch (args.command) {
+    case "list": {
+      const requests = must(store.listRequests());
+      if (requests.length === 0) return "no live consent requests";
+      return requests.map((r) => requestLine(r, now)).join("\n");
+    }
+    case "show": {
+      const request = must(store.getRequest(id));
+      if (args.values.payload === true) {
+        process.stdout.write(request.payload);
+        return "";
+      }
+      const shown = visible(request.payload);
+      const note = shown === request.payload ? "" : " (characters a terminal would act on are escaped here)";
+      const warning = payloadMatches(store, request) ? "" : `\nWARNING: ${EDITED}`;
+      return `${showRequest(request, now)}\npayload, the exact bytes signed${note}:\n${shown}${warning}`;
+    }
+    case "approve":
+      return approve(store, must(store.getRequest(id)), args);
+    case "deny": {
+      const reason = typeof args.values.reason === "string" ? args.values.reason : "denied by the operator";
+      const denied = must(store.deny(id, operatorName(), reason));
+      return `denied ${denied.id}`;
+    }
+    case "leases":
+      return leaseLines(must(store.listSessions()), must(store.listLeases()), now).join("\n");
+    case "revoke": {
+      if (args.values.all === true) return `revoked ${must(store.revokeAll())} lease(s)`;
+      const isLease = must(store.listLeases()).some((l) => l.id === id);
+      const count = must(store.revoke(id));
+      return isLease
+        ? `revoked lease ${id}${count === 0 ? " (it was already revoked)" : ""}`
+        : `revoked ${count} lease(s) of consent session ${visible(id)} and ended it`;
+    }
+    default:
+      throw new Usage(`unknown consent command: ${visible(args.command)}`);
+  }
+}
+
+/**
+ * `relay-shell consent …`: the operator's side of the consent gate. `dbPath`
+ * is the configured database; `--db` overrides it. Resolves with the exit
+ * status, having written the result on stdout and any refusal on stderr.
+ */
+export async function runConsentCli(argv: readonly string[], dbPath: string | null = null): Promise<number> {
+  let store: ConsentStore | null = null;
+  try {
+    const args = parseConsentArgs(argv);
+    if (args === "help") {
+      process.stdout.write(CONSENT_USAGE);
+      return 0;
+    }
+    const path = typeof args.values.db === "string" ? args.values.db : dbPath;
+    if (path === null) throw new Usage("no consent database: give --db PATH");
+    if (args.command === "approve") {
+      const key = args.values.key;
+      if (typeof key !== "string")
+        throw new Usage("approve needs --key PATH: the key that signs the approval");
+      if (!statSync(key, { throwIfNoEntry: false })?.isFile())
+        throw new Usage(`--key ${visible(key)}: no such file`);
+      if (args.values.yes !== true && !process.stdin.isTTY) {
+        throw new Usage(
+          "approve asks on the terminal, and stdin is not one; give --yes to approve without asking",
+        );
+      }
+    }
+    store = openStore(path);
+    const out = await run(store, args);
+    if (out !== "") process.stdout.write(`${out}\n`);
+    return 0;
+  } catch (err) {
+    const usage = err instanceof Usage;
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(
+      `relay_shell consent: ${message}\n${usage && /unknown/.test(message) ? CONSENT_USAGE : ""}`,
+    );
+    return usage ? 2 : 1;
+  } finally {
+    store?.close();
+  }
+}
