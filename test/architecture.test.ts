@@ -37,8 +37,11 @@ const ALLOWED: Record<string, readonly string[]> = {
   sessions: ["core", "config", "proc"],
   ssh: ["core", "config", "files"],
   "infra-protocol": ["core"],
+  // OpenSSH signatures and allowed signers; the consent store, its payload and the description of an act.
+  sshsig: ["core"],
+  consent: ["core", "config", "files", "sshsig"],
   // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
-  infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol"],
+  infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol", "sshsig", "consent"],
   broker: ["core", "config", "policy", "audit"],
   runner: ["core", "config", "metrics", "policy", "audit", "broker"],
   tools: BELOW_TOOLS,

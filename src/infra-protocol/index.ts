@@ -3,7 +3,8 @@ export {
   type UnreachableReason,
 } from "./client.js";
 export {
-  APPROVAL_REF,
+  type ConsentCapability,
+  consentCapabilitySchema,
   IDEMPOTENCY_KEY,
   IDENTITY_CLAIM_FIELDS,
   type InfraRequest,

@@ -4,6 +4,7 @@ import { redactString } from "../audit/index.js";
 import { type Clock, describeError, type Ids, type Logger } from "../core/index.js";
 import { createProcessRunner } from "../exec/index.js";
 import { PROTOCOL_VERSION } from "../infra-protocol/index.js";
+import { createApprovalGate } from "./approvals.js";
 import { createDispatcher } from "./dispatch.js";
 import { createOperations } from "./operations.js";
 import { identifyPeer } from "./principal.js";
@@ -162,6 +163,7 @@ export async function startInfraBroker(
     const dispatcher = createDispatcher({
       profiles,
       operations,
+      approvals: createApprovalGate({ verify: null, nonces: null, clock }),
       reserveReceipt: () => receipts.reserve(),
       logger,
       facts: () => ({
