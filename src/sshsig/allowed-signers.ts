@@ -125,9 +125,9 @@ function quotedToken(text: string): { token: string; rest: string } {
   return { token: text.slice(0, i), rest: text.slice(i).trimStart() };
 }
 
-function looksLikeOptions(token: string): boolean {
-  const lower = token.toLowerCase();
-  return token.includes("=") || token.includes(",") || lower === "cert-authority";
+/** Every OpenSSH key type name starts so; anything else where a key may start is an options field. */
+function looksLikeKeyType(token: string): boolean {
+  return /^(?:ssh-|ecdsa-|sk-)/.test(token);
 }
 
 /** One line → a signer, or what is wrong with it. */
@@ -155,7 +155,7 @@ function parseLine(text: string, line: number): AllowedSigner | string {
   let validAfter: number | null = null;
   let validBefore: number | null = null;
   const first = quotedToken(rest);
-  if (looksLikeOptions(first.token)) {
+  if (!looksLikeKeyType(first.token)) {
     const options = parseOptions(first.token);
     if (options.problems.length > 0) return options.problems.join("; ");
     if (options.certAuthority) {
@@ -172,6 +172,10 @@ function parseLine(text: string, line: number): AllowedSigner | string {
     }
     rest = first.rest;
     if (rest === "") return "no key after the options";
+    const next = quotedToken(rest).token;
+    if (!looksLikeKeyType(next)) {
+      return `"${next}" where the key type belongs (options are separated by commas, with no spaces)`;
+    }
   }
   let key: SshPublicKey;
   try {

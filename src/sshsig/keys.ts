@@ -195,10 +195,15 @@ export function decodeKeyBlob(blob: Buffer, what = "public key"): DecodedKey {
 
 const STRICT_BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
-/** Strict base64: Buffer.from skips characters it does not know, which would let garbage through. */
+/**
+ * Strict base64: Buffer.from skips characters it does not know and ignores
+ * the spare bits of the last group, so two texts could carry one signature;
+ * like OpenSSH, only the canonical text of the bytes is accepted.
+ */
 export function decodeBase64(text: string): Buffer | null {
   if (text.length === 0 || !STRICT_BASE64.test(text)) return null;
-  return Buffer.from(text, "base64");
+  const bytes = Buffer.from(text, "base64");
+  return bytes.toString("base64") === text ? bytes : null;
 }
 
 function keyError(message: string): RelayError {

@@ -1,24 +1,33 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT } from "../../test/helpers/server.js";
 import { parsePublicKey, verifySshsigWithKey } from "./index.js";
 
 /** OpenSSH's own SSHSIG test vectors (test/data/sshsig/README.md). */
-const DIR = join(REPO_ROOT, "test", "data", "sshsig");
+const DIR = join(import.meta.dirname, "..", "..", "test", "data", "sshsig");
 const read = (name: string) => readFileSync(join(DIR, name));
 const message = read("signed-data");
 const namespace = read("namespace").toString("utf8").trim();
 
 const VECTORS = [
-  { name: "rsa", type: "ssh-rsa", sk: false, fingerprint: "SHA256:PnEztoQ74skPJhb/bvdbzdOVa2whp8Ws4housCPVrkI" },
+  {
+    name: "rsa",
+    type: "ssh-rsa",
+    sk: false,
+    fingerprint: "SHA256:PnEztoQ74skPJhb/bvdbzdOVa2whp8Ws4housCPVrkI",
+  },
   {
     name: "ecdsa",
     type: "ecdsa-sha2-nistp256",
     sk: false,
     fingerprint: "SHA256:YInG0FuXzFrI4twnU4WIDUE7/iFeM9DVtx6zdi61Pvg",
   },
-  { name: "ed25519", type: "ssh-ed25519", sk: false, fingerprint: "SHA256:ZxTZQ/K7JZpz0mHqWqdmYCUcq3MAtnu9TYA66TCBkxM" },
+  {
+    name: "ed25519",
+    type: "ssh-ed25519",
+    sk: false,
+    fingerprint: "SHA256:ZxTZQ/K7JZpz0mHqWqdmYCUcq3MAtnu9TYA66TCBkxM",
+  },
   {
     name: "ecdsa_sk",
     type: "sk-ecdsa-sha2-nistp256@openssh.com",
@@ -40,7 +49,10 @@ const VECTORS = [
 ] as const;
 
 function vector(name: string) {
-  return { key: parsePublicKey(read(`${name}.pub`).toString("utf8")), sig: read(`${name}.sig`).toString("utf8") };
+  return {
+    key: parsePublicKey(read(`${name}.pub`).toString("utf8")),
+    sig: read(`${name}.sig`).toString("utf8"),
+  };
 }
 
 describe("OpenSSH's SSHSIG test vectors", () => {
@@ -75,7 +87,9 @@ describe("OpenSSH's SSHSIG test vectors", () => {
             failure: "bad-signature",
           });
         }
-        expect(verifySshsigWithKey(sig, Buffer.concat([message, Buffer.of(0x0a)]), namespace, key).ok).toBe(false);
+        expect(verifySshsigWithKey(sig, Buffer.concat([message, Buffer.of(0x0a)]), namespace, key).ok).toBe(
+          false,
+        );
       });
 
       it("is refused in another namespace", () => {
