@@ -26,6 +26,7 @@ import { runVerifyAudit } from "./verify-audit.js";
 
 const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
        relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
+                                [--allowed-signers FILE]
 
 relay-shell is an MCP server that runs shell commands for an AI client under a
 risk classifier, an operator policy and an append-only audit log. With no flag

@@ -583,6 +583,11 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker start-up refusals", ()
       "--socket PATH is required (no $RUNTIME_DIRECTORY to default to)",
     ],
     [["--config", "/tmp", "--config", "/tmp"], "--config is given more than once"],
+    [["--allowed-signers"], "--allowed-signers needs a path"],
+    [
+      ["--allowed-signers", "/tmp/a", "--allowed-signers", "/tmp/b"],
+      "--allowed-signers is given more than once",
+    ],
     [["stray"], "unknown argument: stray"],
   ])("refuses the arguments %j with exit 2 and its usage", (args, message) => {
     const r = cli(["infra-broker", ...args], fx.daemonUser);
