@@ -4,7 +4,6 @@ export {
 } from "./client.js";
 export {
   type ConsentCapability,
-  consentCapabilitySchema,
   IDEMPOTENCY_KEY,
   IDENTITY_CLAIM_FIELDS,
   type InfraRequest,

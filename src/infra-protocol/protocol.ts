@@ -42,7 +42,7 @@ export interface ConsentCapability {
   signer: string;
 }
 
-export const consentCapabilitySchema = z
+const consentCapabilitySchema = z
   .object({
     request: z.string().regex(/^[\x21-\x7e]{1,128}$/),
     nonce: z.string().regex(/^[\x21-\x7e]{1,128}$/),

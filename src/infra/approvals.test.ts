@@ -236,6 +236,18 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
     expect(gate.consume("replicate", verdict.approval)?.code).toBe("APPROVAL_REUSED");
   });
 
+  it("refuses, without consuming it, an approval that expired while its request waited in the queue", () => {
+    const approval = sign(REPLICATE, { expiresAt: now + 1000 });
+    const verdict = check(REPLICATE, approval);
+    if (!verdict.ok || verdict.approval === null) throw new Error("refused");
+    now += 1000;
+    const late = gate.consume("replicate", verdict.approval);
+    expect(late?.code).toBe("APPROVAL_INVALID");
+    expect(late?.message).toMatch(/expired at .* while the request waited/);
+    now -= 1000;
+    expect(gate.consume("replicate", verdict.approval)).toBeNull();
+  });
+
   it("drops a nonce only after its approval expired", () => {
     const approval = sign(REPLICATE, { expiresAt: now + 1000 });
     const verdict = check(REPLICATE, approval);

@@ -32,9 +32,7 @@ export interface VerifiedApproval {
 }
 
 /** The approval step's answer: go on (with an approval to consume, or none needed), or this refusal. */
-export type ApprovalVerdict =
-  | { ok: true; approval: VerifiedApproval | null }
-  | { ok: false; result: OpResult };
+type ApprovalVerdict = { ok: true; approval: VerifiedApproval | null } | { ok: false; result: OpResult };
 
 export interface ApprovalGate {
   /**
@@ -94,7 +92,7 @@ function parsePayload(text: string): SignedPayload | string {
 }
 
 /** The bound arguments the relay signs for an INFRA call: exactly these four, null when absent. */
-export function infraBound(request: InfraRequest): Record<string, unknown> {
+function infraBound(request: InfraRequest): Record<string, unknown> {
   return {
     operation: request.op,
     profile: request.profile ?? null,
@@ -192,6 +190,15 @@ export function createApprovalGate(deps: {
 
   function consume(op: Operation, approval: VerifiedApproval): OpResult | null {
     if (deps.nonces === null) throw new Error("an approval was verified without a nonce store");
+    // Checked again here: the request may have waited in its profile's queue past the expiry.
+    const now = deps.clock.now();
+    if (approval.expiresAt <= now) {
+      return {
+        code: "APPROVAL_INVALID",
+        message: `The approval ${approval.record.request} for ${op} expired at ${new Date(approval.expiresAt).toISOString()} while the request waited its turn; it was not used.`,
+        approval: approval.record,
+      };
+    }
     const taken = deps.nonces.consume(approval.nonce, {
       expiresAt: approval.expiresAt,
       request: approval.record.request,

@@ -10,7 +10,7 @@ const NONCES_FILE = "approval-nonces.sqlite";
 const DEFAULT_BUSY_TIMEOUT_MS = 2000;
 
 /** What one consumption did. */
-export type NonceOutcome =
+type NonceOutcome =
   | { kind: "consumed" }
   | { kind: "reused"; consumedAt: number }
   | { kind: "unavailable"; reason: string };
