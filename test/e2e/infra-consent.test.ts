@@ -136,6 +136,22 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("approvals verified by the broker da
     expect(oks).toHaveLength(1);
   }, 120_000);
 
+  it("lets exactly one of two connections racing with the same approval act", async () => {
+    const request = { ...dryRun, run_id: "consent-race" };
+    const approval = fx.approve(request);
+    const answers = await Promise.all([
+      infraExchange(fx.socketPath, [{ ...request, approval }]),
+      infraExchange(fx.socketPath, [{ ...request, approval }]),
+    ]);
+    const codes = answers.map((a) => (a[0] as InfraResponse).code).sort();
+    expect(codes).toEqual(["APPROVAL_REUSED", "OK"]);
+  }, 60_000);
+
+  it("reports how many signers it verifies with", async () => {
+    const status = await ask({ op: "status" });
+    expect((status.data as { broker: { allowed_signers: number } }).broker.allowed_signers).toBe(1);
+  });
+
   it("remembers a consumed approval across a restart", async () => {
     const approval = fx.approve({ ...replicate, run_id: "consent-r2", idempotency_key: "consent-r2-0001" });
     const request = { ...replicate, run_id: "consent-r2", idempotency_key: "consent-r2-0001" };
