@@ -101,9 +101,9 @@ function infraBound(request: InfraRequest): Record<string, unknown> {
   };
 }
 
-/** A signed act in words, for a mismatch: tool and bound arguments. */
-function describeAct(tool: unknown, bound: Record<string, unknown>): string {
-  return `${String(tool)} ${canonicalJson(bound)}`;
+/** A signed act for a mismatch's sentence: tool and bound arguments, as JSON so nothing in them is raw. */
+function describeAct(tool: string, bound: Record<string, unknown>): string {
+  return `${canonicalJson(tool)} ${canonicalJson(bound)}`;
 }
 
 /**
