@@ -37,8 +37,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   sessions: ["core", "config", "proc"],
   ssh: ["core", "config", "files"],
   "infra-protocol": ["core"],
-  // OpenSSH signatures and allowed signers; the consent store, its payload and the description of an act.
+  // OpenSSH signatures and allowed-signers files: pure parsing and node:crypto, on core/ only.
   sshsig: ["core"],
+  // The consent store, its payload and the description of an act.
   consent: ["core", "config", "files", "sshsig"],
   // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
   infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol", "sshsig", "consent"],

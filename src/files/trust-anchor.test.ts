@@ -3,7 +3,7 @@ import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writ
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { trustAnchorProblems } from "./trust-anchor.js";
+import { trustAnchorProblems } from "./index.js";
 
 const root = mkdtempSync(join(tmpdir(), "relay-trust-"));
 chmodSync(root, 0o755);

@@ -65,6 +65,7 @@ describe("parseAllowedSigners", () => {
       `a@x,,b@x ${ED}`,
       `a@x namespaces="n" `,
       `a@x namespaces="n" valid-after="20260101" ${ED}`,
+      `a@x valid-after="20260101Z",valid-before="20260101Z" ${ED}`,
     ];
     const { signers, problems } = parseAllowedSigners(lines.join("\n"));
     expect(signers).toEqual([]);
@@ -87,6 +88,9 @@ describe("parseAllowedSigners", () => {
     );
     expect(problems[12]).toBe("line 13: no key after the principals");
     expect(problems[15]).toBe("line 16: no key after the options");
+    expect(problems[17]).toBe(
+      "line 18: valid-before is not later than valid-after, so the key is never valid",
+    );
     expect(problems[16]).toBe(
       'line 17: "valid-after="20260101"" where the key type belongs (options are separated by commas, with no spaces)',
     );

@@ -170,6 +170,9 @@ function parseLine(text: string, line: number): AllowedSigner | string {
       if (name === "valid-after") validAfter = seconds;
       else validBefore = seconds;
     }
+    if (validAfter !== null && validBefore !== null && validBefore <= validAfter) {
+      return "valid-before is not later than valid-after, so the key is never valid";
+    }
     rest = first.rest;
     if (rest === "") return "no key after the options";
     const next = quotedToken(rest).token;

@@ -16,7 +16,8 @@ export type SshsigFailure =
   | "not-yet-valid"
   | "expired"
   | "bad-signature"
-  | "no-user-presence";
+  | "no-user-presence"
+  | "bad-policy"; // the caller's policy is unusable (its time is not a number)
 
 /** Thrown inside the module only; the verifiers turn it into a failed verdict. */
 export class SshsigError extends Error {

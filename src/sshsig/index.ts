@@ -4,7 +4,7 @@ export {
   parseAllowedSigners,
 } from "./allowed-signers.js";
 export type { SshsigFailure } from "./failure.js";
-export { parsePublicKey, SSH_KEY_TYPES, type SshKeyType, type SshPublicKey } from "./keys.js";
+export { parsePublicKey, type SshKeyType, type SshPublicKey } from "./keys.js";
 export {
   type SshsigKeyMatch,
   type SshsigKeyVerdict,

@@ -4,7 +4,7 @@ import { SshsigError } from "./failure.js";
 import { WireReader } from "./wire.js";
 
 /** The public key algorithms a signer may use. */
-export const SSH_KEY_TYPES = [
+const SSH_KEY_TYPES = [
   "ssh-ed25519",
   "ecdsa-sha2-nistp256",
   "ecdsa-sha2-nistp384",
@@ -61,12 +61,12 @@ const RSA_MAX_BITS = 16384;
 /** Longest key line accepted: a 16384-bit RSA key is about 2.8 KB of base64. */
 const MAX_KEY_LINE = 16 * 1024;
 
-export function isSupportedKeyType(type: string): type is SshKeyType {
+function isSupportedKeyType(type: string): type is SshKeyType {
   return (SSH_KEY_TYPES as readonly string[]).includes(type);
 }
 
 /** Why a key algorithm is not accepted, in words. */
-export function unsupportedKeyReason(type: string): string {
+function unsupportedKeyReason(type: string): string {
   if (type.includes("-cert-v01@openssh.com")) {
     return `certificate keys (${type}) are not supported; list the signer's own key`;
   }

@@ -154,6 +154,47 @@ describe.skipIf(!haveKeygen)("signatures made by ssh-keygen", () => {
     });
   }
 
+  it("reads allowed-signers lines as ssh-keygen does: quotes, patterns, negation, option case, times", () => {
+    const key = pub.get("ed25519");
+    if (!key) throw new Error("no key");
+    const k = `${key.type} ${key.blob.toString("base64")}`;
+    const lines = [
+      `"ops team@relay.test" ${k}`,
+      `*@relay.test,!eve@relay.test ${k}`,
+      `ann?relay.test ${k}`,
+      `ann@relay.test NAMESPACES="relay-*" ${k}`,
+      `ann@relay.test namespaces="git,file" ${k}`,
+      `ann@relay.test namespaces=relay-shell-consent ${k}`,
+      `ann@relay.test cert-authority ${k}`,
+      `ann@relay.test valid-after="20200101",Valid-Before="20990101" ${k}`,
+      `ann@relay.test valid-before="20200101Z" ${k}`,
+      `ann@relay.test valid-after="20990101" ${k}`,
+      `ann@relay.test valid-after="20990101",valid-before="20200101" ${k}`,
+      `ann@relay.test frobnicate ${k}`,
+      `ann@relay.test namespaces="relay-shell-consent" valid-after="20200101" ${k}`,
+    ];
+    const who = ["ops team@relay.test", "ann@relay.test", "eve@relay.test", "annXrelay.test"];
+    const armored = sig.get("ed25519") ?? "";
+    let agreed = 0;
+    let admitted = 0;
+    for (const line of lines) {
+      for (const principal of who) {
+        const ours = verifySshsig(armored, payload, {
+          namespace: NS,
+          signers: parseAllowedSigners(line).signers,
+          now: now(),
+          principal,
+        });
+        expect(ours.ok, `${line} / ${principal}`).toBe(keygenVerifies(line, principal, NS, armored, payload));
+        agreed++;
+        if (ours.ok) admitted++;
+      }
+    }
+    expect(agreed).toBe(lines.length * who.length);
+    // The table admits some and refuses most; a verifier that refused everything would not pass it.
+    expect(admitted).toBeGreaterThanOrEqual(6);
+  });
+
   it("hostile mutations of a signature never throw and never verify", () => {
     const signers = parseAllowedSigners(allKeys()).signers;
     const armoredOf = (raw: Buffer) =>

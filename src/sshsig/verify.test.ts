@@ -1,4 +1,5 @@
 import { createHash, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseAllowedSigners } from "./allowed-signers.js";
 import { parsePublicKey, type SshPublicKey, verifySshsig, verifySshsigWithKey } from "./index.js";
@@ -406,6 +407,48 @@ describe("verifySshsig against allowed signers", () => {
       failure: "expired",
       reason: `key ${bob.key.fingerprint} (allowed-signers line 3) expired at 2026-12-31T00:00:00Z`,
     });
+  });
+
+  it("refuses when the time to check against is not a number, even for a line without a window", () => {
+    for (const now of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(
+        verifySshsig(signSshsig(alice, "payload"), "payload", { namespace: NS, signers, now }),
+      ).toMatchObject({
+        ok: false,
+        failure: "bad-policy",
+      });
+    }
+  });
+
+  it("random text and random bytes in armor never throw and never verify", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 300 }), fc.uint8Array({ maxLength: 600 })), (input) => {
+        const armored =
+          typeof input === "string"
+            ? input
+            : `-----BEGIN SSH SIGNATURE-----\n${Buffer.from(input).toString("base64")}\n-----END SSH SIGNATURE-----`;
+        expect(verifySshsig(armored, "payload", { namespace: NS, signers, now: NOW }).ok).toBe(false);
+        expect(verifySshsigWithKey(armored, "payload", NS, alice.key).ok).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
+    // An envelope that is SSHSIG down to its last field, with random bytes where the signature goes.
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (tail) => {
+        const raw = Buffer.concat([
+          Buffer.from("SSHSIG"),
+          wireU32(1),
+          wireString(alice.key.blob),
+          wireString(NS),
+          wireString(""),
+          wireString("sha512"),
+          wireString(Buffer.from(tail)),
+        ]);
+        const armored = `-----BEGIN SSH SIGNATURE-----\n${raw.toString("base64")}\n-----END SSH SIGNATURE-----`;
+        expect(verifySshsig(armored, "payload", { namespace: NS, signers, now: NOW }).ok).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("refuses a tampered message before it looks at the signers", () => {

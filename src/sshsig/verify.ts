@@ -9,7 +9,7 @@ const BEGIN = "-----BEGIN SSH SIGNATURE-----";
 const END = "-----END SSH SIGNATURE-----";
 const MAGIC = Buffer.from("SSHSIG", "latin1");
 const VERSION = 1;
-/** A 16384-bit RSA signature with its key is under 5 KB of armor; a WebAuthn one a few KB. */
+/** Characters: a 16384-bit RSA signature with its key is under 5 KB of armor, a WebAuthn one a few KB. */
 const MAX_ARMOR = 64 * 1024;
 
 /** A signature that verified for one key. */
@@ -64,7 +64,7 @@ function refusal(failure: SshsigFailure, reason: string): SshsigRefusal {
 
 function dearmor(armored: string): Buffer {
   if (armored.length > MAX_ARMOR)
-    throw new SshsigError("too-large", `the signature is over ${MAX_ARMOR} bytes`);
+    throw new SshsigError("too-large", `the signature is over ${MAX_ARMOR} characters`);
   const text = armored.trim();
   if (!text.startsWith(BEGIN))
     throw new SshsigError("bad-armor", `the signature does not start with ${BEGIN}`);
@@ -222,6 +222,13 @@ function lineRefusal(signer: AllowedSigner, policy: SshsigPolicy, fingerprint: s
  */
 export function verifySshsig(armored: string, message: Buffer | string, policy: SshsigPolicy): SshsigVerdict {
   return contained(() => {
+    if (!Number.isFinite(policy.now)) {
+      // NaN would pass every validity comparison: no time, no verdict.
+      return refusal(
+        "bad-policy",
+        "the time to check validity windows against is not a number of milliseconds",
+      );
+    }
     const { envelope, match } = verifyEnvelope(armored, message, policy.namespace);
     const lines = policy.signers.filter((s) => s.key.blob.equals(envelope.keyBlob));
     if (lines.length === 0) {
