@@ -134,6 +134,8 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
       { op: "verify", profile: "site", run_id: "r1" },
     ] as InfraRequest[]) {
       expect(check(read, undefined)).toEqual({ ok: true, approval: null });
+      // One attached anyway is neither checked nor consumed.
+      expect(check(read, sign(DRY_RUN))).toEqual({ ok: true, approval: null });
     }
     expect(check(REPLICATE, undefined, profile("site", "none"))).toEqual({ ok: true, approval: null });
   });
