@@ -145,7 +145,7 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
         ...record,
       };
     }
-    // Last before the work, after everything else that could refuse: an approval is spent only on an act.
+    // Last before the work, after every check of its own: a request refused before its turn spends nothing.
     if (approval !== null) {
       const spent = deps.approvals.consume(request.op, approval);
       if (spent !== null) return spent;
