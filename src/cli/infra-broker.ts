@@ -12,6 +12,7 @@ import { packageVersion } from "./build.js";
 import { flagTokens } from "./flags.js";
 
 const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
+                             [--allowed-signers FILE]
 
 The INFRA-1 broker: a daemon, never run as root, that answers a closed set of
 operations (status, probe, rsync-dry-run, replicate, verify) on one Unix
@@ -27,6 +28,10 @@ options:
                         0700 (default under systemd: $STATE_DIRECTORY)
   --allow-key-file DIR  read keys from DIR/<credential id> when they are not in
                         $CREDENTIALS_DIRECTORY (off unless given)
+  --allowed-signers FILE
+                        OpenSSH allowed_signers file whose keys may approve an
+                        act of a profile with "approval": "consent" (required
+                        when one has it); root-owned, writable by nobody else
   --help                show this help and exit
 
 Exit status 2 when an argument is wrong or the broker refuses to start.
@@ -41,6 +46,7 @@ interface InfraBrokerFlags {
   socket: string | null;
   state: string | null;
   allowKeyFile: string | null;
+  allowedSigners: string | null;
 }
 
 const FLAGS = {
@@ -49,6 +55,7 @@ const FLAGS = {
   socket: { type: "string" },
   state: { type: "string" },
   "allow-key-file": { type: "string" },
+  "allowed-signers": { type: "string" },
 } as const;
 
 /** The subcommand's flags, or the message that refuses them, naming the argument as typed. */
@@ -61,6 +68,7 @@ function parseInfraBrokerFlags(argv: readonly string[]): InfraBrokerFlags | stri
     socket: null,
     state: null,
     allowKeyFile: null,
+    allowedSigners: null,
   };
   for (const { name, value } of tokens) {
     if (name === "help") {
@@ -68,7 +76,8 @@ function parseInfraBrokerFlags(argv: readonly string[]): InfraBrokerFlags | stri
       continue;
     }
     if (value === undefined || value === "") return `--${name} needs a path`;
-    const key = name === "allow-key-file" ? "allowKeyFile" : name;
+    const key =
+      name === "allow-key-file" ? "allowKeyFile" : name === "allowed-signers" ? "allowedSigners" : name;
     if (flags[key] !== null) return `--${name} is given more than once`;
     flags[key] = value;
   }
@@ -112,6 +121,7 @@ export async function runInfraBrokerCli(argv: readonly string[]): Promise<void> 
         stateDir: resolve(state),
         credentialsDirectory: environment.credentialsDirectory,
         keyFileDirectory: flags.allowKeyFile === null ? null : resolve(flags.allowKeyFile),
+        allowedSigners: flags.allowedSigners === null ? null : resolve(flags.allowedSigners),
         version: packageVersion(),
       },
       {

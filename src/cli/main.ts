@@ -26,6 +26,7 @@ import { runVerifyAudit } from "./verify-audit.js";
 
 const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
        relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
+                                [--allowed-signers FILE]
        relay-shell consent (list | show ID | approve ID | deny ID | leases | revoke ID) [--db PATH] ...
 
 relay-shell is an MCP server that runs shell commands for an AI client under a

@@ -3,7 +3,7 @@ export {
   type UnreachableReason,
 } from "./client.js";
 export {
-  APPROVAL_REF,
+  type ConsentCapability,
   IDEMPOTENCY_KEY,
   IDENTITY_CLAIM_FIELDS,
   type InfraRequest,

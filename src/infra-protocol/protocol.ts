@@ -21,8 +21,47 @@ export const PROFILE_ID = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 /** Run ids become one path component of `<remote root>/runs/<run id>/`. */
 export const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9_:-]{8,128}$/;
-/** An approval reference is opaque here; the consent gate gives it meaning. */
-export const APPROVAL_REF = /^[\x21-\x7e]{1,4096}$/;
+/** The longest signed payload and the longest armored signature an approval may carry, in bytes. */
+const MAX_APPROVAL_PAYLOAD_BYTES = 8 * 1024;
+const MAX_APPROVAL_SIGNATURE_BYTES = 8 * 1024;
+
+/**
+ * A human's approval of one act, as the relay's consent gate attaches it to
+ * the call (docs/infra-broker.md §Approvals): the consent request's id and
+ * nonce, the exact bytes that were signed (canonical JSON of the act), the
+ * armored SSHSIG over them in the namespace `relay-shell-consent`, and the
+ * principal the relay found for the signer. The broker trusts none of it: it
+ * verifies the signature against its own allowed signers, checks that the
+ * signed act is the request it rides on, and consumes the nonce itself.
+ */
+export interface ConsentCapability {
+  request: string;
+  nonce: string;
+  payload: string;
+  signature: string;
+  signer: string;
+}
+
+const consentCapabilitySchema = z
+  .object({
+    request: z.string().regex(/^[\x21-\x7e]{1,128}$/),
+    nonce: z.string().regex(/^[\x21-\x7e]{1,128}$/),
+    payload: z
+      .string()
+      .min(1)
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses.
+      .refine((text) => !/[\x00-\x1f\x7f]/.test(text), { message: "must hold no control character" })
+      .refine((text) => Buffer.byteLength(text, "utf8") <= MAX_APPROVAL_PAYLOAD_BYTES, {
+        message: `must be at most ${MAX_APPROVAL_PAYLOAD_BYTES} bytes`,
+      }),
+    signature: z
+      .string()
+      .min(1)
+      .max(MAX_APPROVAL_SIGNATURE_BYTES)
+      .regex(/^[\x20-\x7e\n]+$/, { message: "must be printable ASCII and newlines (an armored SSHSIG)" }),
+    signer: z.string().regex(/^[\x21-\x7e]{1,256}$/),
+  })
+  .strict() satisfies z.ZodType<ConsentCapability>;
 
 /**
  * Fields that claim who the caller is. The principal comes from the socket
@@ -47,7 +86,8 @@ export const requestSchema = z
     profile: z.string().regex(PROFILE_ID).optional(),
     run_id: z.string().regex(RUN_ID).optional(),
     idempotency_key: z.string().regex(IDEMPOTENCY_KEY).optional(),
-    approval: z.string().regex(APPROVAL_REF).optional(),
+    /** A human-signed approval of this very request, from the relay's consent gate. */
+    approval: consentCapabilitySchema.optional(),
     /** The caller's own correlation id, echoed in the receipt. */
     request_id: z
       .string()
@@ -87,8 +127,14 @@ export const OUTCOME_CODES = {
   TRANSFER_FAILED: "blocked",
   /** The broker cannot write the receipt of an operation, so it does not perform it. */
   RECEIPT_UNAVAILABLE: "blocked",
+  /** The broker's nonce store could not be locked or written in time, so nothing ran. */
+  APPROVAL_STORE_UNAVAILABLE: "blocked",
   APPROVAL_REQUIRED: "auth-required",
   APPROVAL_INVALID: "auth-required",
+  /** A verified approval of another act (operation, profile, run or key). */
+  APPROVAL_MISMATCH: "auth-required",
+  /** The approval's nonce was consumed already: an approval works once. */
+  APPROVAL_REUSED: "auth-required",
   PROFILE_REQUIRED: "input-required",
   PROFILE_NOT_FOUND: "input-required",
   RUN_ID_REQUIRED: "input-required",

@@ -1,7 +1,17 @@
-import { chownSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { allowedSignersLine, makeSignerKey } from "../../test/helpers/approvals.js";
 import { cryptoIds, silentLogger, systemClock } from "../core/index.js";
 import {
   BrokerStartRefused,
@@ -10,7 +20,7 @@ import {
   startInfraBroker,
   startupLines,
 } from "./daemon.js";
-import type { Operations, ProfileSet } from "./types.js";
+import type { Operations, Profile, ProfileSet } from "./types.js";
 
 const IS_ROOT = process.geteuid?.() === 0;
 /** The uid the broker believes it runs as; its directories are chowned to it (root can). */
@@ -55,6 +65,7 @@ beforeEach(() => {
     stateDir: join(base, "state"),
     credentialsDirectory: null,
     keyFileDirectory: null,
+    allowedSigners: null,
     version: "0.0.0-test",
   };
 });
@@ -137,6 +148,78 @@ describe("startInfraBroker", () => {
     await Promise.all([broker.stop(), broker.stop()]);
     expect(existsSync(options.socketPath)).toBe(false);
   });
+});
+
+describe("startInfraBroker's allowed signers", () => {
+  const consentProfile = { id: "site", approval: "consent" } as Profile;
+  const withConsent: ProfileSet = { profiles: new Map([["site", consentProfile]]), broken: new Map() };
+
+  /** A signers file in a root-owned-like directory of its own, with `mode` and `owner`. */
+  function signersFile(mode: number, owner?: number): string {
+    const dir = join(base, "trusted");
+    mkdirSync(dir, { mode: 0o755, recursive: true });
+    chmodSync(dir, 0o755);
+    const key = makeSignerKey(dir, "operator");
+    const path = join(dir, "allowed_signers");
+    writeFileSync(path, allowedSignersLine("operator@example.org", key));
+    chmodSync(path, mode);
+    if (owner !== undefined) chownSync(path, owner, owner);
+    return path;
+  }
+
+  beforeEach(() => mkdirSync(options.configDir, { mode: 0o755 }));
+
+  it("refuses a consent profile without --allowed-signers, naming the profile", async () => {
+    const message = await refusal(() => startInfraBroker(options, deps({ loadProfiles: () => withConsent })));
+    expect(message).toMatch(/profile\(s\) site need human-signed approvals .*--allowed-signers/);
+    expect(existsSync(options.socketPath)).toBe(false);
+  });
+
+  const badFiles: Array<[string, number, number | undefined, RegExp]> = [
+    ["writable by its group", 0o664, undefined, /writable by group or others \(mode 0664\)/],
+    ["writable by anyone", 0o646, undefined, /writable by group or others \(mode 0646\)/],
+  ];
+  if (IS_ROOT)
+    badFiles.push(["owned by the daemon's own account", 0o644, EUID, /owned by the daemon's own uid/]);
+  it.each(badFiles)("refuses an allowed-signers file %s", async (_what, mode, owner, why) => {
+    const path = signersFile(mode, owner);
+    const message = await refusal(() =>
+      startInfraBroker({ ...options, allowedSigners: path }, deps({ loadProfiles: () => withConsent })),
+    );
+    expect(message).toMatch(/^cannot use the allowed signers: /);
+    expect(message).toMatch(why);
+    expect(existsSync(options.socketPath)).toBe(false);
+  });
+
+  it("refuses a file with a line it cannot read, or none at all", async () => {
+    const path = signersFile(0o644);
+    writeFileSync(path, "operator@example.org ssh-ed25519 not-base64!\n");
+    const message = await refusal(() => startInfraBroker({ ...options, allowedSigners: path }, deps()));
+    expect(message).toMatch(/allowed_signers line 1: /);
+    writeFileSync(path, "# nobody yet\n");
+    expect(await refusal(() => startInfraBroker({ ...options, allowedSigners: path }, deps()))).toMatch(
+      /names no signer/,
+    );
+    expect(
+      await refusal(() => startInfraBroker({ ...options, allowedSigners: `${path}.missing` }, deps())),
+    ).toMatch(/does not exist/);
+  });
+
+  it.skipIf(!IS_ROOT)(
+    "starts with a sound file, keeps its nonces in a private store, and counts its signers",
+    async () => {
+      const path = signersFile(0o644);
+      const broker = await startInfraBroker(
+        { ...options, allowedSigners: path },
+        deps({ loadProfiles: () => withConsent }),
+      );
+      try {
+        expect(lstatSync(join(options.stateDir, "approval-nonces.sqlite")).mode & 0o777).toBe(0o600);
+      } finally {
+        await broker.stop();
+      }
+    },
+  );
 });
 
 describe("startupLines", () => {

@@ -1,16 +1,19 @@
-import { chmodSync, lstatSync, unlinkSync } from "node:fs";
+import { chmodSync, lstatSync, statSync, unlinkSync } from "node:fs";
 import type { Socket } from "node:net";
 import { redactString } from "../audit/index.js";
 import { type Clock, describeError, type Ids, type Logger } from "../core/index.js";
 import { createProcessRunner } from "../exec/index.js";
 import { PROTOCOL_VERSION } from "../infra-protocol/index.js";
+import { createApprovalGate, type SignatureCheck } from "./approvals.js";
 import { createDispatcher } from "./dispatch.js";
+import { type NonceStore, openNonceStore } from "./nonces.js";
 import { createOperations } from "./operations.js";
 import { identifyPeer } from "./principal.js";
 import { loadProfiles } from "./profiles.js";
 import { createReceipts, type Receipts } from "./receipts.js";
 import { createRemote } from "./remote.js";
 import { createInfraServer, type InfraServer } from "./server.js";
+import { loadAllowedSigners } from "./signers.js";
 import { clearStaleSocket, socketDirectoryProblem, stateDirectoryProblem } from "./socket-dir.js";
 import type { Principal, ProfileSet } from "./types.js";
 
@@ -34,6 +37,8 @@ export interface InfraBrokerOptions {
   credentialsDirectory: string | null;
   /** The explicit key-file fallback directory, or null when it was not asked for. */
   keyFileDirectory: string | null;
+  /** The operator's allowed-signers file for approvals; required when a profile's approval is consent. */
+  allowedSigners: string | null;
   /** The package version, for `status`. */
   version: string;
 }
@@ -107,6 +112,34 @@ async function listen(server: InfraServer, socketPath: string): Promise<{ dev: n
 }
 
 /**
+ * The allowed signers approvals are verified against: required as soon as
+ * one profile's approval policy is consent, and then held to the trust rules
+ * of the profiles themselves. Null when no profile needs them and none were given.
+ */
+function allowedSigners(
+  options: InfraBrokerOptions,
+  profiles: ProfileSet,
+  euid: number,
+): { verify: SignatureCheck; count: number } | null {
+  const consent = [...profiles.profiles.values()]
+    .filter((p) => p.approval === "consent")
+    .map((p) => p.id)
+    .sort();
+  if (options.allowedSigners === null) {
+    if (consent.length === 0) return null;
+    throw new BrokerStartRefused(
+      `profile(s) ${consent.join(", ")} need human-signed approvals (approval: consent), ` +
+        "and no --allowed-signers file says whose signatures count",
+    );
+  }
+  const owner = attempt(`cannot read ${options.configDir}`, () => statSync(options.configDir).uid);
+  const loaded = loadAllowedSigners(options.allowedSigners, { daemonUid: euid, owners: [owner] });
+  if (!loaded.ok)
+    throw new BrokerStartRefused(`cannot use the allowed signers: ${loaded.problems.join("; ")}`);
+  return loaded;
+}
+
+/**
  * Start the broker: check that it is not root and that its socket and state
  * directories are its own, read the profiles, open the receipts, build the
  * transport and the operations, and listen. Everything that can refuse a
@@ -135,13 +168,24 @@ export async function startInfraBroker(
   const profiles = attempt(`cannot read the profiles in ${options.configDir}`, () =>
     (deps.loadProfiles ?? loadProfiles)(options.configDir, { daemonUid: euid }),
   );
+  const signers = allowedSigners(options, profiles, euid);
+
   const receipts: Receipts = createReceipts(options.stateDir, { clock, ids, stderr: deps.stderr });
+  let nonces: NonceStore | null = null;
   const fail = (err: unknown): never => {
+    nonces?.close();
     receipts.close();
     throw err;
   };
   if (receipts.problem() !== "" || !receipts.reserve()) {
     fail(new BrokerStartRefused(`cannot write receipts: ${receipts.problem()}`));
+  }
+  if (signers !== null) {
+    try {
+      nonces = openNonceStore(options.stateDir, { clock });
+    } catch (err) {
+      fail(new BrokerStartRefused(`cannot open the approval store: ${describeError(err).message}`));
+    }
   }
 
   const startedAt = new Date(clock.now()).toISOString();
@@ -162,6 +206,7 @@ export async function startInfraBroker(
     const dispatcher = createDispatcher({
       profiles,
       operations,
+      approvals: createApprovalGate({ verify: signers?.verify ?? null, nonces, clock }),
       reserveReceipt: () => receipts.reserve(),
       logger,
       facts: () => ({
@@ -174,6 +219,7 @@ export async function startInfraBroker(
         profiles: profiles.profiles.size,
         broken: profiles.broken.size,
         receipts_ok: receipts.problem() === "",
+        allowed_signers: signers?.count ?? null,
       }),
     });
     server = createInfraServer({
@@ -204,6 +250,7 @@ export async function startInfraBroker(
         logger.warn({ err: describeError(err).message }, "the socket could not be removed");
       }
     }
+    nonces?.close();
     receipts.close();
   }
   return {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Logger } from "../core/index.js";
-import type { InfraRequest } from "../infra-protocol/index.js";
+import type { ConsentCapability, InfraRequest } from "../infra-protocol/index.js";
+import type { ApprovalGate, VerifiedApproval } from "./approvals.js";
 import { createDispatcher, type DispatchDeps, isAllowed } from "./dispatch.js";
 import type { BrokenProfile, Operations, OpResult, Principal, Profile } from "./types.js";
 
@@ -53,7 +54,46 @@ function fakeOperations(answer?: (call: Call) => Promise<OpResult>) {
   return { operations, calls };
 }
 
-function setup(options: { answer?: (call: Call) => Promise<OpResult>; reserve?: () => boolean } = {}) {
+/** The approval check and its consumption are approvals.test.ts's; here only where they sit in the order. */
+const CAPABILITY: ConsentCapability = {
+  request: "req-1",
+  nonce: "n".repeat(32),
+  payload: "{}",
+  signature: "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----",
+  signer: "alice@example.org",
+};
+
+function fakeApprovals(consumed: string[], spent: OpResult | null = null): ApprovalGate {
+  const approval: VerifiedApproval = {
+    record: {
+      request: "req-1",
+      claimed_signer: "alice@example.org",
+      principal: "alice",
+      fingerprint: "SHA256:x",
+    },
+    nonce: CAPABILITY.nonce,
+    expiresAt: 0,
+  };
+  return {
+    check(profile, request) {
+      if (profile.approval !== "consent" || request.op === "probe" || request.op === "verify") {
+        return { ok: true, approval: null };
+      }
+      if (request.approval === undefined) {
+        return { ok: false, result: { code: "APPROVAL_REQUIRED", message: "needs one" } };
+      }
+      return { ok: true, approval };
+    },
+    consume(op) {
+      consumed.push(op);
+      return spent;
+    },
+  };
+}
+
+function setup(
+  options: { answer?: (call: Call) => Promise<OpResult>; reserve?: () => boolean; spent?: OpResult } = {},
+) {
   const profiles = new Map<string, Profile>([
     ["alpha", profile("alpha")],
     ["beta", profile("beta")],
@@ -67,15 +107,17 @@ function setup(options: { answer?: (call: Call) => Promise<OpResult>; reserve?: 
   ]);
   const { operations, calls } = fakeOperations(options.answer);
   const errors: object[] = [];
+  const consumed: string[] = [];
   const logger: Logger = { info: () => undefined, warn: () => undefined, error: (obj) => errors.push(obj) };
   const deps: DispatchDeps = {
     profiles: { profiles, broken },
     operations,
+    approvals: fakeApprovals(consumed, options.spent ?? null),
     reserveReceipt: options.reserve ?? (() => true),
     facts: () => ({ protocol: 1, uid: 998 }),
     logger,
   };
-  return { dispatcher: createDispatcher(deps), calls, errors };
+  return { dispatcher: createDispatcher(deps), calls, errors, consumed };
 }
 
 const req = (fields: InfraRequest): InfraRequest => fields;
@@ -114,8 +156,9 @@ describe("createDispatcher", () => {
     // Not allowed comes before disabled: a stranger learns nothing about the profile's state.
     [MALLORY, req({ op: "probe", profile: "off" }), "PRINCIPAL_NOT_ALLOWED"],
     [ALICE, req({ op: "probe", profile: "off" }), "PROFILE_DISABLED"],
-    [ALICE, req({ op: "probe", profile: "signed" }), "APPROVAL_REQUIRED"],
-    [ALICE, req({ op: "verify", profile: "signed", approval: "sig:abc" }), "APPROVAL_INVALID"],
+    [ALICE, req({ op: "rsync-dry-run", profile: "signed", run_id: "r1" }), "APPROVAL_REQUIRED"],
+    // The approval step comes after the principal: a stranger never learns the profile wants one.
+    [MALLORY, req({ op: "rsync-dry-run", profile: "signed", run_id: "r1" }), "PRINCIPAL_NOT_ALLOWED"],
     [ALICE, req({ op: "rsync-dry-run", profile: "alpha" }), "RUN_ID_REQUIRED"],
     [ALICE, req({ op: "verify", profile: "alpha" }), "RUN_ID_REQUIRED"],
     [ALICE, req({ op: "replicate", profile: "alpha", idempotency_key: "key-00001" }), "RUN_ID_REQUIRED"],
@@ -143,6 +186,31 @@ describe("createDispatcher", () => {
       { op: "replicate", profile: "alpha", args: ["r1", "key-00001"] },
       { op: "verify", profile: "beta", args: ["r2"] },
     ]);
+  });
+
+  it("consumes an approval after the receipt's room is reserved, right before the operation", async () => {
+    const signed = req({ op: "replicate", profile: "signed", run_id: "r1", idempotency_key: "key-00001" });
+    const ok = setup();
+    const done = await ok.dispatcher.dispatch(ALICE, { ...signed, approval: CAPABILITY });
+    expect(done).toMatchObject({ code: "OK", approval: { request: "req-1", principal: "alice" } });
+    expect(ok.consumed).toEqual(["replicate"]);
+    expect(ok.calls).toEqual([{ op: "replicate", profile: "signed", args: ["r1", "key-00001"] }]);
+    // No room for the receipt: the operation does not run and the approval is not spent on it.
+    const full = setup({ reserve: () => false });
+    const refused = await full.dispatcher.dispatch(ALICE, { ...signed, approval: CAPABILITY });
+    expect(refused).toMatchObject({ code: "RECEIPT_UNAVAILABLE", approval: { request: "req-1" } });
+    expect(full.consumed).toEqual([]);
+    expect(full.calls).toEqual([]);
+    // A nonce the store refuses stops the operation.
+    const reused = setup({ spent: { code: "APPROVAL_REUSED", message: "used" } });
+    expect((await reused.dispatcher.dispatch(ALICE, { ...signed, approval: CAPABILITY })).code).toBe(
+      "APPROVAL_REUSED",
+    );
+    expect(reused.calls).toEqual([]);
+    // probe and verify only read: a consent profile serves them without an approval.
+    const reads = setup();
+    expect((await reads.dispatcher.dispatch(ALICE, req({ op: "probe", profile: "signed" }))).code).toBe("OK");
+    expect(reads.consumed).toEqual([]);
   });
 
   it("does not run an operation whose receipt cannot be written", async () => {

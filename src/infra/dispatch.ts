@@ -1,11 +1,14 @@
 import { redactString } from "../audit/index.js";
 import { describeError, type Logger } from "../core/index.js";
 import type { InfraRequest, OutcomeCode } from "../infra-protocol/index.js";
+import type { ApprovalGate, VerifiedApproval } from "./approvals.js";
 import type { Operations, OpResult, Principal, Profile, ProfileSet } from "./types.js";
 
 export interface DispatchDeps {
   profiles: ProfileSet;
   operations: Operations;
+  /** The check of a human-signed approval, for a profile whose approval policy is consent. */
+  approvals: ApprovalGate;
   /** Whether the receipt of an operation can be written now; an operation runs only when it can. */
   reserveReceipt(): boolean;
   /** What `status` says about the daemon itself. */
@@ -79,7 +82,13 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
     };
   }
 
-  function admit(principal: Principal, request: InfraRequest): Profile | OpResult {
+  /** A request that passed every check before the queue, with the approval it will consume. */
+  interface Admitted {
+    profile: Profile;
+    approval: VerifiedApproval | null;
+  }
+
+  function admit(principal: Principal, request: InfraRequest): Admitted | OpResult {
     const id = request.profile;
     if (id === undefined) return refuse("PROFILE_REQUIRED", `${request.op} needs a profile id`);
     const broken = profiles.broken.get(id);
@@ -97,21 +106,15 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
       );
     }
     if (!profile.enabled) return refuse("PROFILE_DISABLED", `profile ${id} is disabled`);
-    if (profile.approval === "consent") {
-      return request.approval === undefined
-        ? refuse("APPROVAL_REQUIRED", `profile ${id} needs a human-signed approval for ${request.op}`)
-        : refuse(
-            "APPROVAL_INVALID",
-            `the approval for ${request.op} on profile ${id} cannot be verified: this broker does not verify approvals yet`,
-          );
-    }
+    const approved = deps.approvals.check(profile, request);
+    if (!approved.ok) return approved.result;
     if (NEEDS_RUN_ID.has(request.op) && request.run_id === undefined) {
       return refuse("RUN_ID_REQUIRED", `${request.op} needs a run id`);
     }
     if (request.op === "replicate" && request.idempotency_key === undefined) {
       return refuse("IDEMPOTENCY_KEY_REQUIRED", "replicate needs an idempotency key");
     }
-    return profile;
+    return { profile, approval: approved.approval };
   }
 
   function perform(profile: Profile, request: InfraRequest): Promise<OpResult> {
@@ -130,32 +133,45 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
     }
   }
 
-  async function guarded(profile: Profile, request: InfraRequest): Promise<OpResult> {
+  async function guarded({ profile, approval }: Admitted, request: InfraRequest): Promise<OpResult> {
+    const record = approval === null ? {} : { approval: approval.record };
     // Asked inside the queue, right before the work: the room must be there when it runs.
     if (!deps.reserveReceipt()) {
-      return refuse(
-        "RECEIPT_UNAVAILABLE",
-        `${request.op} was not performed: the broker cannot write its receipt`,
-      );
+      return {
+        ...refuse(
+          "RECEIPT_UNAVAILABLE",
+          `${request.op} was not performed: the broker cannot write its receipt`,
+        ),
+        ...record,
+      };
+    }
+    // Last before the work, after every check of its own: a request refused before its turn spends nothing.
+    if (approval !== null) {
+      const spent = deps.approvals.consume(request.op, approval);
+      if (spent !== null) return spent;
     }
     try {
-      return await perform(profile, request);
+      return { ...(await perform(profile, request)), ...record };
     } catch (err) {
       // Redacted even here: an exception's text is not ours to trust, and a key must not reach a log.
       logger.error(
         { op: request.op, profile: profile.id, err: redactString(describeError(err).message) },
         "operation failed",
       );
-      return refuse(
-        "INTERNAL_ERROR",
-        `${request.op} failed inside the broker; the broker's log has the detail`,
-      );
+      return {
+        ...refuse(
+          "INTERNAL_ERROR",
+          `${request.op} failed inside the broker; the broker's log has the detail`,
+        ),
+        ...record,
+      };
     }
   }
 
-  function enqueue(profile: Profile, request: InfraRequest): Promise<OpResult> {
+  function enqueue(admitted: Admitted, request: InfraRequest): Promise<OpResult> {
+    const { profile } = admitted;
     const before = queues.get(profile.id) ?? Promise.resolve();
-    const result = before.then(() => guarded(profile, request));
+    const result = before.then(() => guarded(admitted, request));
     const settled = result.then(
       () => undefined,
       () => undefined,

@@ -36,6 +36,7 @@ function facts(receiptId: string, fields: Partial<ReceiptFacts> = {}): ReceiptFa
     code: "OK",
     claimedIdentity: null,
     approvalPresent: false,
+    approval: null,
     response,
     ...fields,
   };
@@ -94,6 +95,20 @@ describe("createReceipts", () => {
     const report = verifyAuditChain(join(dir, "receipts.jsonl"));
     expect(report.ok).toBe(true);
     expect(report.records).toBe(2);
+  });
+
+  it("records an approval's request, both signer names and the key's fingerprint as they are", () => {
+    const receipts = createReceipts(dir, { clock: systemClock, ids: cryptoIds });
+    const approval = {
+      request: "c-7f3a",
+      claimed_signer: "alice@example.org",
+      principal: "alice@example.org",
+      fingerprint: "SHA256:hPjumfusJxqkvGI4yXz2kukoGzCwr3aLLoZ1u7ie0ZE",
+    };
+    receipts.write(facts(receipts.newId(), { approvalPresent: true, approval }));
+    receipts.close();
+    const record = JSON.parse(readFileSync(join(dir, "receipts.jsonl"), "utf8").trim());
+    expect(record.args).toMatchObject({ approval_present: true, approval });
   });
 
   it("gives each operation its tier", () => {

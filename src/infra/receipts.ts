@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { type AuditLog, createAuditLog, redactArgs } from "../audit/index.js";
 import { type Clock, compactJson, type Ids, type Tier, truncateUtf8 } from "../core/index.js";
 import type { InfraResponse, Operation, OutcomeClass, OutcomeCode } from "../infra-protocol/index.js";
-import type { Principal } from "./types.js";
+import type { ApprovalRecord, Principal } from "./types.js";
 
 /** The file of receipts in the state directory. */
 const RECEIPTS_FILE = "receipts.jsonl";
@@ -26,6 +26,8 @@ export interface ReceiptFacts {
   /** Identity fields the request carried, as claimed; never used. Null when there were none. */
   claimedIdentity: Record<string, unknown> | null;
   approvalPresent: boolean;
+  /** The approval's request id, the relay's and the broker's signer and the key's fingerprint; null without one. */
+  approval: ApprovalRecord | null;
   /** The response as sent: its hash and length go into the record. */
   response: InfraResponse;
 }
@@ -97,6 +99,8 @@ export function createReceipts(stateDir: string, deps: ReceiptsDeps): Receipts {
       facts.requestId === null && facts.claimedIdentity === null
         ? { request_id: null, claimed_identity: null }
         : redactArgs({ request_id: facts.requestId, claimed_identity: facts.claimedIdentity });
+    // The approval's ids and the relay's signer name are the caller's text too; the signature is never kept.
+    const approval = facts.approval === null ? null : redactArgs({ ...facts.approval });
     const args = {
       op: facts.op,
       profile: facts.profile,
@@ -111,6 +115,7 @@ export function createReceipts(stateDir: string, deps: ReceiptsDeps): Receipts {
       code: facts.code,
       claimed_identity: free.claimed_identity,
       approval_present: facts.approvalPresent,
+      approval,
       receipt_id: facts.receiptId,
     };
     return log.append({

@@ -65,6 +65,55 @@ describe("readFrame", () => {
   });
 });
 
+describe("readFrame's approval", () => {
+  const approval = {
+    request: "c-1f2e",
+    nonce: "9f".repeat(16),
+    payload: '{"v":1}',
+    signature: "-----BEGIN SSH SIGNATURE-----\nU1NIU0lH\n-----END SSH SIGNATURE-----\n",
+    signer: "operator@example.org",
+  };
+  const read = (value: unknown) =>
+    readFrame({
+      kind: "line",
+      text: JSON.stringify({
+        op: "replicate",
+        profile: "p",
+        run_id: "r",
+        idempotency_key: "key-0001",
+        approval: value,
+      }),
+    });
+
+  it("takes the five fields of a consented capability", () => {
+    expect(read(approval).request?.approval).toEqual(approval);
+  });
+
+  it.each([
+    ["an opaque string", "sig:abc", /^field "approval": /],
+    ["a missing field", { ...approval, signer: undefined }, /^field "approval\.signer": /],
+    ["an extra field", { ...approval, principal_uid: 0 }, /"principal_uid"/],
+    ["a payload over 8 KiB", { ...approval, payload: "x".repeat(8193) }, /^field "approval\.payload": /],
+    [
+      "a control character in the payload",
+      { ...approval, payload: "{\u0007}" },
+      /^field "approval\.payload": /,
+    ],
+    [
+      "a signature over 8 KiB",
+      { ...approval, signature: "A".repeat(8193) },
+      /^field "approval\.signature": /,
+    ],
+    ["a tab in the signature", { ...approval, signature: "A\tB" }, /^field "approval\.signature": /],
+    ["a signer with a space", { ...approval, signer: "a b" }, /^field "approval\.signer": /],
+    ["a long request id", { ...approval, request: "r".repeat(129) }, /^field "approval\.request": /],
+  ])("refuses %s as a schema violation naming the field", (_what, value, message) => {
+    const reading = read(value);
+    expect(reading.refusal?.code).toBe("SCHEMA_VIOLATION");
+    expect(reading.refusal?.message).toMatch(message);
+  });
+});
+
 describe("createInfraServer", () => {
   let dir = "";
   let server: InfraServer | null = null;

@@ -194,6 +194,7 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
       code: response.code,
       claimedIdentity: reading.claims,
       approvalPresent: request?.approval !== undefined,
+      approval: result.approval ?? null,
       response,
     });
     if (!written) {

@@ -58,12 +58,25 @@ export interface ProfileSet {
   broken: ReadonlyMap<string, BrokenProfile>;
 }
 
+/** What a receipt records of an approval: which request and who signed, never the signature. */
+export interface ApprovalRecord {
+  request: string;
+  /** The principal the relay named; a claim, kept for the record only. */
+  claimed_signer: string;
+  /** The principal the broker's own allowed signers give the key, once the signature verified. */
+  principal: string | null;
+  /** SHA256 fingerprint of the signing key, once the signature verified. */
+  fingerprint: string | null;
+}
+
 /** What one operation answers; the server adds the receipt id and request echo. */
 export interface OpResult {
   code: OutcomeCode;
   message: string;
   data?: Record<string, unknown>;
   replayed?: boolean;
+  /** The approval this request carried, for its receipt only (never sent back). */
+  approval?: ApprovalRecord;
 }
 
 /** The result of one ssh/rsync run against a profile's receiver. */

@@ -136,8 +136,9 @@ const GUIDE: readonly Paragraph[] = [
       '`infra_replicate(profile="web", run_id="r1", idempotency_key="web-r1-0001")`, then ' +
       '`infra_verify(profile="web", run_id="r1")`. The first line of each result is `<outcome>: <CODE>`: ' +
       "`ok` (done), `blocked` (the broker refused or could not act; MISSING_EXECUTION_CAPABILITY means no " +
-      "broker answers), `auth-required` (a human approval is missing or invalid: pass its reference as " +
-      "`approval`), `input-required` (unknown profile or run), `unknown` (a write was interrupted: run " +
+      "broker answers), `auth-required` (the profile wants a human-signed approval of this exact call and " +
+      "the broker found none, or one it could not accept: the operator approves out of band and you re-issue " +
+      "the same call), `input-required` (unknown profile or run), `unknown` (a write was interrupted: run " +
       "infra_verify; never assume it worked). If a replicate gives no answer, call it again with the same " +
       "idempotency_key: the broker returns the first outcome and never writes twice.",
   },

@@ -1,7 +1,6 @@
-import { tokenFingerprint } from "../broker/index.js";
 import { RelayError } from "../core/index.js";
 import {
-  APPROVAL_REF,
+  type ConsentCapability,
   IDEMPOTENCY_KEY,
   type InfraRequest,
   type InfraResponse,
@@ -49,12 +48,6 @@ const RUN = {
   description: "id of the run: one directory <remote root>/runs/<run_id>/ on the receiver",
   pattern: RUN_ID,
 } as const;
-const APPROVAL = {
-  type: "string",
-  description: "reference of a human-signed approval, for a profile whose approval policy is consent",
-  pattern: APPROVAL_REF,
-  optional: true,
-} as const;
 
 /** The structuredContent fields every infra tool adds (docs/tools.md#infra-tools). */
 const RESULT_FIELDS: Record<string, Record<string, unknown>> = {
@@ -80,14 +73,13 @@ interface InfraArgs {
   profile?: string | undefined;
   run_id?: string;
   idempotency_key?: string;
-  approval?: string | undefined;
 }
 
 /**
  * The stable policy text of an infra call: `infra <operation>`, then
  * `profile=<id>` and `run=<id>` when the call names them. This is what the
- * deny and allow lists see after the tool name; the idempotency key and the
- * approval are not part of it (they say which attempt, not what is done).
+ * deny and allow lists see after the tool name; the idempotency key is not
+ * part of it (it says which attempt, not what is done).
  */
 function infraPolicyText(op: Operation, args: InfraArgs): string {
   const parts = ["infra", op];
@@ -103,20 +95,12 @@ function infraTargets(args: InfraArgs): PolicyTarget[] {
   return out;
 }
 
-/** The approval is recorded by fingerprint only: it is a credential of the human who signed it. */
 function infraAuditArgs(args: InfraArgs): Record<string, unknown> {
   return {
     ...(args.profile !== undefined ? { profile: args.profile } : {}),
     ...(args.run_id !== undefined ? { run_id: args.run_id } : {}),
     ...(args.idempotency_key !== undefined ? { idempotency_key: args.idempotency_key } : {}),
-    ...(args.approval !== undefined ? { approval_sha256: tokenFingerprint(args.approval) } : {}),
   };
-}
-
-function auditInvalid(raw: Record<string, unknown>): Record<string, unknown> {
-  const { approval, ...rest } = raw;
-  if (approval === undefined) return rest;
-  return { ...rest, approval_sha256: typeof approval === "string" ? tokenFingerprint(approval) : "" };
 }
 
 const UNREACHABLE_TEXT: Record<UnreachableReason, string> = {
@@ -242,7 +226,6 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     budget,
     targets: infraTargets,
     auditArgs: infraAuditArgs,
-    auditInvalid,
     resultFields: RESULT_FIELDS,
   };
 
@@ -268,11 +251,11 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     description:
       "Have the infrastructure broker connect to a profile's receiver with its pinned host key and key, and " +
       "list the remote root; proves pin, credential and receiver without changing anything. Read-only.",
-    params: { profile: PROFILE, approval: APPROVAL },
+    params: { profile: PROFILE },
     tier: READ_ONLY,
     annotations: annotationsFor(READ_ONLY, { openWorld: true }),
     policyText: (a) => infraPolicyText("probe", a),
-    run: (a, ctx) => ask(deps, withApproval({ op: "probe", profile: a.profile }, a.approval), ctx, longWait),
+    run: (a, ctx) => ask(deps, withApproval({ op: "probe", profile: a.profile }, ctx), ctx, longWait),
   });
 
   const dryRun = defineTool({
@@ -282,14 +265,14 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     description:
       "Snapshot a profile's source roots and preview, with rsync --dry-run, what infra_replicate would copy into " +
       "the run directory run_id. Writes nothing remotely; a profile may require it before infra_replicate.",
-    params: { profile: PROFILE, run_id: RUN, approval: APPROVAL },
+    params: { profile: PROFILE, run_id: RUN },
     tier: REVERSIBLE,
     annotations: annotationsFor(REVERSIBLE, { openWorld: true }),
     policyText: (a) => infraPolicyText("rsync-dry-run", a),
     run: (a, ctx) =>
       ask(
         deps,
-        withApproval({ op: "rsync-dry-run", profile: a.profile, run_id: a.run_id }, a.approval),
+        withApproval({ op: "rsync-dry-run", profile: a.profile, run_id: a.run_id }, ctx),
         ctx,
         longWait,
       ),
@@ -312,7 +295,6 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
           "8..128 of A-Z a-z 0-9 _ : -, one per intended replication; reuse it only to retry that one",
         pattern: IDEMPOTENCY_KEY,
       },
-      approval: APPROVAL,
     },
     tier: STATEFUL,
     // The idempotency key makes a repeated call return the first outcome.
@@ -323,7 +305,7 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
         deps,
         withApproval(
           { op: "replicate", profile: a.profile, run_id: a.run_id, idempotency_key: a.idempotency_key },
-          a.approval,
+          ctx,
         ),
         ctx,
         longWait,
@@ -337,22 +319,25 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     description:
       "Compare the checksums of a run's manifest with the run directory on the receiver; a run is trusted only " +
       "after this answers ok. Read-only.",
-    params: { profile: PROFILE, run_id: RUN, approval: APPROVAL },
+    params: { profile: PROFILE, run_id: RUN },
     tier: READ_ONLY,
     annotations: annotationsFor(READ_ONLY, { openWorld: true }),
     policyText: (a) => infraPolicyText("verify", a),
     run: (a, ctx) =>
-      ask(
-        deps,
-        withApproval({ op: "verify", profile: a.profile, run_id: a.run_id }, a.approval),
-        ctx,
-        longWait,
-      ),
+      ask(deps, withApproval({ op: "verify", profile: a.profile, run_id: a.run_id }, ctx), ctx, longWait),
   });
 
   return [status, probe, dryRun, replicate, verify];
 }
 
-function withApproval(request: InfraRequest, approval: string | undefined): InfraRequest {
-  return approval === undefined ? request : { ...request, approval };
+/**
+ * The request with the approval the relay's consent gate attached to this
+ * call, when it attached one: the model never supplies it, and the broker
+ * verifies it again against its own allowed signers.
+ */
+function withApproval(request: InfraRequest, ctx: ToolContext): InfraRequest {
+  const approval = (ctx as ToolContext & { consent?: ConsentCapability }).consent;
+  if (approval === undefined) return request;
+  const { request: id, nonce, payload, signature, signer } = approval;
+  return { ...request, approval: { request: id, nonce, payload, signature, signer } };
 }

@@ -331,14 +331,23 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     expect(seen.profiles).toEqual([]);
   });
 
+  /** An approval in the wire's shape whose payload nobody signed. */
+  const UNSIGNED = {
+    request: "c-0001",
+    nonce: "0".repeat(32),
+    payload: "{}",
+    signature: "-----BEGIN SSH SIGNATURE-----\n-----END SSH SIGNATURE-----\n",
+    signer: "nobody@example.org",
+  };
+
   it("refuses before any operation runs, each with its own code", async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ op: "probe" }, "PROFILE_REQUIRED"],
       [{ op: "probe", profile: "nosuch" }, "PROFILE_NOT_FOUND"],
       [{ op: "probe", profile: "broken" }, "PROFILE_INVALID"],
       [{ op: "probe", profile: "disabled" }, "PROFILE_DISABLED"],
-      [{ op: "probe", profile: "consent" }, "APPROVAL_REQUIRED"],
-      [{ op: "probe", profile: "consent", approval: "signed-by-nobody" }, "APPROVAL_INVALID"],
+      [{ op: "rsync-dry-run", profile: "consent", run_id: "run-1" }, "APPROVAL_REQUIRED"],
+      [{ op: "rsync-dry-run", profile: "consent", run_id: "run-1", approval: UNSIGNED }, "APPROVAL_INVALID"],
       [{ op: "verify", profile: "alpha" }, "RUN_ID_REQUIRED"],
       [{ op: "rsync-dry-run", profile: "alpha" }, "RUN_ID_REQUIRED"],
       [{ op: "replicate", profile: "alpha", run_id: "run-1" }, "IDEMPOTENCY_KEY_REQUIRED"],
@@ -574,6 +583,11 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker start-up refusals", ()
       "--socket PATH is required (no $RUNTIME_DIRECTORY to default to)",
     ],
     [["--config", "/tmp", "--config", "/tmp"], "--config is given more than once"],
+    [["--allowed-signers"], "--allowed-signers needs a path"],
+    [
+      ["--allowed-signers", "/tmp/a", "--allowed-signers", "/tmp/b"],
+      "--allowed-signers is given more than once",
+    ],
     [["stray"], "unknown argument: stray"],
   ])("refuses the arguments %j with exit 2 and its usage", (args, message) => {
     const r = cli(["infra-broker", ...args], fx.daemonUser);
