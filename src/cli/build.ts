@@ -4,18 +4,19 @@ import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
+import {
+  channelVerifier,
+  createSshsigVerifier,
+  describeAct,
+  openSqliteStore,
+  rememberConsumedNonces,
+} from "../consent/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
 import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
-import {
-  channelVerifier,
-  createSshsigVerifier,
-  describeAct,
-  openSqliteStore,
-} from "../consent/index.js";
 import {
   createConfirmGate,
   createConsentGate,
@@ -286,8 +287,10 @@ function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentAct
     ids: cryptoIds,
     busyTimeoutMs: CONSENT_BUSY_TIMEOUT_MS,
   });
-  if (!opened.ok) throw new Error(`the consent store ${settings.consentDb} cannot be opened: ${opened.detail}`);
-  const store = opened.value;
+  if (!opened.ok)
+    throw new Error(`the consent store ${settings.consentDb} cannot be opened: ${opened.detail}`);
+  // The database is writable by this process's own user: consumed nonces are also kept in memory.
+  const store = rememberConsumedNonces(opened.value, deps.clock);
   const gate = createConsentGate({
     store,
     actOf: deps.actOf,
@@ -313,9 +316,7 @@ function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentAct
   });
   return {
     gate,
-    endSession(session) {
-      store.endSession(session);
-    },
+    endSession: (session) => gate.endSession(session),
     pending() {
       const listed = store.listRequests();
       return listed.ok ? listed.value.filter((r) => r.status === "pending").length : null;

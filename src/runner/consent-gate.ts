@@ -1,3 +1,4 @@
+import type { FollowUpPlan } from "../broker/index.js";
 import {
   type ApprovalVerifier,
   actDigest,
@@ -7,7 +8,6 @@ import {
   consentPayload,
   type StoreResult,
 } from "../consent/index.js";
-import type { FollowUpPlan } from "../broker/index.js";
 import type { Clock, Tier } from "../core/index.js";
 import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 
@@ -37,7 +37,15 @@ export interface ConsentGateDeps {
   pollMs?: number;
 }
 
+/** The consent gate, and the end of a consent session when its MCP session ends. */
+export interface ConsentGate extends Gate {
+  endSession(session: string): void;
+}
+
 const DEFAULT_POLL_MS = 250;
+const PRUNE_EVERY_MS = 10 * 60 * 1000;
+/** What expired is kept this long after, so `relay-shell consent list` can still explain a refusal. */
+const PRUNE_GRACE_MS = 60 * 60 * 1000;
 const PROGRESS_EVERY_MS = 1000;
 
 /**
@@ -47,12 +55,13 @@ const PROGRESS_EVERY_MS = 1000;
  * arguments), consumed once, or, for a read, on an open lease of this
  * consent session. Everything that cannot be established is a refusal.
  */
-export function createConsentGate(deps: ConsentGateDeps): Gate {
+export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
   const { store, clock, settings } = deps;
   const pollMs = deps.pollMs ?? DEFAULT_POLL_MS;
-  // The store is writable by this process's own user, and so by a command it runs: every nonce
-  // this process consumed stays here until its approval would have expired anyway.
-  const consumed = new Map<string, number>();
+  // The client of each live consent session, as its first call named it: over stdio a stated
+  // client id only labels calls, and a session keeps the one it started with.
+  const clients = new Map<string, string>();
+  let lastPrune = clock.now();
   // A consent session lives in one process, so its leases were opened here. The store's count is
   // the shared one; this process keeps its own copy of each lease's bounds, so a lease row written
   // into the store by someone else, or a budget or expiry raised there, is never honoured.
@@ -63,12 +72,6 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
     if (!own || own.remaining <= 0 || own.expiresAt <= now) return false;
     own.remaining -= 1;
     return true;
-  }
-
-  function remember(nonce: string, expiresAt: number): void {
-    const now = clock.now();
-    for (const [n, until] of consumed) if (until <= now) consumed.delete(n);
-    consumed.set(nonce, expiresAt);
   }
 
   function refuse(reason: string, extra?: Record<string, unknown>): GateVerdict {
@@ -114,9 +117,6 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
       return refuse(`request ${request.id} in the store does not describe this act; it is not used`, ref);
     }
     if (!request.approval) return refuse(`request ${request.id} carries no approval`, ref);
-    if (consumed.has(request.nonce)) {
-      return refuse(`the approval of request ${request.id} was already used by this relay`, ref);
-    }
     const verified = deps.verifier.verify(request.approval, payload, now);
     if (!verified.ok) {
       return refuse(`the approval of request ${request.id} does not verify: ${verified.reason}`, ref);
@@ -128,7 +128,6 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
       }
       return storeRefusal(taken) ?? refuse("the approval could not be consumed", ref);
     }
-    remember(request.nonce, request.expiresAt);
     const record: Record<string, unknown> = {
       request: request.id,
       approver: verified.signer,
@@ -193,26 +192,33 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
     }
   }
 
+  /** Drop what expired long ago, at most every PRUNE_EVERY_MS, on the back of a call. */
+  function pruneNow(now: number): void {
+    if (now - lastPrune < PRUNE_EVERY_MS) return;
+    lastPrune = now;
+    store.prune(PRUNE_GRACE_MS);
+  }
+
   return {
     name: "consent",
+    endSession(session) {
+      clients.delete(session);
+      store.endSession(session);
+    },
     async check(call, ctx) {
       if (call.tier === 0) return { kind: "proceed" };
-      const described = await deps.actOf(call.tool, call.args, { tier: call.tier, clientId: ctx.clientId });
-      if (!described.ok) {
-        return refuse(
-          `this act cannot be described for a signature (${described.reason}); it is not run unsigned`,
-        );
+      pruneNow(clock.now());
+      const session = call.session;
+      let clientId = clients.get(session);
+      if (clientId === undefined) {
+        clientId = ctx.clientId;
+        clients.set(session, clientId);
       }
-      // Verify and rollback commands bound at arm time run with the call: the human approves them too.
-      const act = call.followUps ? withFollowUps(described.act, call.followUps) : described.act;
-      const digest = actDigest(act);
-      const session = store.touchSession(call.session, ctx.clientId);
-      const sessionFailure = storeRefusal(session);
-      if (sessionFailure) return sessionFailure;
 
-      // A read may ride on a lease this consent session opened with a signed read.
+      // A read may ride on a lease this consent session opened with a signed read (taking a read
+      // also marks the session as seen).
       if (call.tier === 1 && settings.leaseMode !== "manual") {
-        const lease = store.takeLeaseRead(call.session, settings.sessionIdleSeconds * 1000);
+        const lease = store.takeLeaseRead(session, settings.sessionIdleSeconds * 1000);
         const leaseFailure = storeRefusal(lease);
         if (leaseFailure) return leaseFailure;
         if (lease.ok && lease.value && takeOwnLease(lease.value.id, clock.now())) {
@@ -224,11 +230,24 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
         }
       }
 
+      const described = await deps.actOf(call.tool, call.args, { tier: call.tier, clientId: ctx.clientId });
+      if (!described.ok) {
+        return refuse(
+          `this act cannot be described for a signature (${described.reason}); it is not run unsigned`,
+        );
+      }
+      // Verify and rollback commands bound at arm time run with the call: the human approves them too.
+      const act = call.followUps ? withFollowUps(described.act, call.followUps) : described.act;
+      const digest = actDigest(act);
+      const touched = store.touchSession(session, clientId);
+      const sessionFailure = storeRefusal(touched);
+      if (sessionFailure) return sessionFailure;
+
       const approved = store.findApproved(digest);
       if (!approved.ok) return storeRefusal(approved) as GateVerdict;
       if (approved.value) return consume(approved.value, act, call);
 
-      const open = store.findOpen(digest, call.session);
+      const open = store.findOpen(digest, session);
       if (!open.ok) return storeRefusal(open) as GateVerdict;
       let request = open.value;
       if (request?.status === "denied") return deniedVerdict(request);
@@ -237,8 +256,8 @@ export function createConsentGate(deps: ConsentGateDeps): Gate {
           act,
           actDigest: digest,
           basis: call.basis,
-          session: call.session,
-          clientId: ctx.clientId,
+          session,
+          clientId,
           ttlSeconds: settings.approvalTtlSeconds,
         });
         if (!created.ok) return storeRefusal(created) as GateVerdict;

@@ -1,6 +1,5 @@
 import { RelayError } from "../core/index.js";
 import {
-  type ConsentCapability,
   IDEMPOTENCY_KEY,
   type InfraRequest,
   type InfraResponse,
@@ -336,7 +335,7 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
  * verifies it again against its own allowed signers.
  */
 function withApproval(request: InfraRequest, ctx: ToolContext): InfraRequest {
-  const approval = (ctx as ToolContext & { consent?: ConsentCapability }).consent;
+  const approval = ctx.consent;
   if (approval === undefined) return request;
   const { request: id, nonce, payload, signature, signer } = approval;
   return { ...request, approval: { request: id, nonce, payload, signature, signer } };
