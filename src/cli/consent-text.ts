@@ -1,4 +1,10 @@
-import type { ConsentLease, ConsentRequest, ConsentSession } from "../consent/index.js";
+import {
+  actSummary,
+  type ConsentLease,
+  type ConsentRequest,
+  type ConsentSession,
+  describeAct,
+} from "../consent/index.js";
 import { canonicalJson } from "../core/index.js";
 
 /*
@@ -36,29 +42,16 @@ function oneLine(text: string): string {
   return visible(text).replace(/\n/g, "\\n").replace(/\t/g, "\\t").replace(/\r/g, "\\r");
 }
 
-/**
- * The act as a human reads it before approving: the tool, its tier and basis,
- * and every bound argument. This is the one function to swap for the shared
- * description of an act once it exists; until then the bound arguments are
- * shown as indented JSON, with unsafe characters escaped.
- */
-function describeRequest(request: ConsentRequest): string {
-  return [
-    `tool:     ${oneLine(request.act.tool)}`,
-    `tier:     ${request.act.tier}`,
-    `basis:    ${oneLine(request.basis)}`,
-    "bound arguments:",
-    visible(JSON.stringify(request.act.bound, null, 2))
-      .split("\n")
-      .map((line) => `  ${line}`)
-      .join("\n"),
-  ].join("\n");
-}
-
-/** The act in at most 60 characters, for `consent list`. */
-function summarizeAct(request: ConsentRequest): string {
-  const text = oneLine(canonicalJson(request.act.bound));
-  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
+/** The act as a human reads it before approving: the same text the relay answered the call with. */
+function describeRequest(request: ConsentRequest, now: number): string {
+  return describeAct({
+    id: request.id,
+    act: request.act,
+    basis: request.basis,
+    expiresInSeconds: Math.max(0, Math.ceil((request.expiresAt - now) / 1000)),
+    session: request.session,
+    clientId: request.clientId,
+  });
 }
 
 function seconds(ms: number): string {
@@ -78,7 +71,7 @@ export function requestLine(request: ConsentRequest, now: number): string {
     `tier ${request.act.tier}`,
     `expires in ${seconds(request.expiresAt - now)}`,
     `session ${short(request.session)}`,
-    summarizeAct(request),
+    actSummary(request.act),
   ].join("  ");
 }
 
@@ -93,7 +86,7 @@ export function showRequest(request: ConsentRequest, now: number): string {
     `expires:  ${new Date(request.expiresAt).toISOString()} (${
       request.expiresAt > now ? `in ${seconds(request.expiresAt - now)}` : "expired"
     })`,
-    describeRequest(request),
+    describeRequest(request, now),
   ];
   if (request.approval !== undefined) {
     lines.push(

@@ -1,4 +1,4 @@
-import { existsSync, statSync } from "node:fs";
+import { chownSync, existsSync, lstatSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
@@ -138,7 +138,28 @@ function parseConsentArgs(argv: readonly string[]): ConsentArgs | "help" {
   return { command, id, values };
 }
 
-function openStore(path: string): ConsentStore {
+/**
+ * Run as root, the command works on the relay account's database as that
+ * account would: the file must belong to it (not to root), and the journal
+ * files SQLite creates beside it are handed to it, or the relay could no
+ * longer open its own store.
+ */
+function ownerOf(path: string): { uid: number; gid: number } | null {
+  if (process.geteuid?.() !== 0) return null;
+  const st = statSync(path);
+  return st.uid === 0 ? null : { uid: st.uid, gid: st.gid };
+}
+
+function handSidecars(path: string, owner: { uid: number; gid: number } | null): void {
+  if (!owner) return;
+  for (const suffix of ["-wal", "-shm"]) {
+    const sidecar = `${path}${suffix}`;
+    const st = lstatSync(sidecar, { throwIfNoEntry: false });
+    if (st?.isFile() && st.uid !== owner.uid) chownSync(sidecar, owner.uid, owner.gid);
+  }
+}
+
+function openStore(path: string, owner: { uid: number; gid: number } | null): ConsentStore {
   // The relay creates the database; a mistyped path must not show an empty one.
   if (!existsSync(path))
     throw new Usage(`no consent database at ${visible(path)} (the relay creates it when consent is on)`);
@@ -146,6 +167,7 @@ function openStore(path: string): ConsentStore {
     clock: systemClock,
     ids: cryptoIds,
     busyTimeoutMs: BUSY_TIMEOUT_MS,
+    ...(owner ? { euid: owner.uid } : {}),
   });
   if (!opened.ok) throw new Usage(`cannot open the consent database: ${visible(opened.detail)}`);
   return opened.value;
@@ -274,14 +296,16 @@ async function run(store: ConsentStore, args: ConsentArgs): Promise<string> {
  */
 export async function runConsentCli(argv: readonly string[], dbPath: string | null = null): Promise<number> {
   let store: ConsentStore | null = null;
+  let path: string | null = null;
+  let owner: { uid: number; gid: number } | null = null;
   try {
     const args = parseConsentArgs(argv);
     if (args === "help") {
       process.stdout.write(CONSENT_USAGE);
       return 0;
     }
-    const path = typeof args.values.db === "string" ? args.values.db : dbPath;
-    if (path === null) throw new Usage("no consent database: give --db PATH");
+    path = typeof args.values.db === "string" ? args.values.db : dbPath;
+    if (path === null) throw new Usage("no consent database: give --db PATH or set RELAY_SHELL_CONSENT_DB");
     if (args.command === "approve") {
       const key = args.values.key;
       if (typeof key !== "string")
@@ -294,8 +318,11 @@ export async function runConsentCli(argv: readonly string[], dbPath: string | nu
         );
       }
     }
-    store = openStore(path);
+    owner = existsSync(path) ? ownerOf(path) : null;
+    store = openStore(path, owner);
+    handSidecars(path, owner);
     const out = await run(store, args);
+    handSidecars(path, owner);
     if (out !== "") process.stdout.write(`${out}\n`);
     return 0;
   } catch (err) {
@@ -307,5 +334,6 @@ export async function runConsentCli(argv: readonly string[], dbPath: string | nu
     return usage ? 2 : 1;
   } finally {
     store?.close();
+    if (path !== null) handSidecars(path, owner);
   }
 }

@@ -145,7 +145,9 @@ async function main(): Promise<void> {
   // The operator's side of the consent gate: it never serves MCP, so it loads none of the server.
   if (process.argv[2] === "consent") {
     const { runConsentCli } = await import("./consent.js");
-    process.exitCode = await runConsentCli(process.argv.slice(3));
+    // The database the server uses, from the same settings; `--db` overrides it.
+    const consentDb = loadOrExit(snapshotEnvironment()).settings.consentDb;
+    process.exitCode = await runConsentCli(process.argv.slice(3), consentDb);
     return;
   }
   leanRuntime();
