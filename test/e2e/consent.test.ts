@@ -38,7 +38,13 @@ function approve(world: ConsentWorld, id: string, key = world.operatorKey) {
 
 /** Sign the payload of request `id` with `ssh-keygen -Y sign` directly and store it, as a forger with DB access would. */
 function storeSignature(world: ConsentWorld, id: string, sign: (payload: string) => string): void {
-  const opened = openSqliteStore(world.db, { clock: systemClock, ids: cryptoIds, busyTimeoutMs: 2000 });
+  // As the relay's account would open it: the file is that account's.
+  const opened = openSqliteStore(world.db, {
+    clock: systemClock,
+    ids: cryptoIds,
+    busyTimeoutMs: 2000,
+    euid: world.user.uid,
+  });
   if (!opened.ok) throw new Error(opened.detail);
   const store = opened.value;
   try {
@@ -54,6 +60,9 @@ function storeSignature(world: ConsentWorld, id: string, sign: (payload: string)
     if (!approved.ok) throw new Error(approved.detail);
   } finally {
     store.close();
+    for (const sidecar of [`${world.db}-wal`, `${world.db}-shm`]) {
+      if (existsSync(sidecar)) chownSync(sidecar, world.user.uid, world.user.gid);
+    }
   }
 }
 
@@ -119,13 +128,13 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
 
   it("treats any difference in a bound argument as a new act", async () => {
     const canary = join(world.work, "bound");
-    const approved = append(canary, { env: { MODE: "a" }, stdin: "x" });
+    const approved = append(canary, { env_json: '{"MODE":"a"}', stdin: "x" });
     const id = consentId((await relay.call("shell_exec", approved)).text);
     approve(world, id);
     const variants: Array<Record<string, unknown>> = [
       { ...approved, cwd: "/tmp" },
       { ...approved, command: `echo ran  >> ${canary}` },
-      { ...approved, env: { MODE: "b" } },
+      { ...approved, env_json: '{"MODE":"b"}' },
       { ...approved, stdin: "y" },
     ];
     for (const variant of variants) {
@@ -181,7 +190,7 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
       ],
     ];
     for (const [name, forge, reason] of cases) {
-      const args = append(canary, { env: { CASE: name } });
+      const args = append(canary, { env_json: JSON.stringify({ CASE: name }) });
       const id = consentId((await relay.call("shell_exec", args)).text);
       forge(id);
       const r = await relay.call("shell_exec", args);
