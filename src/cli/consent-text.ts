@@ -5,7 +5,6 @@ import {
   type ConsentSession,
   describeAct,
 } from "../consent/index.js";
-import { canonicalJson } from "../core/index.js";
 
 /*
  * Characters a terminal may act on or that hide text from a reader: C0 and C1

@@ -1,8 +1,8 @@
-export { actSummary, type DescribeInput, describeAct } from "./describe.js";
+export { actSummary, describeAct } from "./describe.js";
 /** @public The consent gate of the runner uses it beside the store (docs/adr/0024-consent-store-and-approval-lifetime.md). */
 export { rememberConsumedNonces } from "./nonce-memory.js";
 export { actDigest, CONSENT_NAMESPACE, consentPayload } from "./payload.js";
-export { checkAllowedSigners, createSshsigVerifier, TrustAnchorError } from "./signers.js";
+export { createSshsigVerifier } from "./signers.js";
 export { openSqliteStore } from "./sqlite-store.js";
 export type {
   ConsentAct,
@@ -10,7 +10,6 @@ export type {
   ConsentRequest,
   ConsentSession,
   ConsentStore,
-  StoredApproval,
   StoreResult,
 } from "./types.js";
-export { type ApprovalVerifier, channelVerifier, type VerifiedApproval } from "./verifier.js";
+export { type ApprovalVerifier, channelVerifier } from "./verifier.js";

@@ -10,7 +10,7 @@ import { CONSENT_NAMESPACE } from "./payload.js";
 import type { ApprovalVerifier } from "./verifier.js";
 
 /** Why the allowed-signers file cannot be trusted or used; thrown at start-up. */
-export class TrustAnchorError extends Error {}
+class TrustAnchorError extends Error {}
 
 interface Loaded {
   signers: AllowedSigner[];
@@ -67,9 +67,4 @@ export function createSshsigVerifier(path: string, selfUid: number): ApprovalVer
       return { ok: true, signer: result.principal, key: result.key.fingerprint, channel: "sshsig" };
     },
   };
-}
-
-/** Check the file at start-up without building a verifier (for --check-config). */
-export function checkAllowedSigners(path: string, selfUid: number): void {
-  loadSigners(path, selfUid);
 }

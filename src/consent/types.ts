@@ -12,10 +12,7 @@ export interface ConsentAct {
   bound: Record<string, unknown>;
 }
 
-/** A read (Tier 1) may ride on a lease; a mutation (Tier >= 2) never does. */
-export type ActKind = "read" | "mutation";
-
-export type RequestStatus = "pending" | "approved" | "denied" | "consumed";
+type RequestStatus = "pending" | "approved" | "denied" | "consumed";
 
 /** One act a call asked consent for, as the store keeps it. */
 export interface ConsentRequest {

@@ -1,7 +1,7 @@
 import type { StoredApproval } from "./types.js";
 
 /** Who approved, once the relay checked the proof itself. */
-export type VerifiedApproval =
+type VerifiedApproval =
   | { ok: true; signer: string; key: string; channel: StoredApproval["channel"] }
   | { ok: false; reason: string };
 

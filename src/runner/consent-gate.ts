@@ -12,9 +12,9 @@ import type { Clock, Tier } from "../core/index.js";
 import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 
 /** The act a call would perform, or why it cannot be described for a signature. */
-export type ActResult = { ok: true; act: ConsentAct } | { ok: false; reason: string };
+type ActResult = { ok: true; act: ConsentAct } | { ok: false; reason: string };
 
-export interface ConsentGateSettings {
+interface ConsentGateSettings {
   leaseMode: "manual" | "window" | "session";
   leaseTtlSeconds: number;
   leaseBudget: number;

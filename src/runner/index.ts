@@ -1,6 +1,6 @@
 export { createFollowUpVetter } from "./admission.js";
 export { createConfirmGate } from "./confirm-gate.js";
-export { type ActResult, type ConsentGateSettings, createConsentGate } from "./consent-gate.js";
+export { createConsentGate } from "./consent-gate.js";
 export { fanoutShare } from "./fanout.js";
 export { clampOutput } from "./format.js";
 export { createRelay, type Relay } from "./relay.js";
@@ -8,7 +8,6 @@ export type { ResourceDef } from "./resource.js";
 export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,
-  type ConsentCapability,
   commandOutcome,
   defineTool,
   type Gate,

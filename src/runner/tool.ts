@@ -16,7 +16,7 @@ export interface ForeignFields {
  * consumed it: a tool that hands the act to another program (the INFRA
  * broker) passes it along so that program can verify it again itself.
  */
-export interface ConsentCapability {
+interface ConsentCapability {
   request: string;
   nonce: string;
   /** The exact bytes that were signed. */

@@ -13,7 +13,7 @@ const VERSION = 1;
 const MAX_ARMOR = 64 * 1024;
 
 /** A signature that verified for one key. */
-export interface SshsigKeyMatch {
+interface SshsigKeyMatch {
   ok: true;
   key: { fingerprint: string; type: SshKeyType };
   /** True only when a FIDO authenticator asserted that a user touched it; a plain key proves no presence. */
@@ -22,7 +22,7 @@ export interface SshsigKeyMatch {
   counter?: number;
 }
 
-export interface SshsigRefusal {
+interface SshsigRefusal {
   ok: false;
   failure: SshsigFailure;
   /** What is wrong, in words, naming the key (fingerprint) or allowed-signers line when there is one. */
@@ -32,7 +32,7 @@ export interface SshsigRefusal {
 export type SshsigKeyVerdict = SshsigKeyMatch | SshsigRefusal;
 
 /** A signature that verified for an allowed signer. */
-export interface SshsigMatch extends SshsigKeyMatch {
+interface SshsigMatch extends SshsigKeyMatch {
   /** The identity given in `principal`, or else the principals field of the signer's line. */
   principal: string;
   /** The allowed-signers line that admitted the signature. */

@@ -35,7 +35,7 @@ export interface ConsentActsDeps {
 }
 
 /** The call an act is computed for, beyond its tool and arguments. */
-export interface ActCall {
+interface ActCall {
   /** The tier policy gave the call; the act carries it, so one command at two tiers is two acts. */
   tier: Tier;
   /** The MCP client calling: sessions and forwards are looked up as that client sees them. */

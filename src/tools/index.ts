@@ -1,9 +1,6 @@
 export { createConfirmTool } from "./confirm.js";
 export {
-  type ActCall,
-  type ActResult,
   type ConsentActs,
-  type ConsentActsDeps,
   createConsentActs,
 } from "./consent-acts.js";
 export { createDiagnosticsTools, type RuntimeInfo } from "./diagnostics.js";
