@@ -14,7 +14,7 @@ import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 /** The act a call would perform, or why it cannot be described for a signature. */
 type ActResult = { ok: true; act: ConsentAct } | { ok: false; reason: string };
 
-interface ConsentGateSettings {
+export interface ConsentGateSettings {
   leaseMode: "manual" | "window" | "session";
   leaseTtlSeconds: number;
   leaseBudget: number;
