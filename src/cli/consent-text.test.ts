@@ -44,6 +44,6 @@ describe("what the consent CLI shows an operator", () => {
     );
     const summary = line.split("  ").at(-1) ?? "";
     expect(summary.length).toBeLessThanOrEqual(60);
-    expect(summary.startsWith('{"command":"printf \'x\'\\ny')).toBe(true);
+    expect(summary).toBe("printf 'x' …");
   });
 });

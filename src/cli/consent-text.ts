@@ -76,11 +76,9 @@ export function requestLine(request: ConsentRequest, now: number): string {
 
 /** Everything `consent show` prints about a request, payload excluded. */
 export function showRequest(request: ConsentRequest, now: number): string {
+  // The description names the request, the act and who asked; the state comes first.
   const lines = [
-    `request:  ${request.id}`,
     `status:   ${request.status}`,
-    `session:  ${oneLine(request.session)}`,
-    `client:   ${oneLine(request.clientId)}`,
     `created:  ${new Date(request.createdAt).toISOString()}`,
     `expires:  ${new Date(request.expiresAt).toISOString()} (${
       request.expiresAt > now ? `in ${seconds(request.expiresAt - now)}` : "expired"

@@ -243,7 +243,7 @@ describe("Relay.run", () => {
     const call = { ...ctx, session: "s-1" };
 
     const refused = await relay.run("echo_tool", { text: "touch x" }, call);
-    expect(refused.text).toBe("[DENIED tier 2 (STATEFUL): consent: no]");
+    expect(refused.text).toBe("[DENIED tier 1 (REVERSIBLE): consent: no]");
     expect(refused.structured.denied).toBe(true);
     expect(records().at(-1)).toMatchObject({
       action: "consent_refuse",

@@ -81,7 +81,7 @@ describe("relay-shell consent (the built CLI)", () => {
     expect(out.stderr).not.toMatch(/failed|refused/);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain("touch canary");
-    expect(out.stdout).toContain("tool:     shell_exec");
+    expect(out.stdout).toContain("tool: shell_exec");
     const fingerprint = run("ssh-keygen", ["-lf", `${key}.pub`]).stdout.split(" ")[1];
     expect(out.stdout).toContain(`approved ${r.id} (signed by ${fingerprint})`);
 
@@ -259,12 +259,12 @@ describe("relay-shell consent (the built CLI)", () => {
     const line = list.stdout.split("\n").find((l) => l.startsWith(plain.id)) ?? "";
     expect(line).toMatch(
       new RegExp(
-        `^${plain.id}  pending   shell_exec  tier 2  expires in \\d+s  session mcp-session-…  \\{"command":"touch canary-list"`,
+        `^${plain.id}  pending   shell_exec  tier 2  expires in \\d+s  session mcp-session-…  touch canary-list`,
       ),
     );
     expect(line.length).toBeLessThan(160);
     const hostileLine = list.stdout.split("\n").find((l) => l.startsWith(hostile.id)) ?? "";
-    expect(hostileLine).toContain("\\u{009b}");
+    expect(hostileLine).toContain("\\x9b");
     // No raw escape, C1 control or bidirectional override reaches the terminal.
     expect(rawControls(list.stdout)).toEqual([]);
 
@@ -343,9 +343,14 @@ describe("relay-shell consent (the built CLI)", () => {
   });
 
   it("refuses a missing, loose or absent database with exit 2", () => {
-    const none = run(process.execPath, [SERVER_ENTRY, "consent", "list"]);
+    // Without --db the server's own setting decides: RELAY_SHELL_CONSENT_DB, else the state directory.
+    const none = run(process.execPath, [SERVER_ENTRY, "consent", "list"], "", { XDG_STATE_HOME: dir });
     expect(none.code).toBe(2);
-    expect(none.stderr).toContain("no consent database: give --db PATH");
+    expect(none.stderr).toContain(`no consent database at ${join(dir, "relay-shell", "consent.db")}`);
+    const configured = run(process.execPath, [SERVER_ENTRY, "consent", "list"], "", {
+      RELAY_SHELL_CONSENT_DB: join(dir, "configured.db"),
+    });
+    expect(configured.stderr).toContain(`no consent database at ${join(dir, "configured.db")}`);
     const absent = run(process.execPath, [SERVER_ENTRY, "consent", "list", "--db", join(dir, "typo.db")]);
     expect(absent.code).toBe(2);
     expect(absent.stderr).toContain("no consent database at");
