@@ -25,6 +25,10 @@ describe("notices", () => {
     expect(computeNotices({ ...base, brokerOn: true, confirmed: true })[0]).toContain(
       "It may not be undoable; it was explicitly confirmed first.",
     );
+    // A human's signed approval is what the notice names when consent let the call run.
+    expect(computeNotices({ ...base, consented: true })[0]).toContain(
+      "It may not be undoable; a human approved this exact act first.",
+    );
     expect(computeNotices({ ...base, tier: 2, basis: "privilege_escalation" })[0]).toBe(
       "[NOTICE tier 2 (STATEFUL), escalates privileges (privilege_escalation). It may change state that a user " +
         "or dependent will notice; guarded mode would refuse it without an allow-list match. " +

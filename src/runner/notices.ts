@@ -20,6 +20,8 @@ export interface NoticeInput {
   brokerOn: boolean;
   /** The call consumed an armed confirmation token. */
   confirmed: boolean;
+  /** The call ran on a human's signed approval of its exact act (docs/consent.md). */
+  consented?: boolean;
   /** The work's structured fields: `host_key`, `jump_host_keys`, `host_keys` are read. */
   fields?: Record<string, unknown> | undefined;
 }
@@ -34,7 +36,8 @@ function tierLine(input: NoticeInput): string | null {
   const head = `[NOTICE tier ${input.tier} (${tierName(input.tier)}), ${phrase} (${input.basis}).`;
   let consequence: string;
   if (input.tier === 3) {
-    if (input.confirmed) consequence = "It may not be undoable; it was explicitly confirmed first";
+    if (input.consented) consequence = "It may not be undoable; a human approved this exact act first";
+    else if (input.confirmed) consequence = "It may not be undoable; it was explicitly confirmed first";
     else if (input.brokerOn) consequence = "It may not be undoable, and no confirmation step was required";
     else {
       consequence =

@@ -139,6 +139,7 @@ export function createRelay(deps: RelayDeps): Relay {
     const toolCtx = toolContextOf(ctx);
     let action: AuditAction | undefined = tool.auditAction;
     let confirmed = false;
+    let consented = false;
     let followUps: FollowUpPlan | undefined;
     let gateExtra: Record<string, unknown> | undefined;
     const releases: Array<() => void> = [];
@@ -182,6 +183,7 @@ export function createRelay(deps: RelayDeps): Relay {
       }
       if (verdict.action) action = verdict.action;
       if (verdict.action === "confirm_execute") confirmed = true;
+      if (verdict.action === "consent_execute") consented = true;
       if (verdict.followUps) followUps = verdict.followUps;
       if (verdict.consent) toolCtx.consent = verdict.consent;
       if (verdict.auditExtra) gateExtra = { ...gateExtra, ...verdict.auditExtra };
@@ -208,7 +210,7 @@ export function createRelay(deps: RelayDeps): Relay {
     }
 
     // 12. Notices, after every record was written: they never change a recorded hash.
-    const noticed = withNotices(result, admission, work, confirmed, record.lost(ctx));
+    const noticed = withNotices(result, admission, work, { confirmed, consented }, record.lost(ctx));
     markStage("notices");
     return noticed;
   }
@@ -217,7 +219,7 @@ export function createRelay(deps: RelayDeps): Relay {
     result: RunResult,
     admission: Admitted,
     work: WorkResult,
-    confirmed: boolean,
+    approval: { confirmed: boolean; consented: boolean },
     recordLost = false,
   ): RunResult {
     const notices = computeNotices({
@@ -226,7 +228,8 @@ export function createRelay(deps: RelayDeps): Relay {
       basis: admission.classification.basis,
       mode: settings.policyMode,
       brokerOn: settings.confirmTier3,
-      confirmed,
+      confirmed: approval.confirmed,
+      consented: approval.consented,
       fields: work.threw ? undefined : work.fields,
     });
     if (recordLost) notices.push(auditLostNotice(settings.auditFailClosed));

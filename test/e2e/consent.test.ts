@@ -120,6 +120,18 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
     expect(String(executed.consent?.key)).toMatch(/^SHA256:/);
   });
 
+  it("says in the notice of an irreversible act that a human approved it", async () => {
+    const canary = join(world.work, "irreversible");
+    const args = { command: `echo dG91Y2ggaXJyZXZlcnNpYmxl | base64 -d | sh`, cwd: world.work };
+    const asked = await relay.call("shell_exec", args);
+    expect(asked.text).toContain("decoded (base64): touch irreversible");
+    approve(world, consentId(asked.text));
+    const ran = await relay.call("shell_exec", args);
+    expect(ran.text.startsWith("[exit 0]\n")).toBe(true);
+    expect(ran.text).toContain("a human approved this exact act first");
+    expect(existsSync(canary)).toBe(true);
+  });
+
   it("never asks for a Tier-0 call", async () => {
     const info = await relay.call("server_info");
     expect(info.text).not.toContain("CONSENT REQUIRED");
