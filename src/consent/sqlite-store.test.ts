@@ -330,6 +330,32 @@ describe("the SQLite consent store", () => {
       expect(value(store.listSessions()).map((x) => x.id)).toEqual(["s1"]);
     });
 
+    it("takes several reads in one transaction, never more than the lease has left", () => {
+      value(store.touchSession("s1", "c1"));
+      const l = value(store.openLease(lease(5)));
+      expect(value(store.takeLeaseRead("s1", 60_000, 3))).toMatchObject({ id: l.id, taken: 3, remaining: 2 });
+      expect(value(store.takeLeaseRead("s1", 60_000, 8))).toMatchObject({ taken: 2, remaining: 0 });
+      expect(value(store.takeLeaseRead("s1", 60_000, 8))).toBeNull();
+      expect(failure(store.takeLeaseRead("s1", 60_000, 0))).toBe("not-found");
+      expect(value(store.getLease(l.id))).toMatchObject({ id: l.id, remaining: 0, revoked: false });
+      expect(value(store.getLease("nope"))).toBeNull();
+    });
+
+    it("counts commits by other connections, not its own", () => {
+      const other = value(openSqliteStore(path, { clock, ids: countingIds(), busyTimeoutMs: 500 }));
+      try {
+        const start = value(store.changeCounter());
+        value(store.touchSession("s1", "c1"));
+        expect(value(store.changeCounter())).toBe(start);
+        value(other.touchSession("s2", "c2"));
+        const after = value(store.changeCounter());
+        expect(after).not.toBe(start);
+        expect(value(store.changeCounter())).toBe(after);
+      } finally {
+        other.close();
+      }
+    });
+
     it("takes reads from the newest usable lease until its budget is spent", () => {
       value(store.touchSession("s1", "c1"));
       const l = value(store.openLease(lease(2)));

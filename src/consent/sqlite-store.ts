@@ -12,6 +12,7 @@ import type {
   NewRequest,
   StoredApproval,
   StoreResult,
+  TakenReads,
 } from "./types.js";
 
 export interface SqliteStoreOptions {
@@ -249,8 +250,9 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     });
   }
 
-  function takeLeaseRead(session: string, idleMs: number): StoreResult<ConsentLease | null> {
+  function takeLeaseRead(session: string, idleMs: number, count = 1): StoreResult<TakenReads | null> {
     return write(() => {
+      if (!Number.isSafeInteger(count) || count < 1) refuse("not-found", `cannot take ${count} reads`);
       const at = now();
       const owner = sessionById(session);
       if (owner === null || owner.endedAt !== undefined) return null;
@@ -261,10 +263,11 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
       ).get(session, at);
       if (row === undefined) return null;
       const lease = rowToLease(row);
-      stmt("UPDATE leases SET remaining = remaining - 1 WHERE id = ?").run(lease.id);
+      const taken = Math.min(count, lease.remaining);
+      stmt("UPDATE leases SET remaining = remaining - ? WHERE id = ?").run(taken, lease.id);
       // A read granted is activity of the session: it keeps the session from going idle.
       stmt("UPDATE sessions SET last_seen_at = ? WHERE id = ? AND last_seen_at < ?").run(at, session, at);
-      return { ...lease, remaining: lease.remaining - 1 };
+      return { ...lease, remaining: lease.remaining - taken, taken };
     }, "NORMAL");
   }
 
@@ -366,6 +369,13 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     takeLeaseRead,
     listLeases: () =>
       attempt(() => stmt("SELECT * FROM leases ORDER BY created_at, rowid").all().map(rowToLease)),
+    getLease: (id) =>
+      attempt(() => {
+        const row = stmt("SELECT * FROM leases WHERE id = ?").get(id);
+        return row === undefined ? null : rowToLease(row);
+      }),
+    // A prepared statement, not db.pragma(): this runs on every leased read.
+    changeCounter: () => attempt(() => Number(stmt("PRAGMA data_version").pluck().get())),
     revoke,
     revokeAll: () => write(() => stmt("UPDATE leases SET revoked = 1 WHERE revoked = 0").run().changes),
     touchSession,

@@ -70,6 +70,12 @@ export interface ConsentLease {
   revoked: boolean;
 }
 
+/** Reads taken from a lease in one transaction: up to the count asked, never more than it had left. */
+export interface TakenReads extends ConsentLease {
+  /** How many reads were taken (1 or more). */
+  taken: number;
+}
+
 /** A consent session: one MCP session (stdio connection, or HTTP session with its OAuth client). */
 export interface ConsentSession {
   id: string;
@@ -136,7 +142,15 @@ export interface ConsentStore {
    * Take one read from the session's open lease (unexpired, not revoked,
    * remaining > 0, session live and not idle past `idleMs`); null when there is none.
    */
-  takeLeaseRead(session: string, idleMs: number): StoreResult<ConsentLease | null>;
+  takeLeaseRead(session: string, idleMs: number, count?: number): StoreResult<TakenReads | null>;
+  /** One lease as stored now (read only); null when there is none with this id. */
+  getLease(id: string): StoreResult<ConsentLease | null>;
+  /**
+   * A number that changes whenever another connection committed to the store
+   * since this one last looked (SQLite's data_version): while it holds still,
+   * what this process read from the store is still current.
+   */
+  changeCounter(): StoreResult<number>;
   listLeases(): StoreResult<ConsentLease[]>;
   /** Revoke one lease by id, or every lease of a session by session id; returns how many. */
   revoke(idOrSession: string): StoreResult<number>;

@@ -286,6 +286,27 @@ describe("the consent gate", () => {
     expect((await gate.check(call("cat e", 1, "s9"), ctx)).kind).toBe("challenge");
   });
 
+  it("takes reads from the store in blocks, yet a revocation by the operator holds on the very next read", async () => {
+    const gate = gateWith({ leaseMode: "window", leaseBudget: 100 });
+    approve(await gate.check(call("cat a", 1), ctx));
+    await gate.check(call("cat a", 1), ctx);
+    const operator = openSqliteStore(join(dir, "consent.db"), { clock, ids: cryptoIds, busyTimeoutMs: 500 });
+    if (!operator.ok) throw new Error(operator.detail);
+    try {
+      expect(await gate.check(call("cat b", 1), ctx)).toMatchObject({ action: "consent_lease" });
+      const seen = operator.value.changeCounter();
+      // Reads served from the block taken by "cat b" commit nothing.
+      for (const file of ["c", "d", "e"]) {
+        expect(await gate.check(call(`cat ${file}`, 1), ctx)).toMatchObject({ action: "consent_lease" });
+      }
+      expect(operator.value.changeCounter()).toEqual(seen);
+      expect(operator.value.revokeAll()).toMatchObject({ ok: true, value: 1 });
+      expect((await gate.check(call("cat f", 1), ctx)).kind).toBe("challenge");
+    } finally {
+      operator.value.close();
+    }
+  });
+
   it("refuses a denied act with the operator's reason", async () => {
     const gate = gateWith();
     const asked = await gate.check(call("touch x", 2), ctx);

@@ -42,6 +42,18 @@ export interface ConsentGate extends Gate {
   endSession(session: string): void;
 }
 
+/** Reads a session takes from its lease in the store at a time. */
+const LEASE_BLOCK = 8;
+
+interface Reserve {
+  lease: string;
+  /** Reads taken from the store and not used yet. */
+  left: number;
+  /** The store's change counter when they were taken or last confirmed. */
+  version: number;
+  lastUse: number;
+}
+
 const DEFAULT_POLL_MS = 250;
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 /** What expired is kept this long after, so `relay-shell consent list` can still explain a refusal. */
@@ -67,11 +79,62 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
   // into the store by someone else, or a budget or expiry raised there, is never honoured.
   const openedLeases = new Map<string, { remaining: number; expiresAt: number }>();
 
-  function takeOwnLease(id: string, now: number): boolean {
+  function takeOwnLease(id: string, now: number): { remaining: number } | null {
     const own = openedLeases.get(id);
-    if (!own || own.remaining <= 0 || own.expiresAt <= now) return false;
+    if (!own || own.remaining <= 0 || own.expiresAt <= now) return null;
     own.remaining -= 1;
-    return true;
+    return own;
+  }
+  // Reads a session took from its lease in the store and has not used yet: the store hands them
+  // out in blocks (one transaction per block), and while nobody else committed to the store since
+  // (its change counter holds still) nothing the operator does can have revoked them.
+  const reserves = new Map<string, Reserve>();
+
+  /** A read of this session under its lease, or null when it has none; a store failure refuses. */
+  function leasedRead(session: string, now: number): GateVerdict | null {
+    const idleMs = settings.sessionIdleSeconds * 1000;
+    let reserve = reserves.get(session);
+    if (reserve && (reserve.left <= 0 || now - reserve.lastUse > idleMs)) {
+      reserves.delete(session);
+      reserve = undefined;
+    }
+    if (reserve) {
+      const version = store.changeCounter();
+      if (!version.ok) return storeRefusal(version);
+      if (version.value !== reserve.version) {
+        // Someone else wrote: the operator may have revoked this lease or ended the session.
+        const current = store.getLease(reserve.lease);
+        if (!current.ok) return storeRefusal(current);
+        if (!current.value || current.value.revoked) {
+          reserves.delete(session);
+          reserve = undefined;
+        } else {
+          reserve.version = version.value;
+        }
+      }
+    }
+    if (!reserve) {
+      // Looked at before the transaction, so a commit by anyone else after it shows as a change.
+      const version = store.changeCounter();
+      if (!version.ok) return storeRefusal(version);
+      const taken = store.takeLeaseRead(session, idleMs, LEASE_BLOCK);
+      if (!taken.ok) return storeRefusal(taken);
+      if (!taken.value) return null;
+      reserve = { lease: taken.value.id, left: taken.value.taken, version: version.value, lastUse: now };
+      reserves.set(session, reserve);
+    }
+    const own = takeOwnLease(reserve.lease, now);
+    if (!own) {
+      reserves.delete(session);
+      return null;
+    }
+    reserve.left -= 1;
+    reserve.lastUse = now;
+    return {
+      kind: "proceed",
+      action: "consent_lease",
+      auditExtra: { consent: { lease: reserve.lease, remaining: own.remaining } },
+    };
   }
 
   function refuse(reason: string, extra?: Record<string, unknown>): GateVerdict {
@@ -203,6 +266,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
     name: "consent",
     endSession(session) {
       clients.delete(session);
+      reserves.delete(session);
       store.endSession(session);
     },
     async check(call, ctx) {
@@ -218,16 +282,8 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       // A read may ride on a lease this consent session opened with a signed read (taking a read
       // also marks the session as seen).
       if (call.tier === 1 && settings.leaseMode !== "manual") {
-        const lease = store.takeLeaseRead(session, settings.sessionIdleSeconds * 1000);
-        const leaseFailure = storeRefusal(lease);
-        if (leaseFailure) return leaseFailure;
-        if (lease.ok && lease.value && takeOwnLease(lease.value.id, clock.now())) {
-          return {
-            kind: "proceed",
-            action: "consent_lease",
-            auditExtra: { consent: { lease: lease.value.id, remaining: lease.value.remaining } },
-          };
-        }
+        const leased = leasedRead(session, clock.now());
+        if (leased) return leased;
       }
 
       const described = await deps.actOf(call.tool, call.args, { tier: call.tier, clientId: ctx.clientId });

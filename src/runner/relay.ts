@@ -159,7 +159,8 @@ export function createRelay(deps: RelayDeps): Relay {
       );
       // A later gate stopped the call: what the earlier ones spent for it is given back.
       if (verdict.kind !== "proceed") for (const release of releases) release();
-      const recorded = verdict.auditExtra ? withExtra(base, verdict.auditExtra) : base;
+      const recorded =
+        verdict.kind !== "proceed" && verdict.auditExtra ? withExtra(base, verdict.auditExtra) : base;
       if (verdict.kind === "challenge") {
         // Nothing ran, so no notice: a challenge is not a result.
         return finish(ctx, {
@@ -356,9 +357,14 @@ function basisOf(classification: Classification): string {
     : `${classification.basis}: ${classification.part}`;
 }
 
-/** Base record fields with a gate's facts added to the (redacted) args. */
+/**
+ * Base record fields with a gate's facts added to the (redacted) args. The
+ * facts are the relay's own (request and lease ids, the approver the
+ * allowed-signers file names), never the caller's text, so they are recorded
+ * as they are: redacting them would cost every leased read for nothing.
+ */
 function withExtra<T extends { args: Record<string, unknown> }>(base: T, extra: Record<string, unknown>): T {
-  return { ...base, args: { ...base.args, ...redactArgs(extra) } };
+  return { ...base, args: { ...base.args, ...extra } };
 }
 
 function recordOf(

@@ -249,7 +249,7 @@ export type GateVerdict =
       followUps?: FollowUpPlan;
       /** The approval this call runs on, handed to the tool (see ToolContext.consent). */
       consent?: ConsentCapability;
-      /** Facts the gate adds to the call's audit record (never credentials). */
+      /** Facts the gate adds to the call's audit record, recorded unredacted: only the relay's own, never the caller's text or a credential. */
       auditExtra?: Record<string, unknown>;
       /** Undo what this gate spent (a burnt token) when a later gate stops the call. */
       release?: () => void;
