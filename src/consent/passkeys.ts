@@ -18,7 +18,7 @@ export interface Passkey {
 }
 
 /** Why the passkeys file cannot be trusted or used; the message names every problem. */
-export class PasskeysFileError extends Error {}
+class PasskeysFileError extends Error {}
 
 /** A passkeys file larger than this is refused rather than read: it is a list of keys, not data. */
 const MAX_FILE_BYTES = 1024 * 1024;
@@ -64,7 +64,7 @@ function coseBytes(key: Map<number, unknown>, label: number): Buffer | undefined
  * public key. The key's own `alg`, when present, must agree: a key enrolled
  * for one algorithm is never used with another.
  */
-export function coseToKeyObject(bytes: Buffer, algorithm: PasskeyAlgorithm): KeyObject {
+function coseToKeyObject(bytes: Buffer, algorithm: PasskeyAlgorithm): KeyObject {
   let decoded: unknown;
   try {
     decoded = decodeCredentialPublicKey(new Uint8Array(bytes));

@@ -271,6 +271,15 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
     });
   }, 120_000);
 
+  it("shows the passkey channel in server_info", async () => {
+    const info = JSON.parse((await relay.call("server_info")).text) as { consent?: Record<string, unknown> };
+    expect(info.consent?.passkeys).toEqual({
+      file: join(dirname(world.allowedSigners), "passkeys"),
+      rp_id: "localhost",
+      origin: site.origin,
+    });
+  });
+
   it("refuses a tampered assertion and one made for another act", async () => {
     const before = canaryLines(canary());
     const first = consentId((await call()).text);
