@@ -35,7 +35,9 @@ function isCounterTable(value: unknown): value is Record<string, number> {
  * other's counters; each write replaces the file whole (a new 0600 file
  * renamed over it), so a crash never leaves half a table. A file that
  * cannot be read or does not parse throws: the verifier refuses rather than
- * forgetting what it saw.
+ * forgetting what it saw. Two processes writing at the same moment can
+ * lose one update (the last rename wins); that only lets one counter be
+ * compared against an older value, never refuses a good assertion.
  */
 export function fileCounters(path: string): PasskeyCounters {
   const read = (): Record<string, number> => {

@@ -415,8 +415,15 @@ describe("the passkeys file's lines", () => {
 
 const RUNUSER = "/usr/sbin/runuser";
 const DIST = join(import.meta.dirname, "..", "..", "dist", "consent", "index.js");
-const canRunAsNobody =
-  process.getuid?.() === 0 && spawnSync(RUNUSER, ["--help"]).error === undefined && existsSync(DIST);
+const NOBODY_SKIP =
+  process.getuid?.() !== 0
+    ? "it runs a verifier as nobody: run as root"
+    : spawnSync(RUNUSER, ["--help"]).error !== undefined
+      ? `${RUNUSER} is not installed (util-linux)`
+      : !existsSync(DIST)
+        ? "it loads the built module: run npm run build first"
+        : null;
+if (NOBODY_SKIP) process.stderr.write(`[skipped] the passkeys file as nobody: ${NOBODY_SKIP}\n`);
 
 /**
  * The real passkeys file, checked as the relay's account would check it:
@@ -460,7 +467,7 @@ function verifierAsNobody(path: string) {
   };
 }
 
-describe.skipIf(!canRunAsNobody)("the passkeys file, read by a relay running as nobody", () => {
+describe.skipIf(NOBODY_SKIP !== null)("the passkeys file, read by a relay running as nobody", () => {
   it("revokes a deleted line, refuses a file that became writable by the relay, and recovers when fixed", async () => {
     const dir = join(root, "anchors");
     mkdirSync(dir, { mode: 0o755 });
