@@ -358,7 +358,7 @@ function openPasskeyChannel(settings: Settings): ApprovalVerifier {
     });
   } catch (err) {
     throw new Error(
-      `RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be trusted: ${err instanceof Error ? err.message : String(err)}`,
+      `RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be used: ${err instanceof Error ? err.message : String(err)}`,
     );
   }
 }

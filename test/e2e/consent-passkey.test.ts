@@ -312,6 +312,6 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
     chownSync(owned, world.user.uid, world.user.gid);
     await expect(
       world.startRelay({ RELAY_SHELL_CONSOLE_PASSKEYS: owned, RELAY_SHELL_CONSOLE_ORIGIN: site.origin }),
-    ).rejects.toThrow(/the passkeys file cannot be trusted: .*is owned by the relay's own uid/);
+    ).rejects.toThrow(/the passkeys file cannot be used: .*is owned by the relay's own uid/);
   }, 120_000);
 });
