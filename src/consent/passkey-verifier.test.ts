@@ -300,24 +300,46 @@ describe("the sign counter", () => {
     expect(verifier.verify(approval(proof), PAYLOAD, 0).ok).toBe(true);
   });
 
-  it("is kept in a 0600 file that another verifier reads, and a broken file refuses", () => {
+  it("is kept in a 0600 file that other verifiers share, and a broken file refuses", () => {
     const dir = join(root, "counters");
     mkdirSync(dir, { mode: 0o700 });
     const path = join(dir, "passkey-counters.json");
     const k = authenticator(-7);
-    expect(
-      verifierFor([k], fileCounters(path)).verifier.verify(approval(k.assert({ counter: 7 })), PAYLOAD, 0).ok,
-    ).toBe(true);
+    const first = verifierFor([k], fileCounters(path)).verifier;
+    const proof = k.assert({ counter: 7 });
+    expect(first.verify(approval(proof), PAYLOAD, 0).ok).toBe(true);
     expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({ [k.credentialId]: 7 });
-    // A second relay process sharing the file sees the counter the first one stored.
+    const table = JSON.parse(readFileSync(path, "utf8")) as { counters: unknown; accepted: unknown[] };
+    expect(table.counters).toEqual({ [k.credentialId]: 7 });
+    expect(table.accepted).toHaveLength(1);
+    // Another verifier (the gate after the console, another process, a restart) sees what the first saw:
+    // the same assertion passes again, another one with the same counter does not.
     const second = verifierFor([k], fileCounters(path)).verifier;
-    expect(second.verify(approval(k.assert({ counter: 7 })), PAYLOAD, 0).ok).toBe(false);
+    expect(second.verify(approval(proof), PAYLOAD, 0).ok).toBe(true);
+    const otherAct = PAYLOAD.replace("canary", "other");
+    expect(second.verify(approval(k.assert({ counter: 7, payload: otherAct })), otherAct, 0)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("did not increase (7, last seen 7)"),
+    });
     writeFileSync(path, "{not json");
     const refused = second.verify(approval(k.assert({ counter: 8 })), PAYLOAD, 0);
     expect(refused).toEqual({
       ok: false,
       reason: `the passkey sign counters cannot be used: the passkey counters file ${path} is not JSON`,
+    });
+  });
+
+  it("does not let one passkey's accepted assertion excuse another's counter", () => {
+    const a = authenticator(-8, "a");
+    const b = authenticator(-8, "b");
+    const { verifier } = verifierFor([a, b]);
+    const otherAct = PAYLOAD.replace("canary", "other");
+    expect(verifier.verify(approval(b.assert({ counter: 5, payload: otherAct })), otherAct, 0).ok).toBe(true);
+    expect(verifier.verify(approval(a.assert({ counter: 3 })), PAYLOAD, 0).ok).toBe(true);
+    // b's bytes to sign are now exactly a's (same rpId, flags, counter, client data): still b's counter 5 decides.
+    expect(verifier.verify(approval(b.assert({ counter: 3 })), PAYLOAD, 0)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("did not increase (3, last seen 5)"),
     });
   });
 });

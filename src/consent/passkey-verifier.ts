@@ -25,8 +25,6 @@ interface PasskeyProof {
 
 /** A proof is a few hundred bytes; anything far larger is refused before it is parsed. */
 const MAX_PROOF_CHARS = 64 * 1024;
-/** How many accepted assertions the verifier remembers, so re-checking one does not trip its counter. */
-const REMEMBERED_ASSERTIONS = 1024;
 
 const FLAG_UP = 0x01;
 const FLAG_UV = 0x04;
@@ -179,9 +177,6 @@ export function passkeyVerifierOver(
   config: Omit<PasskeyVerifierConfig, "selfUid">,
 ): ApprovalVerifier {
   const rpIdHash = sha256(config.rpId);
-  // Assertions already accepted: checking one again (the console when it receives it, the gate
-  // when the call is re-issued) must not count as a replayed counter. Consent's nonce stops reuse.
-  const accepted = new Set<string>();
 
   function check(proofText: string, payload: string) {
     const proof = parseProof(proofText);
@@ -216,7 +211,8 @@ export function passkeyVerifierOver(
       ok: true as const,
       passkey,
       counter: auth.readUInt32BE(33),
-      assertion: sha256(signed).toString("hex"),
+      // One credential's assertion over these exact bytes; the signature itself may be randomized.
+      assertion: createHash("sha256").update(`${passkey.credentialId}\n`).update(signed).digest("hex"),
     };
   }
 
@@ -228,9 +224,10 @@ export function passkeyVerifierOver(
       const checked = check(approval.proof, payload);
       if (!checked.ok) return checked;
       const { passkey, counter, assertion } = checked;
-      if (!accepted.has(assertion)) {
-        try {
-          const last = config.counters.get(passkey.credentialId);
+      try {
+        const { counters } = config;
+        if (!counters.accepted(assertion)) {
+          const last = counters.get(passkey.credentialId);
           // Both zero: the authenticator keeps no counter (many synced passkeys), nothing to compare.
           if ((counter !== 0 || (last ?? 0) !== 0) && last !== undefined && counter <= last) {
             return {
@@ -238,18 +235,14 @@ export function passkeyVerifierOver(
               reason: `the sign counter of passkey ${passkey.name} did not increase (${counter}, last seen ${last}): a copy of the authenticator may be in use`,
             };
           }
-          if (counter !== 0 || last === undefined) config.counters.set(passkey.credentialId, counter);
-        } catch (err) {
-          return {
-            ok: false,
-            reason: `the passkey sign counters cannot be used: ${err instanceof Error ? err.message : String(err)}`,
-          };
+          if (counter !== 0 || last === undefined) counters.set(passkey.credentialId, counter);
+          counters.accept(assertion);
         }
-        accepted.add(assertion);
-        if (accepted.size > REMEMBERED_ASSERTIONS) {
-          const oldest = accepted.values().next().value;
-          if (oldest !== undefined) accepted.delete(oldest);
-        }
+      } catch (err) {
+        return {
+          ok: false,
+          reason: `the passkey sign counters cannot be used: ${err instanceof Error ? err.message : String(err)}`,
+        };
       }
       return { ok: true, signer: passkey.name, key: `passkey:${passkey.credentialId}`, channel: "passkey" };
     },
