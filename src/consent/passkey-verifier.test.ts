@@ -408,6 +408,14 @@ describe("the passkeys file's lines", () => {
       JSON.stringify({ ...line, created: "yesterday", transports: "usb" }),
       good.line(),
       JSON.stringify({ ...line, name: "other" }),
+      JSON.stringify({
+        ...line,
+        name: "trailing",
+        public_key: Buffer.concat([
+          Buffer.from(line.public_key as string, "base64url"),
+          Buffer.from([0]),
+        ]).toString("base64url"),
+      }),
       JSON.stringify({ ...line, credential_id: randomBytes(16).toString("base64url") }),
     ].join("\n");
     expect(parse(text)).toThrow(
@@ -431,7 +439,8 @@ describe("the passkeys file's lines", () => {
     expect(messages).toContain("pk:5: transports: expected an array of strings");
     expect(messages).toContain("pk:5: created: expected an ISO 8601 date and time");
     expect(messages).toContain("pk:7: credential_id already enrolled on line 6");
-    expect(messages).toContain(`pk:8: name "${good.name}" already used on line 6`);
+    expect(messages).toContain(`pk:8: public_key: bytes follow the COSE_Key`);
+    expect(messages).toContain(`pk:9: name "${good.name}" already used on line 6`);
   });
 });
 

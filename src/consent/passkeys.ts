@@ -1,5 +1,5 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
-import { cose, decodeCredentialPublicKey } from "@simplewebauthn/server/helpers";
+import { cose, decodeCredentialPublicKey, isoCBOR } from "@simplewebauthn/server/helpers";
 import { readBoundedFile, trustAnchorProblems } from "../files/index.js";
 
 /** The COSE algorithms a passkey of this relay may use: ES256, EdDSA (Ed25519), RS256. */
@@ -72,6 +72,8 @@ function coseToKeyObject(bytes: Buffer, algorithm: PasskeyAlgorithm): KeyObject 
     throw new Error(`not CBOR (${err instanceof Error ? err.message : String(err)})`);
   }
   if (!(decoded instanceof Map)) throw new Error("not a COSE_Key map");
+  // CTAP2 keys are canonical CBOR, so one encodes back to its own length; more bytes are not part of the key.
+  if (isoCBOR.encode(decoded).length !== bytes.length) throw new Error("bytes follow the COSE_Key");
   const key = decoded as Map<number, unknown>;
   const kty = coseNumber(key, cose.COSEKEYS.kty);
   const alg = coseNumber(key, cose.COSEKEYS.alg);
