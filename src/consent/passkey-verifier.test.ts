@@ -499,7 +499,7 @@ function verifierAsNobody(path: string) {
 }
 
 describe.skipIf(NOBODY_SKIP !== null)("the passkeys file, read by a relay running as nobody", () => {
-  it("revokes a deleted line, refuses a file that became writable by the relay, and recovers when fixed", async () => {
+  it("revokes a deleted line, refuses a file or directory that became writable by the relay, and recovers when fixed", async () => {
     const dir = join(root, "anchors");
     mkdirSync(dir, { mode: 0o755 });
     const path = join(dir, "passkeys");
@@ -528,6 +528,14 @@ describe.skipIf(NOBODY_SKIP !== null)("the passkeys file, read by a relay runnin
         reason: expect.stringContaining("is writable by group and others (mode 0666)"),
       });
       chmodSync(path, 0o644);
+      expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, signer: "bob-phone" });
+      // The file itself is untouched; the directory holding it became writable by everyone.
+      chmodSync(dir, 0o777);
+      expect(await relay.verify(bob.assert())).toMatchObject({
+        ok: false,
+        reason: expect.stringContaining(`directory ${dir} is writable by group and others`),
+      });
+      chmodSync(dir, 0o755);
       expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, signer: "bob-phone" });
     } finally {
       relay.close();

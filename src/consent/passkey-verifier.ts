@@ -1,5 +1,6 @@
 import { constants, createHash, verify as cryptoVerify, timingSafeEqual } from "node:crypto";
 import { statSync } from "node:fs";
+import { trustAnchorProblems } from "../files/index.js";
 import type { PasskeyCounters } from "./passkey-counters.js";
 import { fromBase64url, loadPasskeys, type Passkey } from "./passkeys.js";
 import type { ApprovalVerifier } from "./verifier.js";
@@ -136,8 +137,9 @@ export interface PasskeySource {
 /**
  * The operator's passkeys file as a source: checked and read here (a
  * problem throws, so start-up fails) and read again, with the same checks,
- * whenever it changes. Deleting a line revokes that passkey on the next
- * approval; a file that became unsafe refuses every approval until fixed.
+ * whenever it changes; whether it is still safe is checked on every use.
+ * Deleting a line revokes that passkey on the next approval; a file that
+ * became unsafe refuses every approval until fixed.
  */
 function fileSource(path: string, selfUid: number): PasskeySource {
   let stamp = stampOf(path);
@@ -145,6 +147,10 @@ function fileSource(path: string, selfUid: number): PasskeySource {
   return {
     current() {
       try {
+        // Approvals are rare and the check is a few stat calls: a directory above the file that
+        // became writable changes nothing in the file's own stamp, so it is checked every time.
+        const unsafe = trustAnchorProblems(path, { selfUid });
+        if (unsafe.length > 0) throw new Error(unsafe.join("; "));
         const now = stampOf(path);
         if (now !== stamp) {
           byId = index(loadPasskeys(path, { selfUid }).passkeys);
