@@ -1,13 +1,17 @@
 import { accessSync, appendFileSync, constants, readFileSync } from "node:fs";
 import { homedir, userInfo } from "node:os";
+import { dirname, join } from "node:path";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import {
+  type ApprovalVerifier,
   channelVerifier,
+  createPasskeyVerifier,
   createSshsigVerifier,
   describeAct,
+  fileCounters,
   openSqliteStore,
   rememberConsumedNonces,
 } from "../consent/index.js";
@@ -281,6 +285,7 @@ function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentAct
   }
   const verifier = channelVerifier({
     sshsig: createSshsigVerifier(settings.consentAllowedSigners, process.geteuid?.() ?? 0),
+    ...(settings.consolePasskeys === "" ? {} : { passkey: openPasskeyChannel(settings) }),
   });
   const opened = openSqliteStore(settings.consentDb, {
     clock: deps.clock,
@@ -323,6 +328,39 @@ function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentAct
     },
     close: () => store.close(),
   };
+}
+
+/**
+ * The passkey channel of consent: approvals given in the operator console
+ * with a passkey of the operator's passkeys file, for the configured
+ * relying party and origin (docs/consent.md, "The passkey channel"). The
+ * sign counters are the relay's own state, kept beside the consent store.
+ * Throws, so start-up fails, on an unsafe or unparsable file or a missing origin.
+ */
+function openPasskeyChannel(settings: Settings): ApprovalVerifier {
+  const origin = settings.consoleOrigin;
+  if (origin === "") {
+    throw new Error(
+      "RELAY_SHELL_CONSOLE_PASSKEYS needs RELAY_SHELL_CONSOLE_ORIGIN, the console's origin the passkeys sign for",
+    );
+  }
+  if (new URL(origin).origin !== origin) {
+    throw new Error(
+      `RELAY_SHELL_CONSOLE_ORIGIN: expected an origin (scheme, host and port only, as ${new URL(origin).origin}), got "${origin}"`,
+    );
+  }
+  try {
+    return createPasskeyVerifier(settings.consolePasskeys, {
+      selfUid: process.geteuid?.() ?? 0,
+      rpId: settings.consoleRpId,
+      origin,
+      counters: fileCounters(join(dirname(settings.consentDb), "passkey-counters.json")),
+    });
+  } catch (err) {
+    throw new Error(
+      `RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be used: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
 }
 
 /**

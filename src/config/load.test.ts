@@ -71,6 +71,9 @@ describe("defaults", () => {
       consentLeaseBudget: 20,
       consentSessionIdle: 28800,
       consentApprovalTtl: 300,
+      consolePasskeys: "",
+      consoleRpId: "localhost",
+      consoleOrigin: "",
       traceFile: "",
     });
   });

@@ -111,6 +111,10 @@ const TABLE: SettingTable = {
   consentLeaseBudget: ["RELAY_SHELL_CONSENT_LEASE_BUDGET", int(20, 1, 100000)],
   consentSessionIdle: ["RELAY_SHELL_CONSENT_SESSION_IDLE", int(28800, 60, 604800)],
   consentApprovalTtl: ["RELAY_SHELL_CONSENT_APPROVAL_TTL", int(300, 10, 86400)],
+  // the operator's passkeys file and the WebAuthn relying party they were enrolled for
+  consolePasskeys: ["RELAY_SHELL_CONSOLE_PASSKEYS", path(() => "")],
+  consoleRpId: ["RELAY_SHELL_CONSOLE_RP_ID", (env) => hostSetting(env, "localhost")],
+  consoleOrigin: ["RELAY_SHELL_CONSOLE_ORIGIN", (env) => urlSetting(env, "")],
   // diagnostics
   traceFile: ["RELAY_SHELL_TRACE_FILE", path(() => "")],
 };

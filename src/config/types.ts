@@ -86,6 +86,10 @@ export interface Settings {
   consentLeaseBudget: number;
   consentSessionIdle: number;
   consentApprovalTtl: number;
+  // the console's passkeys as a consent channel (docs/consent.md, "The passkey channel")
+  consolePasskeys: string; // "" = none: approvals given with a passkey are refused
+  consoleRpId: string;
+  consoleOrigin: string; // "" = none (required with consolePasskeys)
   // diagnostics (docs/performance.md)
   traceFile: string;
 }

@@ -1,6 +1,12 @@
 export { actSummary, describeAct } from "./describe.js";
 /** @public The consent gate of the runner uses it beside the store (docs/adr/0024-consent-store-and-approval-lifetime.md). */
 export { rememberConsumedNonces } from "./nonce-memory.js";
+/** @public The operator console's passkey login keeps its counters with the same store (docs/adr/0027-passkeys-as-a-consent-channel.md). */
+export { fileCounters, memoryCounters, type PasskeyCounters } from "./passkey-counters.js";
+/** @public The console asks the browser for an assertion over passkeyChallenge(payload) (docs/consent.md). */
+export { createPasskeyVerifier, passkeyChallenge } from "./passkey-verifier.js";
+/** @public The console's passkey login reads the same operator file with the same checks. */
+export { loadPasskeys, type Passkey } from "./passkeys.js";
 export { actDigest, CONSENT_NAMESPACE, consentPayload } from "./payload.js";
 export { createSshsigVerifier } from "./signers.js";
 export { openSqliteStore } from "./sqlite-store.js";

@@ -92,6 +92,15 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
               consent: {
                 enabled: true,
                 allowed_signers: settings.consentAllowedSigners,
+                ...(settings.consolePasskeys === ""
+                  ? {}
+                  : {
+                      passkeys: {
+                        file: settings.consolePasskeys,
+                        rp_id: settings.consoleRpId,
+                        origin: settings.consoleOrigin,
+                      },
+                    }),
                 db: settings.consentDb,
                 lease_mode: settings.consentLeaseMode,
                 lease_ttl: settings.consentLeaseTtl,
