@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { type AuditFilter, matchesFilter, outcomeOf, perMinuteByTier } from "./follow-filter.js";
+import {
+  type AuditFilter,
+  type AuditOutcome,
+  type MinuteCounts,
+  matchesFilter,
+  outcomeOf,
+  perMinuteByTier,
+} from "./index.js";
 
 const base = {
   ts: "2026-07-15T10:11:12.345000+00:00",
@@ -29,9 +36,12 @@ describe("outcomeOf", () => {
     ["a consent request", rec({ tier: 3, action: "consent_request", exit_code: null }), "challenge"],
     ["a confirmed execute", rec({ tier: 3, action: "confirm_execute" }), "ok"],
     ["a failed verify step", rec({ tier: 3, action: "confirm_verify", exit_code: 1 }), "error"],
-  ])("%s is %s", (_name, record, outcome) => {
-    expect(outcomeOf(record)).toBe(outcome);
-  });
+  ] satisfies Array<[string, Record<string, unknown>, AuditOutcome]>)(
+    "%s is %s",
+    (_name, record, outcome) => {
+      expect(outcomeOf(record)).toBe(outcome);
+    },
+  );
 });
 
 describe("matchesFilter", () => {
@@ -97,10 +107,11 @@ describe("perMinuteByTier", () => {
       at("2026-07-15T10:13:00+00:00", "1"),
       rec({ ts: undefined }),
     ]);
-    expect(counts).toEqual([
+    const expected: MinuteCounts[] = [
       { minute: Date.parse("2026-07-15T10:11:00Z"), tiers: [1, 2, 0, 0] },
       { minute: Date.parse("2026-07-15T10:12:00Z"), tiers: [0, 0, 1, 1] },
-    ]);
+    ];
+    expect(counts).toEqual(expected);
   });
 
   it("gives nothing for nothing", () => {

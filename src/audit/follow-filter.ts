@@ -43,7 +43,7 @@ export function outcomeOf(record: Record<string, unknown>): AuditOutcome {
 }
 
 /** The record's `ts` as epoch milliseconds, or null when it has none that parses. */
-export function recordTime(record: Record<string, unknown>): number | null {
+function recordTime(record: Record<string, unknown>): number | null {
   if (typeof record.ts !== "string") return null;
   const ms = Date.parse(record.ts);
   return Number.isNaN(ms) ? null : ms;

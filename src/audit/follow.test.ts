@@ -13,7 +13,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { systemClock } from "../core/index.js";
-import { type AuditFollower, type FollowedLine, type FollowReset, followAudit } from "./follow.js";
+import {
+  type AuditFollower,
+  type FollowChain,
+  type FollowedLine,
+  type FollowOptions,
+  type FollowPosition,
+  type FollowReset,
+  followAudit,
+} from "./index.js";
 import type { AuditEntry, AuditLog } from "./types.js";
 import { verifyAuditChain } from "./verify.js";
 import { createAuditLog } from "./writer.js";
@@ -61,7 +69,7 @@ interface Followed {
   errors: Error[];
 }
 
-function follow(options: { maxLineBytes?: number; pollMs?: number } = {}): Followed {
+function follow(options: Pick<FollowOptions, "maxLineBytes" | "pollMs"> = {}): Followed {
   const seen: Followed = {
     follower: undefined as unknown as AuditFollower,
     lines: [],
@@ -205,8 +213,9 @@ describe("followAudit", () => {
     await until("eight records", () => seen.lines.length === 8);
     expect(seen.lines.slice(0, 3).map((l) => l.chain.status)).toEqual(["verified", "verified", "verified"]);
     const reason = "line 4: record body does not match its chain hash (tampered)";
+    const broken: FollowChain = { status: "broken", brokenAt: 4, reason };
     for (const line of seen.lines.slice(3)) {
-      expect(line.chain).toEqual({ status: "broken", brokenAt: 4, reason });
+      expect(line.chain).toEqual(broken);
     }
     // The same verdict as --verify-audit's.
     expect(verifyAuditChain(path)).toMatchObject({ brokenAt: 4, reason });
@@ -294,7 +303,7 @@ describe("followAudit", () => {
     for (let n = 0; n < 3; n++) log.append(entry(n));
     const first = follow();
     await until("three records", () => first.lines.length === 3);
-    const position = first.follower.position();
+    const position: FollowPosition = first.follower.position();
     first.follower.close();
     log.append(entry(3));
     const lines: FollowedLine[] = [];

@@ -14,9 +14,9 @@ import type { ChainAnchor } from "./chain.js";
 import { checkLine, createWalkState, type ParsedLine, parseLine, type WalkState } from "./verify.js";
 
 /** A line longer than this is reported by its length and never held whole. */
-export const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
+const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
 /** How often the file is looked at when no change notification arrives. */
-export const DEFAULT_POLL_MS = 100;
+const DEFAULT_POLL_MS = 100;
 /** Bytes read per system call; a batch holds at most the records of one read. */
 const CHUNK = 256 * 1024;
 /** Reads per turn before yielding to the event loop, so a long backlog does not starve it. */
