@@ -6,6 +6,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  symlinkSync,
   truncateSync,
   writeSync,
 } from "node:fs";
@@ -327,6 +328,22 @@ describe("followAudit", () => {
     writer().append(entry(0));
     await until("the record", () => seen.lines.length === 1);
     expect(seen.errors).toEqual([]);
+  });
+
+  it("refuses a path that is a symbolic link, as the writer does, and says so once", async () => {
+    const real = join(dir, "elsewhere.jsonl");
+    appendFileSync(real, '{"tool":"x"}\n');
+    symlinkSync(real, path);
+    const seen = follow({ pollMs: 10 });
+    await sleep(200);
+    expect(seen.lines).toEqual([]);
+    expect(seen.errors.map((e) => e.message)).toEqual([expect.stringContaining("ELOOP")]);
+  });
+
+  it("refuses options it cannot work with", () => {
+    const onRecords = () => undefined;
+    expect(() => followAudit(path, { onRecords, maxLineBytes: 0 })).toThrow(/maxLineBytes/);
+    expect(() => followAudit(path, { onRecords, pollMs: Number.NaN })).toThrow(/pollMs/);
   });
 
   it("close() leaves no watcher, timer or file open, and delivers nothing more", async () => {

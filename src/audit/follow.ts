@@ -107,6 +107,10 @@ export function followAudit(path: string, options: FollowOptions): AuditFollower
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
   const clock = options.clock ?? systemClock;
   const base = basename(path);
+  if (!Number.isSafeInteger(maxLine) || maxLine < 1)
+    throw new RangeError(`maxLineBytes: expected a positive integer, got ${maxLine}`);
+  if (!Number.isFinite(pollMs) || pollMs < 1)
+    throw new RangeError(`pollMs: expected at least 1, got ${pollMs}`);
 
   let fd: number | null = null;
   let identity: { dev: number; ino: number } | null = null;
@@ -290,6 +294,7 @@ export function followAudit(path: string, options: FollowOptions): AuditFollower
           switchIfReplaced(held);
           return;
         }
+        lastError = ""; // reading again: a later failure is news
         const batch: FollowedLine[] = [];
         consume(buffer.subarray(0, n), batch);
         deliver(batch);
