@@ -3,7 +3,9 @@ import {
   closeSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
+  readlinkSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -278,25 +280,50 @@ describe("followAudit", () => {
   it("bounds a huge line: reported with its length, never held", async () => {
     const log = writer(false);
     const seen = follow({ maxLineBytes: 4096 });
-    const huge = `{"x":"${"a".repeat(3 * 1024 * 1024)}"}`;
-    // In pieces, as a slow writer would, so the follower sees it grow.
-    for (let i = 0; i < huge.length; i += 512 * 1024) {
-      appendFileSync(path, huge.slice(i, i + 512 * 1024));
+    await sleep(50);
+    const before = process.memoryUsage().arrayBuffers;
+    // 32 MiB without a newline, in pieces as a slow writer would write them.
+    const piece = Buffer.alloc(1024 * 1024, "a");
+    appendFileSync(path, '{"x":"');
+    for (let i = 0; i < 32; i++) {
+      appendFileSync(path, piece);
       await sleep(5);
     }
-    appendFileSync(path, "\n");
+    await sleep(300);
+    // Whatever the follower has read of the line so far, it has not kept it.
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(8 * 1024 * 1024);
+    expect(seen.lines).toEqual([]);
+    appendFileSync(path, '"}\n');
     log.append(entry(1));
     await until("two lines", () => seen.lines.length === 2);
+    const length = 32 * 1024 * 1024 + 8;
     expect(seen.lines[0]).toEqual({
       file: 0,
       line: 1,
-      bytes: huge.length,
+      bytes: length,
       record: null,
       text: null,
-      unreadable: `line of ${huge.length} bytes, over the limit of 4096`,
+      unreadable: `line of ${length} bytes, over the limit of 4096`,
       chain: { status: "unchained" },
     });
     expect(seen.lines[1]).toMatchObject({ line: 2, chain: { status: "unchained" } });
+  });
+
+  it("delivers a torn last line of a file rotated away, then follows the new file", async () => {
+    const log = writer(false);
+    log.append(entry(0));
+    const seen = follow();
+    await until("the first record", () => seen.lines.length === 1);
+    appendFileSync(path, '{"tool":"torn');
+    renameSync(path, `${path}.1`);
+    log.append(entry(1));
+    await until("three lines", () => seen.lines.length === 3);
+    expect(seen.lines.map((l) => [l.file, l.line, l.unreadable])).toEqual([
+      [0, 1, null],
+      [0, 2, "not JSON"],
+      [1, 1, null],
+    ]);
+    expect(seen.lines[1]?.text).toBe('{"tool":"torn');
   });
 
   it("resumes from a position with the chain it had reached", async () => {
@@ -347,19 +374,36 @@ describe("followAudit", () => {
   });
 
   it("close() leaves no watcher, timer or file open, and delivers nothing more", async () => {
+    const ours = ["FSEventWrap", "Timeout", "Immediate"];
+    const resources = () =>
+      process
+        .getActiveResourcesInfo()
+        .filter((kind) => ours.includes(kind))
+        .sort();
+    const filesOpen = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`) === path;
+        } catch {
+          return false; // closed between the listing and the look
+        }
+      }).length;
     await sleep(20);
-    const before = process.getActiveResourcesInfo().sort();
+    const before = resources();
     const log = writer();
     log.append(entry(0));
     log.close();
+    expect(filesOpen()).toBe(0);
     const seen = follow();
     await until("the record", () => seen.lines.length === 1);
-    const during = process.getActiveResourcesInfo();
+    const during = resources();
     expect(during).toContain("FSEventWrap");
     expect(during).toContain("Timeout");
+    expect(filesOpen()).toBe(1);
     seen.follower.close();
     await sleep(20);
-    expect(process.getActiveResourcesInfo().sort()).toEqual(before);
+    expect(resources()).toEqual(before);
+    expect(filesOpen()).toBe(0);
     appendFileSync(path, '{"tool":"late"}\n');
     await sleep(150);
     expect(seen.lines).toHaveLength(1);
