@@ -371,6 +371,9 @@ describe("followAudit", () => {
     const onRecords = () => undefined;
     expect(() => followAudit(path, { onRecords, maxLineBytes: 0 })).toThrow(/maxLineBytes/);
     expect(() => followAudit(path, { onRecords, pollMs: Number.NaN })).toThrow(/pollMs/);
+    expect(() => followAudit(path, { onRecords, from: { offset: -1, line: 0, anchor: null } })).toThrow(
+      /from/,
+    );
   });
 
   it("close() leaves no watcher, timer or file open, and delivers nothing more", async () => {

@@ -40,7 +40,11 @@ export interface FollowedLine {
   line: number;
   /** Length of the line in bytes, without its newline. */
   bytes: number;
-  /** The parsed record, or null when the line is unreadable. */
+  /**
+   * The parsed record, or null when the line is unreadable. Read as the
+   * verifier reads it: a number whose text a double would not give back
+   * (`2.0`, a 64-bit integer) is a `JsonNumberText`.
+   */
   record: Record<string, unknown> | null;
   /** The line as written, or null when it was over the length limit and so never held. */
   text: string | null;
@@ -111,6 +115,19 @@ export function followAudit(path: string, options: FollowOptions): AuditFollower
     throw new RangeError(`maxLineBytes: expected a positive integer, got ${maxLine}`);
   if (!Number.isFinite(pollMs) || pollMs < 1)
     throw new RangeError(`pollMs: expected at least 1, got ${pollMs}`);
+  const from = options.from;
+  if (
+    from !== undefined &&
+    !(
+      Number.isSafeInteger(from.offset) &&
+      from.offset >= 0 &&
+      Number.isSafeInteger(from.line) &&
+      from.line >= 0
+    )
+  )
+    throw new RangeError(
+      `from: expected a non-negative offset and line, got ${from.offset} and ${from.line}`,
+    );
 
   let fd: number | null = null;
   let identity: { dev: number; ino: number } | null = null;
