@@ -1,4 +1,5 @@
 import { consentBench } from "./consent.bench.js";
+import { consoleBench } from "./console.bench.js";
 import { coreBench } from "./core.bench.js";
 import { httpBench } from "./http.bench.js";
 import { infraBench } from "./infra.bench.js";
@@ -11,7 +12,16 @@ import type { Bench, BenchFigure } from "./types.js";
  * Runs every benchmark (or those whose names start with one of the arguments:
  * `npm run bench -- core`) and prints each figure with its target and whether it is met.
  */
-const all: Bench[] = [coreBench, sessionsBench, sshBench, httpBench, infraBench, consentBench, perfBench];
+const all: Bench[] = [
+  coreBench,
+  sessionsBench,
+  sshBench,
+  httpBench,
+  infraBench,
+  consentBench,
+  consoleBench,
+  perfBench,
+];
 const wanted = process.argv.slice(2).map((arg) => arg.toLowerCase());
 const benches =
   wanted.length === 0 ? all : all.filter((b) => wanted.some((w) => b.name.toLowerCase().startsWith(w)));

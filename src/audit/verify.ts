@@ -29,7 +29,8 @@ export interface VerifyReport {
   reason: string;
 }
 
-interface WalkState {
+/** Where a walk of the chain stands after the lines it has checked. */
+export interface WalkState {
   records: number;
   startSeq: number | null;
   anchored: boolean;
@@ -39,7 +40,23 @@ interface WalkState {
   reason: string;
 }
 
-function parseLine(line: string): { ok: true; value: unknown } | { ok: false } {
+/** A line as parsed for the walk: invalid JSON is a value, not an exception. */
+export type ParsedLine = { ok: true; value: unknown } | { ok: false };
+
+/** The state of a walk that has seen no line yet. */
+export function createWalkState(): WalkState {
+  return {
+    records: 0,
+    startSeq: null,
+    anchored: false,
+    expectedSeq: 0,
+    lastChain: "",
+    brokenAt: null,
+    reason: "",
+  };
+}
+
+export function parseLine(line: string): ParsedLine {
   try {
     return { ok: true, value: parseJsonLossless(line) };
   } catch {
@@ -47,9 +64,12 @@ function parseLine(line: string): { ok: true; value: unknown } | { ok: false } {
   }
 }
 
-/** Checks one non-blank line; returns a break reason or null. */
-function checkLine(state: WalkState, line: string, lineNo: number): string | null {
-  const parsed = parseLine(line);
+/**
+ * One step of the walk: checks one non-blank line, already parsed, and
+ * advances the state when it holds; returns a break reason or null. A line
+ * before the first chained record is legacy and leaves the state as it was.
+ */
+export function checkLine(state: WalkState, parsed: ParsedLine, lineNo: number): string | null {
   const fields = parsed.ok ? chainFields(parsed.value) : null;
   if (state.startSeq === null) {
     if (fields === null) return null; // legacy lines before chaining was switched on
@@ -108,19 +128,11 @@ export function verifyAuditChain(path: string): VerifyReport {
     return report({ present: false, reason: `cannot access audit file: ${describeError(err).message}` });
   }
 
-  const state: WalkState = {
-    records: 0,
-    startSeq: null,
-    anchored: false,
-    expectedSeq: 0,
-    lastChain: "",
-    brokenAt: null,
-    reason: "",
-  };
+  const state = createWalkState();
   try {
     forEachLine(path, (line, lineNo) => {
       if (line.trim() === "") return true;
-      const broken = checkLine(state, line, lineNo);
+      const broken = checkLine(state, parseLine(line), lineNo);
       if (broken === null) return true;
       state.brokenAt = lineNo;
       state.reason = broken;
