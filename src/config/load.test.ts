@@ -71,6 +71,13 @@ describe("defaults", () => {
       consentLeaseBudget: 20,
       consentSessionIdle: 28800,
       consentApprovalTtl: 300,
+      console: false,
+      consolePort: 8765,
+      consolePasskeys: "",
+      consoleRpId: "localhost",
+      consoleOrigin: "",
+      consoleSessionTtl: 900,
+      consoleStateDir: "/home/op/.local/state/relay-shell/console",
       traceFile: "",
     });
   });

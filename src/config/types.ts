@@ -86,6 +86,16 @@ export interface Settings {
   consentLeaseBudget: number;
   consentSessionIdle: number;
   consentApprovalTtl: number;
+  // the operator console (docs/console.md)
+  console: boolean;
+  /** The console's own loopback port when MCP is served over stdio. */
+  consolePort: number;
+  consolePasskeys: string; // "" = none (required with the console on)
+  consoleRpId: string;
+  consoleOrigin: string; // "" = http://localhost:<the port the console is served on>
+  consoleSessionTtl: number;
+  /** The relay's own console state (passkey sign counters). */
+  consoleStateDir: string;
   // diagnostics (docs/performance.md)
   traceFile: string;
 }
