@@ -58,6 +58,8 @@ export interface BuiltServer {
   mcp: McpServerDeps;
   /** Live values for the /metrics gauges, read at scrape time. */
   gauges: GaugeProviders;
+  /** Pending consent requests now; null when consent is off or its store cannot be read. */
+  consentPending(): number | null;
   /** Tear down everything the server owns: children, the audit file. */
   close(): void;
 }
@@ -242,6 +244,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       activeForwards: () => forwards.count(),
       auditDegraded: () => audit.status().degraded,
     },
+    consentPending: () => consent?.pending() ?? null,
     close() {
       // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
       sessions.closeAll();
