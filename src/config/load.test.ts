@@ -122,6 +122,31 @@ describe("cross-field rules", () => {
     expect(s.confirmRollback).toBe(true);
   });
 
+  it("the console needs the operator's passkeys file", () => {
+    expect(problems({ RELAY_SHELL_CONSOLE: "true" })).toEqual([
+      "RELAY_SHELL_CONSOLE_PASSKEYS: RELAY_SHELL_CONSOLE=true requires the operator's passkeys file",
+    ]);
+    const s = loadSettings({ RELAY_SHELL_CONSOLE: "true", RELAY_SHELL_CONSOLE_PASSKEYS: "/etc/pk" }, opts());
+    expect(s.consolePasskeys).toBe("/etc/pk");
+  });
+
+  it("the console's origin is an origin: scheme, host and port only", () => {
+    expect(
+      loadSettings({ RELAY_SHELL_CONSOLE_ORIGIN: "https://Relay.Example.com:443/" }, opts()).consoleOrigin,
+    ).toBe("https://relay.example.com");
+    for (const bad of [
+      "https://relay.example.com/console",
+      "ftp://x",
+      "https://u:p@x",
+      "https://x/?a",
+      "x",
+    ]) {
+      expect(problems({ RELAY_SHELL_CONSOLE_ORIGIN: bad })).toEqual([
+        `RELAY_SHELL_CONSOLE_ORIGIN: expected an http:// or https:// origin (scheme, host and port only), got ${JSON.stringify(bad)}`,
+      ]);
+    }
+  });
+
   it("a budget may not exceed its cap", () => {
     expect(problems({ RELAY_SHELL_MAX_OUTPUT: "8192", RELAY_SHELL_MAX_OUTPUT_HARD: "4096" })).toEqual([
       "RELAY_SHELL_MAX_OUTPUT: 8192 exceeds RELAY_SHELL_MAX_OUTPUT_HARD (4096); expected at most the hard cap",
