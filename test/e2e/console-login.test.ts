@@ -270,6 +270,37 @@ describe.skipIf(SKIP !== null)("operator console over stdio (built server, real 
     expect(relay.stderr()).toContain("console login with a passkey that is not enrolled");
   });
 
+  it("rate-limits login attempts: past 10 a minute the relay answers 429 without checking", async () => {
+    const host = `localhost:${port}`;
+    const loginPage = await rawRequest(port, "GET", "/console/login", { Host: host });
+    const setCookie = String(loginPage.headers["set-cookie"] ?? "");
+    const pending = /relay_console_login=([^;]+)/.exec(setCookie)?.[1] ?? "";
+    const token = /<meta name="csrf-token" content="([^"]+)">/.exec(loginPage.body)?.[1] ?? "";
+    expect(pending).not.toBe("");
+    const verify = () =>
+      rawRequest(
+        port,
+        "POST",
+        "/console/login/verify",
+        {
+          Host: host,
+          Origin: base,
+          Cookie: `relay_console_login=${pending}`,
+          "X-CSRF-Token": token,
+          "Content-Type": "application/json",
+        },
+        JSON.stringify({ id: "AAAA", type: "public-key", response: {} }),
+      );
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await verify()).status);
+    // The stranger's attempt above counted too; every attempt before the limit is refused on its merits.
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(3);
+    expect(statuses.slice(0, 8).every((s) => s === 400)).toBe(true);
+    const limited = await verify();
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+  });
+
   it("refuses to start the console on a passkeys file the relay's own account could rewrite", async () => {
     const writable = join(world.root, "anchors", "passkeys-relay-owned");
     copyFileSync(world.passkeys, writable);
