@@ -4,7 +4,7 @@ import type { Context, MiddlewareHandler } from "hono";
  * What a console page may load: only the relay's own files, no inline
  * script or style, no eval, no framing, no plugins, forms only to itself.
  */
-export const CONTENT_SECURITY_POLICY = [
+const CONTENT_SECURITY_POLICY = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",

@@ -24,7 +24,7 @@ const ESCAPES: Record<string, string> = {
 };
 
 /** Text for HTML content and quoted attributes. */
-export function esc(text: string): string {
+function esc(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] ?? ch);
 }
 

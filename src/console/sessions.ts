@@ -25,7 +25,7 @@ export interface ConsoleSession {
 }
 
 /** A browser on the way to logging in: its CSRF token, and the challenge it was given. */
-export interface PendingLogin {
+interface PendingLogin {
   csrf: string;
   challenge: string | null;
   createdMs: number;

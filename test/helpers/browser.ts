@@ -15,7 +15,7 @@ export const BROWSER_SKIP_REASON: string | null =
     : null;
 
 /** Where the browser suites save their screenshots (gitignored). */
-export const SCREENSHOT_DIR = join(REPO_ROOT, ".test-results", "screenshots");
+const SCREENSHOT_DIR = join(REPO_ROOT, ".test-results", "screenshots");
 
 export interface TestBrowser {
   context: BrowserContext;
