@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addVirtualAuthenticator,
@@ -135,6 +136,16 @@ describe.skipIf(SKIP !== null)(
       const withCookie = await mcp({ Cookie: `relay_console=${cookie?.value ?? ""}` });
       expect(withCookie.status).toBe(401);
       expect(withCookie.headers["www-authenticate"]).toContain("Bearer");
+    });
+
+    it("deleting a passkey's line ends its open logins", async () => {
+      const cookie = (await browser.context.cookies()).find((c) => c.name === "relay_console");
+      const headers = { Host: `localhost:${port}`, Cookie: `relay_console=${cookie?.value ?? ""}` };
+      expect((await rawRequest(port, "GET", "/console", headers)).status).toBe(200);
+      writeFileSync(world.passkeys, "# ops-http revoked\n");
+      const after = await rawRequest(port, "GET", "/console", headers);
+      expect(after.status).toBe(303);
+      expect(after.headers.location).toBe("/console/login");
     });
 
     it("the HTTP edge's own Host check and the console's stricter one both apply", async () => {

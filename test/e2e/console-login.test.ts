@@ -210,7 +210,7 @@ describe.skipIf(SKIP !== null)("operator console over stdio (built server, real 
     expect(noToken.body).toContain("Invalid CSRF token");
     const wrongToken = await post(
       { Host: host, Origin: base, Cookie: sessionCookie },
-      form(`${csrf.slice(0, -1)}A`),
+      form(`${csrf.slice(0, -1)}${csrf.endsWith("A") ? "B" : "A"}`),
     );
     expect(wrongToken.status).toBe(403);
     const headerWrong = await rawRequest(port, "POST", "/console/logout", {
@@ -328,5 +328,23 @@ describe.skipIf(SKIP !== null)("operator console over stdio (built server, real 
       "relay_shell: console: RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be used:",
     );
     expect(result.stderr).toContain(`is owned by the relay's own uid ${world.user.uid}`);
+    const check = spawnSync(
+      "/usr/sbin/runuser",
+      ["-u", world.user.name, "--", process.execPath, SERVER_ENTRY, "--check-config"],
+      {
+        env: baseEnv({
+          HOME: world.home,
+          XDG_STATE_HOME: world.state,
+          RELAY_SHELL_AUDIT_PATH: world.audit,
+          RELAY_SHELL_CONSOLE: "true",
+          RELAY_SHELL_CONSOLE_PASSKEYS: writable,
+        }),
+        cwd: world.home,
+        encoding: "utf8",
+        timeout: 30_000,
+      },
+    );
+    expect(check.status).toBe(2);
+    expect(check.stderr).toContain(`is owned by the relay's own uid ${world.user.uid}`);
   });
 });
