@@ -4,7 +4,13 @@ import { absoluteLifetimeSeconds, createLoginLimiter, createSessionStore, sameSe
 
 function manualClock(): Clock & { advance(ms: number): void } {
   let now = 1_000_000;
-  return { now: () => now, monotonic: () => now, advance: (ms) => void (now += ms) };
+  return {
+    now: () => now,
+    monotonic: () => now,
+    advance(ms) {
+      now += ms;
+    },
+  };
 }
 
 describe("console sessions", () => {
