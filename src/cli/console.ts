@@ -1,7 +1,13 @@
 import { resolve } from "node:path";
 import type { Settings } from "../config/index.js";
 import { configWarnings } from "../config/index.js";
-import { createOperatorConsole, type OperatorConsole, type Posture, runEnrolment } from "../console/index.js";
+import {
+  createOperatorConsole,
+  type OperatorConsole,
+  type Posture,
+  passkeyNameProblem,
+  runEnrolment,
+} from "../console/index.js";
 import { type Logger, silentLogger, systemClock } from "../core/index.js";
 import type { BuiltServer } from "./build.js";
 import { flagTokens } from "./flags.js";
@@ -74,6 +80,8 @@ export async function runConsoleCli(argv: readonly string[], settings: Settings)
   }
   const name = values.get("name");
   if (name === undefined) return usageError("console enrol needs --name NAME");
+  const nameProblem = passkeyNameProblem(name);
+  if (nameProblem) return usageError(`--name: ${nameProblem}`);
   const passkeys = values.get("passkeys") ?? settings.consolePasskeys;
   if (passkeys === "")
     return usageError("console enrol needs --passkeys FILE (or RELAY_SHELL_CONSOLE_PASSKEYS)");

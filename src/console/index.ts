@@ -4,3 +4,4 @@ export { createOperatorConsole, type OperatorConsole } from "./console.js";
 export { runEnrolment } from "./enrol.js";
 export { type LoopbackListener, listenLoopback } from "./listen.js";
 export type { Posture } from "./pages.js";
+export { passkeyNameProblem } from "./passkeys.js";

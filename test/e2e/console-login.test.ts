@@ -348,3 +348,30 @@ describe.skipIf(SKIP !== null)("operator console over stdio (built server, real 
     expect(check.stderr).toContain(`is owned by the relay's own uid ${world.user.uid}`);
   });
 });
+
+describe("relay-shell console (built CLI): wrong arguments", () => {
+  const run = (...args: string[]) =>
+    spawnSync(process.execPath, [SERVER_ENTRY, "console", ...args], {
+      env: baseEnv(),
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+
+  it.each([
+    [[], "console needs a command"],
+    [["unenrol"], "unknown console command: unenrol"],
+    [["enrol", "--passkeys", "/tmp/p"], "console enrol needs --name NAME"],
+    [["enrol", "--name", "a b", "--passkeys", "/tmp/p"], "--name: a passkey name is"],
+    [
+      ["enrol", "--name", "a", "--passkeys", "/tmp/p", "--port", "70000"],
+      "--port: expected an integer 0..65535",
+    ],
+    [["enrol", "--name", "a", "--passkeys", "/tmp/p", "--origin", "https://x/path"], "--origin: expected"],
+    [["enrol", "--name", "a", "--passkeys", "/tmp/p", "--bogus"], "unknown argument: --bogus"],
+  ])("refuses %j with exit status 2", (args, message) => {
+    const result = run(...args);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain(`relay_shell: ${message}`);
+    expect(result.stderr).toContain("usage: relay-shell console enrol");
+  });
+});
