@@ -13,6 +13,14 @@ export function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(da, db) && a.length === b.length;
 }
 
+/**
+ * Sessions and pending logins are kept under the SHA-256 of their token, so
+ * looking one up compares digests, never the secret a request sent.
+ */
+function keyOf(token: string): string {
+  return createHash("sha256").update(token).digest("base64url");
+}
+
 /** A logged-in operator. */
 export interface ConsoleSession {
   /** The passkey that logged in. */
@@ -64,8 +72,8 @@ export function createSessionStore(idleSeconds: number, clock: Clock): SessionSt
     now - s.lastSeenMs >= idleMs || now - s.createdMs >= absoluteMs;
 
   function sweep(now: number): void {
-    for (const [id, s] of sessions) if (expired(s, now)) sessions.delete(id);
-    for (const [id, l] of logins) if (now - l.createdMs >= LOGIN_TTL_MS) logins.delete(id);
+    for (const [key, s] of sessions) if (expired(s, now)) sessions.delete(key);
+    for (const [key, l] of logins) if (now - l.createdMs >= LOGIN_TTL_MS) logins.delete(key);
   }
 
   function evictOldest<T>(map: Map<string, T>, max: number): void {
@@ -83,40 +91,40 @@ export function createSessionStore(idleSeconds: number, clock: Clock): SessionSt
       evictOldest(sessions, MAX_SESSIONS);
       const id = newToken();
       const session = { passkey, credentialId, csrf: newToken(), createdMs: now, lastSeenMs: now };
-      sessions.set(id, session);
+      sessions.set(keyOf(id), session);
       return { id, session };
     },
     use(id) {
       const now = clock.monotonic();
-      const session = sessions.get(id);
+      const session = sessions.get(keyOf(id));
       if (!session) return null;
       if (expired(session, now)) {
-        sessions.delete(id);
+        sessions.delete(keyOf(id));
         return null;
       }
       session.lastSeenMs = now;
       return session;
     },
-    end: (id) => void sessions.delete(id),
+    end: (id) => void sessions.delete(keyOf(id)),
     startLogin() {
       const now = clock.monotonic();
       sweep(now);
       evictOldest(logins, MAX_PENDING);
       const id = newToken();
       const login = { csrf: newToken(), challenge: null, createdMs: now };
-      logins.set(id, login);
+      logins.set(keyOf(id), login);
       return { id, login };
     },
     login(id) {
-      const login = logins.get(id);
+      const login = logins.get(keyOf(id));
       if (!login) return null;
       if (clock.monotonic() - login.createdMs >= LOGIN_TTL_MS) {
-        logins.delete(id);
+        logins.delete(keyOf(id));
         return null;
       }
       return login;
     },
-    endLogin: (id) => void logins.delete(id),
+    endLogin: (id) => void logins.delete(keyOf(id)),
     get size() {
       return sessions.size;
     },
