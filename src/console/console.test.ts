@@ -5,6 +5,7 @@ const BASE: ConsoleSettings = {
   transport: "stdio",
   httpHost: "127.0.0.1",
   httpPort: 8080,
+  httpPath: "/mcp",
   console: true,
   consolePort: 8765,
   consolePasskeys: "/etc/relay-shell/passkeys",
@@ -60,5 +61,12 @@ describe("the console's origin", () => {
         consoleOrigin: "https://relay.example.com",
       }),
     ).toBeNull();
+  });
+
+  it("does not share its path with the MCP endpoint", () => {
+    expect(consoleOriginProblem({ ...BASE, transport: "http", httpPath: "/console/mcp" })).toContain(
+      "RELAY_SHELL_HTTP_PATH: /console/mcp is under /console",
+    );
+    expect(consoleOriginProblem({ ...BASE, transport: "http", httpPath: "/consoles" })).toBeNull();
   });
 });

@@ -12,6 +12,7 @@ export type ConsoleSettings = Pick<
   | "transport"
   | "httpHost"
   | "httpPort"
+  | "httpPath"
   | "console"
   | "consolePort"
   | "consolePasskeys"
@@ -28,7 +29,7 @@ export function consoleOrigin(settings: ConsoleSettings): string {
   return `http://localhost:${port}`;
 }
 
-/** Why the console's origin cannot work with these settings, or null. */
+/** Why the console cannot be served with these settings (its origin, or its path beside MCP), or null. */
 export function consoleOriginProblem(settings: ConsoleSettings): string | null {
   const origin = new URL(consoleOrigin(settings));
   const rpId = settings.consoleRpId.toLowerCase();
@@ -37,6 +38,10 @@ export function consoleOriginProblem(settings: ConsoleSettings): string | null {
   }
   if (origin.protocol === "http:" && !isLoopbackHost(origin.hostname)) {
     return `RELAY_SHELL_CONSOLE_ORIGIN: ${origin.origin} is plain HTTP on a name that is not loopback; browsers allow passkeys there only over https (serve the console behind TLS and set an https:// origin)`;
+  }
+  const path = settings.httpPath;
+  if (settings.transport === "http" && (path === "/console" || path.startsWith("/console/"))) {
+    return `RELAY_SHELL_HTTP_PATH: ${path} is under /console, where the console is served; choose another MCP path`;
   }
   if (settings.transport === "http" && !isLoopbackHost(settings.httpHost) && origin.protocol !== "https:") {
     return `RELAY_SHELL_CONSOLE_ORIGIN: the HTTP listener ${settings.httpHost} is not loopback, so the console's origin must be https:// (behind TLS), got ${origin.origin}`;
