@@ -49,7 +49,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   runner: ["core", "config", "metrics", "policy", "audit", "broker", "consent"],
   tools: BELOW_TOOLS,
   server: ["core", "config", "metrics", "runner", "tools"],
-  cli: [...BELOW_TOOLS, "tools", "server", "infra", "consent"],
+  // The operator console: an edge beside server/, reading what the relay writes; only cli/ wires it.
+  console: ["core", "config", "files", "audit", "consent", "sessions", "metrics"],
+  cli: [...BELOW_TOOLS, "tools", "server", "infra", "consent", "console"],
   // Probes shared by the tests under src/ and test/; no module of the server imports them.
   testing: ["core", "config", "proc", "exec", "sessions"],
 };

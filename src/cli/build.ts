@@ -15,6 +15,7 @@ import {
   openSqliteStore,
   rememberConsumedNonces,
 } from "../consent/index.js";
+import { consoleOrigin } from "../console/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
 import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";
@@ -62,6 +63,8 @@ export interface BuiltServer {
   mcp: McpServerDeps;
   /** Live values for the /metrics gauges, read at scrape time. */
   gauges: GaugeProviders;
+  /** Pending consent requests now; null when consent is off or its store cannot be read. */
+  consentPending(): number | null;
   /** Tear down everything the server owns: children, the audit file. */
   close(): void;
 }
@@ -246,6 +249,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       activeForwards: () => forwards.count(),
       auditDegraded: () => audit.status().degraded,
     },
+    consentPending: () => consent?.pending() ?? null,
     close() {
       // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
       sessions.closeAll();
@@ -335,20 +339,11 @@ function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentAct
  * with a passkey of the operator's passkeys file, for the configured
  * relying party and origin (docs/consent.md, "The passkey channel"). The
  * sign counters are the relay's own state, kept beside the consent store.
- * Throws, so start-up fails, on an unsafe or unparsable file or a missing origin.
+ * Throws, so start-up fails, on an unsafe or unparsable file.
  */
 function openPasskeyChannel(settings: Settings): ApprovalVerifier {
-  const origin = settings.consoleOrigin;
-  if (origin === "") {
-    throw new Error(
-      "RELAY_SHELL_CONSOLE_PASSKEYS needs RELAY_SHELL_CONSOLE_ORIGIN, the console's origin the passkeys sign for",
-    );
-  }
-  if (new URL(origin).origin !== origin) {
-    throw new Error(
-      `RELAY_SHELL_CONSOLE_ORIGIN: expected an origin (scheme, host and port only, as ${new URL(origin).origin}), got "${origin}"`,
-    );
-  }
+  // The console's own origin: the setting, or localhost on the port the console is served on.
+  const origin = consoleOrigin(settings);
   try {
     return createPasskeyVerifier(settings.consolePasskeys, {
       selfUid: process.geteuid?.() ?? 0,

@@ -12,6 +12,7 @@ import {
   type SettingsReport,
   snapshotEnvironment,
 } from "../config/index.js";
+import type { LoopbackListener, OperatorConsole } from "../console/index.js";
 import { type Logger, silentLogger } from "../core/index.js";
 import {
   answerOversized,
@@ -28,6 +29,7 @@ const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path
        relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
                                 [--allowed-signers FILE]
        relay-shell consent (list | show ID | approve ID | deny ID | leases | revoke ID) [--db PATH] ...
+       relay-shell console enrol --name NAME [--passkeys FILE] ...
 
 relay-shell is an MCP server that runs shell commands for an AI client under a
 risk classifier, an operator policy and an append-only audit log. With no flag
@@ -53,6 +55,8 @@ options:
 infra-broker starts the infrastructure broker daemon instead of the MCP
 server; \`relay-shell infra-broker --help\` describes it. consent decides the
 acts the consent gate holds; \`relay-shell consent --help\` describes it.
+console enrol adds an operator's passkey for the web console;
+\`relay-shell console --help\` describes it.
 `;
 
 interface CliOptions {
@@ -150,6 +154,12 @@ async function main(): Promise<void> {
     process.exitCode = await runConsentCli(process.argv.slice(3), consentDb);
     return;
   }
+  // The operator enrols a console passkey: a one-off page, none of the server.
+  if (process.argv[2] === "console") {
+    const { runConsoleCli } = await import("./console.js");
+    process.exitCode = await runConsoleCli(process.argv.slice(3), loadOrExit(snapshotEnvironment()).settings);
+    return;
+  }
   leanRuntime();
   const parsed = parseFlags(process.argv.slice(2));
   if (typeof parsed === "string") {
@@ -191,11 +201,18 @@ async function main(): Promise<void> {
       fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
     }
     const status = built.audit.status();
+    let operatorConsole: OperatorConsole | null = null;
+    try {
+      operatorConsole = await openConsole(settings, built, silentLogger);
+    } catch (err) {
+      built.close();
+      fail(`console: ${err instanceof Error ? err.message : String(err)}`);
+    }
     if (settings.transport === "http") {
       // Builds the edge without binding: opens the OAuth state dir and checks it like a start would.
       try {
         const { createHttpEdge } = await loadHttpEdge();
-        await createHttpEdge(httpEdgeOptions(built, settings, silentLogger)).close();
+        await createHttpEdge(httpEdgeOptions(built, settings, silentLogger, operatorConsole)).close();
       } catch (err) {
         built.close();
         fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -240,13 +257,36 @@ async function main(): Promise<void> {
   });
   const status = built.audit.status();
   if (status.degraded) logger.warn({ reason: status.degradedReason }, "audit sink degraded");
+  let operatorConsole: OperatorConsole | null = null;
+  try {
+    operatorConsole = await openConsole(settings, built, logger);
+  } catch (err) {
+    built.close();
+    fail(`console: ${err instanceof Error ? err.message : String(err)}`);
+  }
 
   if (settings.transport === "http") {
-    await serveHttp(built, settings, logger, status.path);
+    await serveHttp(built, settings, logger, status.path, operatorConsole);
     return;
   }
 
+  // Over stdio the console has a loopback listener of its own.
+  let consoleListener: LoopbackListener | null = null;
+  if (operatorConsole) {
+    const { listenLoopback } = await import("../console/index.js");
+    try {
+      consoleListener = await listenLoopback(operatorConsole.handler, settings.consolePort, logger);
+    } catch (err) {
+      built.close();
+      fail(
+        `console: cannot listen on 127.0.0.1:${settings.consolePort}: ${err instanceof Error ? err.message : String(err)}`,
+        1,
+      );
+    }
+    logger.info({ origin: operatorConsole.origin, port: consoleListener.port }, "console serving");
+  }
   const stop = stopOnSignal(async () => {
+    await consoleListener?.close();
     built.close();
     await built.server.close();
   });
@@ -264,8 +304,25 @@ async function main(): Promise<void> {
   }
 }
 
-function httpEdgeOptions(built: BuiltServer, settings: Settings, logger: Logger): HttpEdgeOptions {
+/** The console when it is on (loaded only then), or null; throws when it cannot start. */
+async function openConsole(
+  settings: Settings,
+  built: BuiltServer,
+  logger: Logger,
+): Promise<OperatorConsole | null> {
+  if (!settings.console) return null;
+  const { buildConsole } = await import("./console.js");
+  return buildConsole(settings, built, logger);
+}
+
+function httpEdgeOptions(
+  built: BuiltServer,
+  settings: Settings,
+  logger: Logger,
+  operatorConsole: OperatorConsole | null,
+): HttpEdgeOptions {
   return {
+    ...(operatorConsole ? { console: operatorConsole.handler } : {}),
     settings,
     mcp: built.mcp,
     calls: built.metrics,
@@ -281,11 +338,12 @@ async function serveHttp(
   settings: Settings,
   logger: Logger,
   auditPath: string,
+  operatorConsole: OperatorConsole | null,
 ): Promise<void> {
   let edge: HttpEdge;
   try {
     const { createHttpEdge } = await loadHttpEdge();
-    edge = createHttpEdge(httpEdgeOptions(built, settings, logger));
+    edge = createHttpEdge(httpEdgeOptions(built, settings, logger, operatorConsole));
   } catch (err) {
     built.close();
     fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
@@ -306,6 +364,7 @@ async function serveHttp(
         port: bound.port,
         path: settings.httpPath,
         oauth: settings.authEnabled,
+        console: operatorConsole?.origin ?? null,
         policy: settings.policyMode,
         audit: auditPath,
       },

@@ -71,9 +71,13 @@ describe("defaults", () => {
       consentLeaseBudget: 20,
       consentSessionIdle: 28800,
       consentApprovalTtl: 300,
+      console: false,
+      consolePort: 8765,
       consolePasskeys: "",
       consoleRpId: "localhost",
       consoleOrigin: "",
+      consoleSessionTtl: 900,
+      consoleStateDir: "/home/op/.local/state/relay-shell/console",
       traceFile: "",
     });
   });
@@ -116,6 +120,31 @@ describe("cross-field rules", () => {
       opts(),
     );
     expect(s.confirmRollback).toBe(true);
+  });
+
+  it("the console needs the operator's passkeys file", () => {
+    expect(problems({ RELAY_SHELL_CONSOLE: "true" })).toEqual([
+      "RELAY_SHELL_CONSOLE_PASSKEYS: RELAY_SHELL_CONSOLE=true requires the operator's passkeys file",
+    ]);
+    const s = loadSettings({ RELAY_SHELL_CONSOLE: "true", RELAY_SHELL_CONSOLE_PASSKEYS: "/etc/pk" }, opts());
+    expect(s.consolePasskeys).toBe("/etc/pk");
+  });
+
+  it("the console's origin is an origin: scheme, host and port only", () => {
+    expect(
+      loadSettings({ RELAY_SHELL_CONSOLE_ORIGIN: "https://Relay.Example.com:443/" }, opts()).consoleOrigin,
+    ).toBe("https://relay.example.com");
+    for (const bad of [
+      "https://relay.example.com/console",
+      "ftp://x",
+      "https://u:p@x",
+      "https://x/?a",
+      "x",
+    ]) {
+      expect(problems({ RELAY_SHELL_CONSOLE_ORIGIN: bad })).toEqual([
+        `RELAY_SHELL_CONSOLE_ORIGIN: expected an http:// or https:// origin (scheme, host and port only), got ${JSON.stringify(bad)}`,
+      ]);
+    }
   });
 
   it("a budget may not exceed its cap", () => {

@@ -8,6 +8,7 @@ import {
   hostSetting,
   integerSetting,
   lenientEnumSetting,
+  originSetting,
   type PathContext,
   pathSetting,
   type RawValue,
@@ -111,10 +112,14 @@ const TABLE: SettingTable = {
   consentLeaseBudget: ["RELAY_SHELL_CONSENT_LEASE_BUDGET", int(20, 1, 100000)],
   consentSessionIdle: ["RELAY_SHELL_CONSENT_SESSION_IDLE", int(28800, 60, 604800)],
   consentApprovalTtl: ["RELAY_SHELL_CONSENT_APPROVAL_TTL", int(300, 10, 86400)],
-  // the operator's passkeys file and the WebAuthn relying party they were enrolled for
+  // the operator console (docs/console.md); the origin's "" means http://localhost:<the console's port>
+  console: ["RELAY_SHELL_CONSOLE", bool(false)],
+  consolePort: ["RELAY_SHELL_CONSOLE_PORT", int(8765, 1, 65535)],
   consolePasskeys: ["RELAY_SHELL_CONSOLE_PASSKEYS", path(() => "")],
   consoleRpId: ["RELAY_SHELL_CONSOLE_RP_ID", (env) => hostSetting(env, "localhost")],
-  consoleOrigin: ["RELAY_SHELL_CONSOLE_ORIGIN", (env) => urlSetting(env, "")],
+  consoleOrigin: ["RELAY_SHELL_CONSOLE_ORIGIN", (env) => originSetting(env, "")],
+  consoleSessionTtl: ["RELAY_SHELL_CONSOLE_SESSION_TTL", int(900, 60, 86400)],
+  consoleStateDir: ["RELAY_SHELL_CONSOLE_STATE_DIR", path((ctx) => join(ctx.stateDir, "console"))],
   // diagnostics
   traceFile: ["RELAY_SHELL_TRACE_FILE", path(() => "")],
 };
@@ -151,6 +156,10 @@ const CROSS_RULES: readonly CrossRule[] = [
     typeof s.maxTimeout === "number" &&
     s.defaultTimeout > s.maxTimeout
       ? `RELAY_SHELL_DEFAULT_TIMEOUT: ${s.defaultTimeout} exceeds RELAY_SHELL_MAX_TIMEOUT (${s.maxTimeout}); expected at most the maximum timeout`
+      : null,
+  (s) =>
+    s.console === true && s.consolePasskeys === ""
+      ? "RELAY_SHELL_CONSOLE_PASSKEYS: RELAY_SHELL_CONSOLE=true requires the operator's passkeys file"
       : null,
 ];
 

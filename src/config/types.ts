@@ -86,10 +86,16 @@ export interface Settings {
   consentLeaseBudget: number;
   consentSessionIdle: number;
   consentApprovalTtl: number;
-  // the console's passkeys as a consent channel (docs/consent.md, "The passkey channel")
-  consolePasskeys: string; // "" = none: approvals given with a passkey are refused
+  // the operator console (docs/console.md)
+  console: boolean;
+  /** The console's own loopback port when MCP is served over stdio. */
+  consolePort: number;
+  consolePasskeys: string; // "" = none (required with the console on)
   consoleRpId: string;
-  consoleOrigin: string; // "" = none (required with consolePasskeys)
+  consoleOrigin: string; // "" = http://localhost:<the port the console is served on>
+  consoleSessionTtl: number;
+  /** The relay's own console state (passkey sign counters). */
+  consoleStateDir: string;
   // diagnostics (docs/performance.md)
   traceFile: string;
 }

@@ -201,6 +201,31 @@ export function urlSetting(env: string, fallback: string): SettingSchema<string>
   );
 }
 
+/** A web origin (scheme, host, port; no path, credentials, query or fragment), as the browser spells it; `""` keeps the fallback. */
+export function originSetting(env: string, fallback: string): SettingSchema<string> {
+  const expected = "an http:// or https:// origin (scheme, host and port only)";
+  return setting(
+    env,
+    () => fallback,
+    (raw) => {
+      const text = raw.trim();
+      if (text === "") return { ok: true, value: fallback };
+      if (!URL.canParse(text)) return { ok: false, expected };
+      const url = new URL(text);
+      const ok =
+        (url.protocol === "https:" || url.protocol === "http:") &&
+        url.username === "" &&
+        url.password === "" &&
+        url.pathname === "/" &&
+        url.search === "" &&
+        url.hash === "" &&
+        !text.endsWith("?") &&
+        !text.endsWith("#");
+      return ok ? { ok: true, value: url.origin } : { ok: false, expected };
+    },
+  );
+}
+
 /** `""` means no list; anything else must compile (docs/wire-contract.md §4.4, §14.9). */
 export function regexSetting(env: string): SettingSchema<RegExp | null> {
   return setting<RegExp | null>(

@@ -13,6 +13,8 @@ export interface Passkey {
   credentialId: string;
   algorithm: PasskeyAlgorithm;
   publicKey: KeyObject;
+  /** The COSE_Key as the file spells it (base64url), for a WebAuthn library that wants it whole. */
+  publicKeyCose: string;
   transports: string[];
   created: string;
 }
@@ -165,6 +167,7 @@ function parseLine(text: string): Passkey | string[] {
     credentialId: o.credential_id as string,
     algorithm: algorithm as PasskeyAlgorithm,
     publicKey,
+    publicKeyCose: o.public_key as string,
     transports: transports as string[],
     created: created as string,
   };

@@ -64,6 +64,12 @@ export interface HttpEdgeOptions {
   ids?: Ids;
   throttle?: ThrottleConfig;
   connections?: McpConnectionConfig;
+  /**
+   * The operator console's routes, served under /console behind the same
+   * Host and Origin checks (docs/console.md). It has its own login: an MCP
+   * bearer token is never passed to it, and its cookie never opens /mcp.
+   */
+  console?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 }
 
 export interface HttpEdge {
@@ -246,6 +252,10 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     const path = pathOf(req.url);
     if (path === "/metrics") {
       await serveMetrics(req, res, metrics, logger);
+      return;
+    }
+    if (options.console && (path === "/console" || path.startsWith("/console/"))) {
+      await options.console(req, res);
       return;
     }
     if (oauth && (await oauth.handle(req, res, path))) return;

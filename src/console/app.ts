@@ -1,0 +1,217 @@
+import {
+  type AuthenticationResponseJSON,
+  generateAuthenticationOptions,
+  verifyAuthenticationResponse,
+  type WebAuthnCredential,
+} from "@simplewebauthn/server";
+import { isoBase64URL } from "@simplewebauthn/server/helpers";
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import type { Clock, Logger } from "../core/index.js";
+import type { Asset } from "./assets.js";
+import type { SignCounters } from "./counters.js";
+import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
+import { loginPage, type Posture, posturePage } from "./pages.js";
+import type { PasskeyFile } from "./passkey-file.js";
+import { type ConsoleSession, createLoginLimiter, createSessionStore, sameSecret } from "./sessions.js";
+
+const SESSION_COOKIE = "relay_console";
+const LOGIN_COOKIE = "relay_console_login";
+/** Every console body is a small JSON object or form; a WebAuthn response is a few KiB. */
+const MAX_BODY_BYTES = 64 * 1024;
+/** Verified login attempts per minute, for the whole console. */
+const LOGINS_PER_MINUTE = 10;
+/** Challenges handed out per minute: each holds a pending login. */
+const OPTIONS_PER_MINUTE = 30;
+
+export interface ConsoleAppOptions {
+  /** The one origin the console is reached under (and passkeys are bound to). */
+  origin: string;
+  rpId: string;
+  sessionTtlSeconds: number;
+  passkeys: PasskeyFile;
+  counters: SignCounters;
+  assets: ReadonlyMap<string, Asset>;
+  posture(): Posture;
+  clock: Clock;
+  logger: Logger;
+}
+
+/**
+ * The console's routes under /console. Nothing here runs a command: it
+ * reads the posture and logs operators in and out. A bearer token is never
+ * looked at, so an MCP credential cannot open a page, and the session
+ * cookie is scoped to /console, so it cannot reach the MCP endpoint.
+ */
+export function createConsoleApp(options: ConsoleAppOptions): Hono {
+  const { origin, rpId, passkeys, counters, assets, clock, logger } = options;
+  const secure = origin.startsWith("https:");
+  const sessions = createSessionStore(options.sessionTtlSeconds, clock);
+  const loginLimiter = createLoginLimiter(LOGINS_PER_MINUTE, clock);
+  const optionsLimiter = createLoginLimiter(OPTIONS_PER_MINUTE, clock);
+  const cookie = { httpOnly: true, sameSite: "Strict", path: "/console", secure } as const;
+
+  /** The operator behind the request, when the session is live and its passkey still enrolled. */
+  function operator(c: Context): { id: string; session: ConsoleSession } | null {
+    const id = getCookie(c, SESSION_COOKIE);
+    if (id === undefined) return null;
+    const session = sessions.use(id);
+    if (!session) return null;
+    const keys = passkeys.current();
+    if (!keys.ok || !keys.keys.some((k) => k.credentialId === session.credentialId)) {
+      sessions.end(id);
+      return null;
+    }
+    return { id, session };
+  }
+
+  /** The synchronizer token of a state-changing request: a header from script, a field from a form. */
+  async function sentCsrf(c: Context): Promise<string> {
+    const header = c.req.header("x-csrf-token");
+    if (header !== undefined) return header;
+    const type = c.req.header("content-type") ?? "";
+    if (type.startsWith("application/x-www-form-urlencoded")) {
+      const form = await c.req.parseBody();
+      return typeof form.csrf === "string" ? form.csrf : "";
+    }
+    return "";
+  }
+
+  const app = new Hono();
+  app.use("*", securityHeaders());
+  app.use("*", guardRequests(origin));
+  app.use(
+    "*",
+    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => refuse(c, 413, "Request body too large") }),
+  );
+
+  app.get("/console/assets/:name", (c) => {
+    const asset = assets.get(c.req.param("name"));
+    if (!asset) return refuse(c, 404, "Not found");
+    return c.body(new Uint8Array(asset.body), 200, { "Content-Type": asset.type });
+  });
+
+  const home = (c: Context) => {
+    const who = operator(c);
+    if (!who) return c.redirect("/console/login", 303);
+    return c.html(posturePage(who.session.csrf, who.session.passkey, options.posture()));
+  };
+  app.get("/console", home);
+  app.get("/console/", home);
+
+  app.get("/console/login", (c) => {
+    if (operator(c)) return c.redirect("/console", 303);
+    const { id, login } = sessions.startLogin();
+    setCookie(c, LOGIN_COOKIE, id, { ...cookie, maxAge: 300 });
+    return c.html(loginPage(login.csrf));
+  });
+
+  /** The pending login of a POST whose CSRF token matches it, or the refusal. */
+  async function pendingLogin(c: Context) {
+    const id = getCookie(c, LOGIN_COOKIE);
+    const login = id === undefined ? null : sessions.login(id);
+    if (id === undefined || !login)
+      return { refusal: refuse(c, 403, "No login in progress; reload the page") };
+    if (!sameSecret(await sentCsrf(c), login.csrf)) return { refusal: refuse(c, 403, "Invalid CSRF token") };
+    return { id, login };
+  }
+
+  app.post("/console/login/options", async (c) => {
+    const pending = await pendingLogin(c);
+    if ("refusal" in pending) return pending.refusal;
+    const wait = optionsLimiter.attempt();
+    if (wait > 0) {
+      c.header("Retry-After", String(wait));
+      return refuse(c, 429, "Too many login attempts; retry later");
+    }
+    const generated = await generateAuthenticationOptions({
+      rpID: rpId,
+      userVerification: "required",
+      timeout: 120_000,
+    });
+    pending.login.challenge = generated.challenge;
+    return c.json(generated);
+  });
+
+  app.post("/console/login/verify", async (c) => {
+    const pending = await pendingLogin(c);
+    if ("refusal" in pending) return pending.refusal;
+    const wait = loginLimiter.attempt();
+    if (wait > 0) {
+      c.header("Retry-After", String(wait));
+      logger.warn({ retryAfter: wait }, "console login attempts over the limit");
+      return refuse(c, 429, "Too many login attempts; retry later");
+    }
+    const challenge = pending.login.challenge;
+    // A challenge answers one attempt, successful or not.
+    pending.login.challenge = null;
+    if (challenge === null) return refuse(c, 400, "Ask for a challenge first");
+    let response: AuthenticationResponseJSON;
+    try {
+      response = (await c.req.json()) as AuthenticationResponseJSON;
+    } catch {
+      return refuse(c, 400, "Expected a JSON WebAuthn response");
+    }
+    if (typeof response !== "object" || response === null || typeof response.id !== "string") {
+      return refuse(c, 400, "Expected a JSON WebAuthn response");
+    }
+    const keys = passkeys.current();
+    if (!keys.ok) {
+      logger.error({ problems: keys.problems }, "console passkeys file unusable; nobody can log in");
+      return refuse(c, 403, "The passkeys file cannot be used; see the relay's log");
+    }
+    const key = keys.keys.find((k) => k.credentialId === response.id);
+    if (!key) {
+      logger.warn(
+        { credential: response.id.slice(0, 100) },
+        "console login with a passkey that is not enrolled",
+      );
+      return refuse(c, 401, "This passkey is not enrolled");
+    }
+    let newCounter: number;
+    try {
+      const verified = await verifyAuthenticationResponse({
+        response,
+        expectedChallenge: challenge,
+        expectedOrigin: origin,
+        expectedRPID: rpId,
+        requireUserVerification: true,
+        credential: {
+          id: key.credentialId,
+          publicKey: isoBase64URL.toBuffer(key.publicKey),
+          counter: counters.get(key.credentialId),
+          transports: key.transports as NonNullable<WebAuthnCredential["transports"]>,
+        },
+      });
+      if (!verified.verified || !verified.authenticationInfo.userVerified) throw new Error("not verified");
+      newCounter = verified.authenticationInfo.newCounter;
+    } catch (err) {
+      logger.warn({ passkey: key.name, err: String(err) }, "console login refused");
+      return refuse(c, 401, `Login refused: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    counters.set(key.credentialId, newCounter);
+    sessions.endLogin(pending.id);
+    deleteCookie(c, LOGIN_COOKIE, cookie);
+    const { id } = sessions.create(key.name, key.credentialId);
+    setCookie(c, SESSION_COOKIE, id, cookie);
+    logger.info({ passkey: key.name }, "console login");
+    return c.json({ ok: true, next: "/console" });
+  });
+
+  app.post("/console/logout", async (c) => {
+    const who = operator(c);
+    if (!who) return refuse(c, 401, "Not logged in");
+    if (!sameSecret(await sentCsrf(c), who.session.csrf)) return refuse(c, 403, "Invalid CSRF token");
+    sessions.end(who.id);
+    deleteCookie(c, SESSION_COOKIE, cookie);
+    return c.redirect("/console/login", 303);
+  });
+
+  app.notFound((c) => refuse(c, 404, "Not found"));
+  app.onError((err, c) => {
+    logger.error({ err: String(err) }, "console request failed");
+    return c.json({ error: "Internal error" }, 500);
+  });
+  return app;
+}

@@ -1,0 +1,106 @@
+import type { Settings } from "../config/index.js";
+import { type Clock, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
+import { createConsoleApp } from "./app.js";
+import { loadAssets } from "./assets.js";
+import { openSignCounters } from "./counters.js";
+import { type ConsoleHandler, nodeHandler } from "./listen.js";
+import type { Posture } from "./pages.js";
+import { watchPasskeyFile } from "./passkey-file.js";
+
+export type ConsoleSettings = Pick<
+  Settings,
+  | "transport"
+  | "httpHost"
+  | "httpPort"
+  | "httpPath"
+  | "console"
+  | "consolePort"
+  | "consolePasskeys"
+  | "consoleRpId"
+  | "consoleOrigin"
+  | "consoleSessionTtl"
+  | "consoleStateDir"
+>;
+
+/** The origin the console is reached under: the setting, or localhost on the port it is served on. */
+export function consoleOrigin(settings: ConsoleSettings): string {
+  if (settings.consoleOrigin !== "") return settings.consoleOrigin;
+  const port = settings.transport === "http" ? settings.httpPort : settings.consolePort;
+  return `http://localhost:${port}`;
+}
+
+/** Why the console cannot be served with these settings (its origin, or its path beside MCP), or null. */
+export function consoleOriginProblem(settings: ConsoleSettings): string | null {
+  const origin = new URL(consoleOrigin(settings));
+  const rpId = settings.consoleRpId.toLowerCase();
+  if (origin.hostname !== rpId && !origin.hostname.endsWith(`.${rpId}`)) {
+    return `RELAY_SHELL_CONSOLE_RP_ID: "${settings.consoleRpId}" must be the host of the console's origin ${origin.origin} or a parent domain of it (WebAuthn binds passkeys to it)`;
+  }
+  if (origin.protocol === "http:" && !isLoopbackHost(origin.hostname)) {
+    return `RELAY_SHELL_CONSOLE_ORIGIN: ${origin.origin} is plain HTTP on a name that is not loopback; browsers allow passkeys there only over https (serve the console behind TLS and set an https:// origin)`;
+  }
+  const path = settings.httpPath;
+  if (settings.transport === "http" && (path === "/console" || path.startsWith("/console/"))) {
+    return `RELAY_SHELL_HTTP_PATH: ${path} is under /console, where the console is served; choose another MCP path`;
+  }
+  if (settings.transport === "http" && !isLoopbackHost(settings.httpHost) && origin.protocol !== "https:") {
+    return `RELAY_SHELL_CONSOLE_ORIGIN: the HTTP listener ${settings.httpHost} is not loopback, so the console's origin must be https:// (behind TLS), got ${origin.origin}`;
+  }
+  return null;
+}
+
+export interface ConsoleDeps {
+  /** Read on every render of the first page. */
+  posture(): Posture;
+  /** The uid the relay runs as: the passkeys file must not be writable by it. */
+  selfUid: number;
+  logger: Logger;
+  clock?: Clock;
+}
+
+export interface OperatorConsole {
+  origin: string;
+  handler: ConsoleHandler;
+}
+
+/**
+ * Build the operator console (docs/console.md). Throws, so the relay does
+ * not start, when the origin cannot carry passkeys, the passkeys file is
+ * unsafe or malformed, or the sign counter state cannot be opened.
+ */
+export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDeps): OperatorConsole {
+  const problem = consoleOriginProblem(settings);
+  if (problem) throw new Error(problem);
+  const passkeys = watchPasskeyFile(settings.consolePasskeys, deps.selfUid);
+  const read = passkeys.current();
+  if (!read.ok) {
+    throw new Error(
+      `RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be used: ${read.problems.join("; ")}`,
+    );
+  }
+  if (read.keys.length === 0) {
+    deps.logger.warn(
+      { file: settings.consolePasskeys },
+      "the console's passkeys file names no passkey: nobody can log in",
+    );
+  }
+  let counters: ReturnType<typeof openSignCounters>;
+  try {
+    counters = openSignCounters(settings.consoleStateDir);
+  } catch (err) {
+    throw new Error(`RELAY_SHELL_CONSOLE_STATE_DIR: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const origin = consoleOrigin(settings);
+  const app = createConsoleApp({
+    origin,
+    rpId: settings.consoleRpId,
+    sessionTtlSeconds: settings.consoleSessionTtl,
+    passkeys,
+    counters,
+    assets: loadAssets(),
+    posture: deps.posture,
+    clock: deps.clock ?? systemClock,
+    logger: deps.logger,
+  });
+  return { origin, handler: nodeHandler(app) };
+}

@@ -1,0 +1,214 @@
+import { randomBytes, randomInt } from "node:crypto";
+import { appendFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
+import {
+  generateRegistrationOptions,
+  type RegistrationResponseJSON,
+  verifyRegistrationResponse,
+} from "@simplewebauthn/server";
+import { cose, decodeCredentialPublicKey, isoBase64URL } from "@simplewebauthn/server/helpers";
+import { type Context, Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { Clock, Logger } from "../core/index.js";
+import { loadAssets } from "./assets.js";
+import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
+import { listenLoopback, nodeHandler } from "./listen.js";
+import { enrolPage } from "./pages.js";
+import {
+  PASSKEY_ALGORITHMS,
+  type Passkey,
+  parsePasskeys,
+  passkeyLine,
+  passkeyNameProblem,
+} from "./passkeys.js";
+import { newToken, sameSecret } from "./sessions.js";
+
+/** Wrong codes tolerated before the enrolment stops: the code is short enough to read off a terminal. */
+const MAX_WRONG_CODES = 5;
+const CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+
+export interface EnrolOptions {
+  name: string;
+  passkeysFile: string;
+  rpId: string;
+  /** "" = http://localhost:<the port bound>. */
+  origin: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** How long the page waits for the ceremony, in seconds. */
+  timeoutSeconds: number;
+  /** Lines for the operator's terminal. */
+  say(line: string): void;
+  logger: Logger;
+  clock: Clock;
+}
+
+export type EnrolOutcome = { ok: true; passkey: Passkey; line: string } | { ok: false; message: string };
+
+/** A one-time code of 8 characters from an alphabet without look-alikes, shown as XXXX-XXXX. */
+function oneTimeCode(): string {
+  let code = "";
+  for (let i = 0; i < 8; i++) code += CODE_ALPHABET[randomInt(CODE_ALPHABET.length)];
+  return `${code.slice(0, 4)}-${code.slice(4)}`;
+}
+
+/** The passkeys already in the file (none when it does not exist), or why it cannot be extended. */
+function existingKeys(path: string): Passkey[] | string {
+  if (!existsSync(path)) return [];
+  const read = parsePasskeys(readFileSync(path, "utf8"), path);
+  return read.ok ? read.keys : `the passkeys file has problems; fix them first: ${read.problems.join("; ")}`;
+}
+
+/** Append the line, after a newline when the file does not end with one; a new file is made 0644. */
+function appendLine(path: string, line: string): void {
+  const created = !existsSync(path);
+  const text = created ? "" : readFileSync(path, "utf8");
+  const lead = text === "" || text.endsWith("\n") ? "" : "\n";
+  appendFileSync(path, `${lead}${line}\n`, { mode: 0o644 });
+  if (created) chmodSync(path, 0o644);
+}
+
+/**
+ * The operator's enrolment of a passkey (`relay-shell console enrol`): a
+ * one-off page on 127.0.0.1 that runs the WebAuthn registration ceremony
+ * (a discoverable credential, user verification required, no attestation)
+ * for whoever types the one-time code printed on the operator's terminal,
+ * appends the credential to the passkeys file and stops. The relay is not
+ * involved: the file is the operator's, written with the operator's rights.
+ */
+export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome> {
+  const nameProblem = passkeyNameProblem(options.name);
+  if (nameProblem) return { ok: false, message: `--name: ${nameProblem}` };
+  const before = existingKeys(options.passkeysFile);
+  if (typeof before === "string") return { ok: false, message: before };
+  if (before.some((k) => k.name === options.name)) {
+    return {
+      ok: false,
+      message: `the passkeys file already has a passkey named ${options.name}; choose another name or delete its line`,
+    };
+  }
+  const code = oneTimeCode();
+  const csrf = newToken();
+  const userId = randomBytes(16);
+  let challenge: string | null = null;
+  let wrongCodes = 0;
+  let finish: (outcome: EnrolOutcome) => void = () => undefined;
+  const finished = new Promise<EnrolOutcome>((resolve) => {
+    finish = resolve;
+  });
+
+  // The origin depends on the port bound, so the routes read it when a request comes.
+  let origin = options.origin;
+  const app = new Hono();
+  app.use("*", securityHeaders());
+  app.use("*", async (c, next) => guardRequests(origin)(c, next));
+  app.use("*", bodyLimit({ maxSize: 64 * 1024, onError: (c) => refuse(c, 413, "Request body too large") }));
+  const assets = loadAssets();
+  app.get("/console/assets/:name", (c) => {
+    const asset = assets.get(c.req.param("name"));
+    if (!asset) return refuse(c, 404, "Not found");
+    return c.body(new Uint8Array(asset.body), 200, { "Content-Type": asset.type });
+  });
+  app.get("/console/enrol", (c) => c.html(enrolPage(csrf, options.name)));
+
+  /** The body of a POST that carries the page's token and the right code, or the refusal. */
+  async function admitted(c: Context): Promise<{ body: Record<string, unknown> } | { refusal: Response }> {
+    if (!sameSecret(c.req.header("x-csrf-token") ?? "", csrf))
+      return { refusal: refuse(c, 403, "Invalid CSRF token") };
+    let body: unknown;
+    try {
+      body = await c.req.json();
+    } catch {
+      return { refusal: refuse(c, 400, "Expected a JSON body") };
+    }
+    if (typeof body !== "object" || body === null) return { refusal: refuse(c, 400, "Expected a JSON body") };
+    const sent = (body as Record<string, unknown>).code;
+    if (typeof sent !== "string" || !sameSecret(sent.toUpperCase(), code)) {
+      wrongCodes++;
+      if (wrongCodes >= MAX_WRONG_CODES) {
+        finish({ ok: false, message: `${MAX_WRONG_CODES} wrong codes were typed; enrolment stopped` });
+      }
+      return { refusal: refuse(c, 403, "Wrong code") };
+    }
+    return { body: body as Record<string, unknown> };
+  }
+
+  app.post("/console/enrol/options", async (c) => {
+    const admission = await admitted(c);
+    if ("refusal" in admission) return admission.refusal;
+    const generated = await generateRegistrationOptions({
+      rpName: "relay-shell console",
+      rpID: options.rpId,
+      userName: options.name,
+      userID: new Uint8Array(userId),
+      attestationType: "none",
+      authenticatorSelection: { residentKey: "required", userVerification: "required" },
+      supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
+      excludeCredentials: before.map((k) => ({ id: k.credentialId })),
+      timeout: 120_000,
+    });
+    challenge = generated.challenge;
+    return c.json(generated);
+  });
+
+  app.post("/console/enrol/verify", async (c) => {
+    const admission = await admitted(c);
+    if ("refusal" in admission) return admission.refusal;
+    const expected = challenge;
+    challenge = null;
+    if (expected === null) return refuse(c, 400, "Ask for a challenge first");
+    try {
+      const verified = await verifyRegistrationResponse({
+        response: admission.body.response as RegistrationResponseJSON,
+        expectedChallenge: expected,
+        expectedOrigin: origin,
+        expectedRPID: options.rpId,
+        requireUserVerification: true,
+      });
+      if (!verified.verified) throw new Error("the registration did not verify");
+      const credential = verified.registrationInfo.credential;
+      const algorithm = decodeCredentialPublicKey(credential.publicKey).get(cose.COSEKEYS.alg);
+      if (algorithm === undefined || !(PASSKEY_ALGORITHMS as readonly number[]).includes(algorithm)) {
+        throw new Error(
+          `the authenticator chose COSE algorithm ${String(algorithm)}, which the console does not accept`,
+        );
+      }
+      const passkey: Passkey = {
+        name: options.name,
+        credentialId: credential.id,
+        publicKey: isoBase64URL.fromBuffer(credential.publicKey),
+        algorithm,
+        transports: credential.transports ?? [],
+        created: new Date(options.clock.now()).toISOString(),
+      };
+      const now = existingKeys(options.passkeysFile);
+      if (typeof now === "string") throw new Error(now);
+      if (now.some((k) => k.credentialId === passkey.credentialId || k.name === passkey.name)) {
+        throw new Error("this passkey or its name is already in the passkeys file");
+      }
+      const line = passkeyLine(passkey);
+      appendLine(options.passkeysFile, line);
+      finish({ ok: true, passkey, line });
+      return c.json({ ok: true, name: passkey.name });
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      options.logger.warn({ err: message }, "enrolment refused");
+      return refuse(c, 400, `Enrolment refused: ${message}`);
+    }
+  });
+  app.notFound((c) => refuse(c, 404, "Not found"));
+
+  const listener = await listenLoopback(nodeHandler(app), options.port, options.logger);
+  if (origin === "") origin = `http://localhost:${listener.port}`;
+  options.say(`Open ${origin}/console/enrol in a browser on this machine and type the code ${code}`);
+  options.say(`(the page listens on 127.0.0.1:${listener.port} for ${options.timeoutSeconds} s)`);
+  const timer = setTimeout(
+    () => finish({ ok: false, message: `no passkey was enrolled within ${options.timeoutSeconds} s` }),
+    options.timeoutSeconds * 1000,
+  );
+  const outcome = await finished;
+  clearTimeout(timer);
+  // Let the page read the answer of the last request before the listener goes.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  await listener.close();
+  return outcome;
+}

@@ -1,0 +1,161 @@
+/** What the first page shows: the relay's posture, read when the page is rendered. */
+export interface Posture {
+  mode: string;
+  denyList: boolean;
+  allowList: boolean;
+  broker: boolean;
+  consent: { enabled: boolean; leaseMode: string; pending: number | null };
+  audit: {
+    path: string;
+    chain: boolean;
+    failClosed: boolean;
+    degraded: boolean;
+    degradedReason: string;
+  };
+  warnings: string[];
+}
+
+const ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+/** Text for HTML content and quoted attributes. */
+function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] ?? ch);
+}
+
+interface Layout {
+  title: string;
+  csrf: string;
+  /** Module scripts of the page (names under /console/assets/). */
+  modules: string[];
+  /** The UMD WebAuthn bundle goes before the modules that use it. */
+  webauthn: boolean;
+  /** The logged-in passkey, for the header and its log-out form. */
+  who: string | null;
+  body: string;
+}
+
+function page(layout: Layout): string {
+  const scripts = [
+    ...(layout.webauthn ? ['<script src="/console/assets/webauthn.js"></script>'] : []),
+    ...layout.modules.map((m) => `<script type="module" src="/console/assets/${esc(m)}"></script>`),
+  ].join("\n");
+  const who =
+    layout.who === null
+      ? ""
+      : `<span class="who">${esc(layout.who)}</span>
+<form class="inline" method="post" action="/console/logout"><input type="hidden" name="csrf" value="${esc(layout.csrf)}"><button class="plain" type="submit">Log out</button></form>`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="csrf-token" content="${esc(layout.csrf)}">
+<title>${esc(layout.title)} · relay-shell</title>
+<link rel="stylesheet" href="/console/assets/console.css">
+${scripts}
+</head>
+<body>
+<header><h1>relay-shell console</h1>${who}</header>
+<main>
+${layout.body}
+</main>
+</body>
+</html>
+`;
+}
+
+export function loginPage(csrf: string): string {
+  return page({
+    title: "Log in",
+    csrf,
+    modules: ["login.js"],
+    webauthn: true,
+    who: null,
+    body: `<section class="card">
+<h2>Log in with your passkey</h2>
+<p class="muted">Only passkeys the operator enrolled in the relay's passkeys file can log in.</p>
+<button id="login" type="button">Log in with a passkey</button>
+<p id="status" role="status"></p>
+</section>`,
+  });
+}
+
+export function enrolPage(csrf: string, name: string): string {
+  return page({
+    title: "Enrol a passkey",
+    csrf,
+    modules: ["enrol.js"],
+    webauthn: true,
+    who: null,
+    body: `<section class="card">
+<h2>Enrol the passkey "${esc(name)}"</h2>
+<p class="muted">Type the one-time code <code>relay-shell console enrol</code> printed on your terminal, then confirm with your authenticator.</p>
+<form id="enrol">
+<input id="code" type="text" autocomplete="one-time-code" spellcheck="false" required>
+<button type="submit">Enrol</button>
+</form>
+<p id="status" role="status"></p>
+</section>`,
+  });
+}
+
+function state(
+  on: boolean,
+  onText: string,
+  offText: string,
+  offClass: "warn" | "bad" | "muted" = "warn",
+): string {
+  return on ? `<span class="ok">${esc(onText)}</span>` : `<span class="${offClass}">${esc(offText)}</span>`;
+}
+
+function row(label: string, value: string, id: string): string {
+  return `<tr id="${id}"><th>${esc(label)}</th><td>${value}</td></tr>`;
+}
+
+export function posturePage(csrf: string, who: string, p: Posture): string {
+  const consent = p.consent.enabled
+    ? `<span class="ok">on</span> (leases: ${esc(p.consent.leaseMode)}; pending requests: ${
+        p.consent.pending === null
+          ? '<span class="bad">unknown: the store cannot be read</span>'
+          : String(p.consent.pending)
+      })`
+    : '<span class="warn">off</span>';
+  const audit = p.audit.degraded
+    ? `<span class="bad">degraded: ${esc(p.audit.degradedReason)}</span>`
+    : '<span class="ok">writing</span>';
+  const warnings =
+    p.warnings.length === 0
+      ? '<p class="muted">No configuration warnings. (No warning does not mean secure.)</p>'
+      : `<ul class="warnings">${p.warnings.map((w) => `<li>${esc(w)}</li>`).join("")}</ul>`;
+  return page({
+    title: "Posture",
+    csrf,
+    modules: [],
+    webauthn: false,
+    who,
+    body: `<section class="card">
+<h2>Posture</h2>
+<table class="posture">
+${row("Policy mode", `<code>${esc(p.mode)}</code>`, "posture-mode")}
+${row("Deny list", state(p.denyList, "on", "off"), "posture-deny")}
+${row("Allow list", state(p.allowList, "on", "off", "muted"), "posture-allow")}
+${row("Tier-3 confirmation broker", state(p.broker, "on", "off"), "posture-broker")}
+${row("Human consent", consent, "posture-consent")}
+${row("Audit log", `<code>${esc(p.audit.path)}</code>`, "posture-audit-path")}
+${row("Audit state", audit, "posture-audit-state")}
+${row("Audit hash chain", state(p.audit.chain, "on", "off"), "posture-audit-chain")}
+${row("Audit fail-closed", state(p.audit.failClosed, "on", "off", "bad"), "posture-audit-fail-closed")}
+</table>
+</section>
+<section class="card" id="warnings">
+<h2>Configuration warnings</h2>
+${warnings}
+</section>`,
+  });
+}

@@ -1,0 +1,156 @@
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import type { Clock } from "../core/index.js";
+
+/** A fresh unguessable token: 32 random bytes, base64url. */
+export function newToken(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** Compare two secrets in time independent of where they differ (and of their lengths). */
+export function sameSecret(a: string, b: string): boolean {
+  const da = createHash("sha256").update(a).digest();
+  const db = createHash("sha256").update(b).digest();
+  return timingSafeEqual(da, db) && a.length === b.length;
+}
+
+/**
+ * Sessions and pending logins are kept under the SHA-256 of their token, so
+ * looking one up compares digests, never the secret a request sent.
+ */
+function keyOf(token: string): string {
+  return createHash("sha256").update(token).digest("base64url");
+}
+
+/** A logged-in operator. */
+export interface ConsoleSession {
+  /** The passkey that logged in. */
+  passkey: string;
+  credentialId: string;
+  /** The synchronizer token every state-changing request must carry. */
+  csrf: string;
+  createdMs: number;
+  lastSeenMs: number;
+}
+
+/** A browser on the way to logging in: its CSRF token, and the challenge it was given. */
+interface PendingLogin {
+  csrf: string;
+  challenge: string | null;
+  createdMs: number;
+}
+
+/** How long a session lives at most, however busy: a multiple of the idle limit, within a day. */
+export function absoluteLifetimeSeconds(idleSeconds: number): number {
+  return Math.min(86400, idleSeconds * 8);
+}
+
+/** A login ceremony has this long to finish. */
+const LOGIN_TTL_MS = 5 * 60 * 1000;
+/** Pending logins kept at most: a flood of login pages evicts the oldest, it cannot grow memory. */
+const MAX_PENDING = 256;
+const MAX_SESSIONS = 64;
+
+/** Sessions and pending logins of one console, in memory: a restart logs everyone out. */
+export interface SessionStore {
+  create(passkey: string, credentialId: string): { id: string; session: ConsoleSession };
+  /** The live session under `id`, its idle clock restarted; null when unknown or expired. */
+  use(id: string): ConsoleSession | null;
+  end(id: string): void;
+  startLogin(): { id: string; login: PendingLogin };
+  login(id: string): PendingLogin | null;
+  endLogin(id: string): void;
+  readonly size: number;
+}
+
+export function createSessionStore(idleSeconds: number, clock: Clock): SessionStore {
+  const sessions = new Map<string, ConsoleSession>();
+  const logins = new Map<string, PendingLogin>();
+  const idleMs = idleSeconds * 1000;
+  const absoluteMs = absoluteLifetimeSeconds(idleSeconds) * 1000;
+
+  const expired = (s: ConsoleSession, now: number) =>
+    now - s.lastSeenMs >= idleMs || now - s.createdMs >= absoluteMs;
+
+  function sweep(now: number): void {
+    for (const [key, s] of sessions) if (expired(s, now)) sessions.delete(key);
+    for (const [key, l] of logins) if (now - l.createdMs >= LOGIN_TTL_MS) logins.delete(key);
+  }
+
+  function evictOldest<T>(map: Map<string, T>, max: number): void {
+    while (map.size >= max) {
+      const first = map.keys().next();
+      if (first.done) return;
+      map.delete(first.value);
+    }
+  }
+
+  return {
+    create(passkey, credentialId) {
+      const now = clock.monotonic();
+      sweep(now);
+      evictOldest(sessions, MAX_SESSIONS);
+      const id = newToken();
+      const session = { passkey, credentialId, csrf: newToken(), createdMs: now, lastSeenMs: now };
+      sessions.set(keyOf(id), session);
+      return { id, session };
+    },
+    use(id) {
+      const now = clock.monotonic();
+      const session = sessions.get(keyOf(id));
+      if (!session) return null;
+      if (expired(session, now)) {
+        sessions.delete(keyOf(id));
+        return null;
+      }
+      session.lastSeenMs = now;
+      return session;
+    },
+    end: (id) => void sessions.delete(keyOf(id)),
+    startLogin() {
+      const now = clock.monotonic();
+      sweep(now);
+      evictOldest(logins, MAX_PENDING);
+      const id = newToken();
+      const login = { csrf: newToken(), challenge: null, createdMs: now };
+      logins.set(keyOf(id), login);
+      return { id, login };
+    },
+    login(id) {
+      const login = logins.get(keyOf(id));
+      if (!login) return null;
+      if (clock.monotonic() - login.createdMs >= LOGIN_TTL_MS) {
+        logins.delete(keyOf(id));
+        return null;
+      }
+      return login;
+    },
+    endLogin: (id) => void logins.delete(keyOf(id)),
+    get size() {
+      return sessions.size;
+    },
+  };
+}
+
+/**
+ * Login attempts allowed in a sliding minute, for the whole console: a
+ * passkey cannot be guessed, but each attempt costs a signature check and
+ * a file write, and a burst of them is worth refusing and noticing.
+ */
+export interface LoginLimiter {
+  /** Count an attempt; the seconds to wait when over the limit, else 0. */
+  attempt(): number;
+}
+
+export function createLoginLimiter(perMinute: number, clock: Clock): LoginLimiter {
+  const times: number[] = [];
+  return {
+    attempt() {
+      const now = clock.monotonic();
+      while (times.length > 0 && now - (times[0] ?? 0) >= 60_000) times.shift();
+      if (times.length >= perMinute)
+        return Math.max(1, Math.ceil((60_000 - (now - (times[0] ?? now))) / 1000));
+      times.push(now);
+      return 0;
+    },
+  };
+}
