@@ -4,7 +4,7 @@ import { dirname, join } from "node:path";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
-import type { Settings } from "../config/index.js";
+import { consoleOrigin, type Settings } from "../config/index.js";
 import {
   type ApprovalVerifier,
   channelVerifier,
@@ -15,7 +15,6 @@ import {
   openSqliteStore,
   rememberConsumedNonces,
 } from "../consent/index.js";
-import { consoleOrigin } from "../console/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
 import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";

@@ -1,3 +1,4 @@
+export { consoleOrigin } from "./console.js";
 export { describeSettings } from "./describe.js";
 export { type InfraEnvironment, readInfraEnvironment } from "./infra.js";
 export {

@@ -1,6 +1,17 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
-import { cose, decodeCredentialPublicKey, isoCBOR } from "@simplewebauthn/server/helpers";
+import { createRequire } from "node:module";
 import { readBoundedFile, trustAnchorProblems } from "../files/index.js";
+
+const require = createRequire(import.meta.url);
+
+/**
+ * The COSE helpers of @simplewebauthn/server, loaded when a passkeys file is
+ * first read: the library is large, and a relay without passkeys never
+ * needs it, least of all at start-up.
+ */
+function helpers(): typeof import("@simplewebauthn/server/helpers") {
+  return require("@simplewebauthn/server/helpers") as typeof import("@simplewebauthn/server/helpers");
+}
 
 /** The COSE algorithms a passkey of this relay may use: ES256, EdDSA (Ed25519), RS256. */
 export type PasskeyAlgorithm = -7 | -8 | -257;
@@ -67,6 +78,7 @@ function coseBytes(key: Map<number, unknown>, label: number): Buffer | undefined
  * for one algorithm is never used with another.
  */
 function coseToKeyObject(bytes: Buffer, algorithm: PasskeyAlgorithm): KeyObject {
+  const { cose, decodeCredentialPublicKey, isoCBOR } = helpers();
   let decoded: unknown;
   try {
     decoded = decodeCredentialPublicKey(new Uint8Array(bytes));

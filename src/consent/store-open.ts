@@ -1,4 +1,5 @@
-import Database from "better-sqlite3";
+import { createRequire } from "node:module";
+import type Database from "better-sqlite3";
 import type { Ids } from "../core/index.js";
 import { sqliteCode, toFailure } from "./store-errors.js";
 import { prepareDatabaseFile, sameFile } from "./store-file.js";
@@ -9,6 +10,16 @@ import type { StoreResult } from "./types.js";
 const INSTANCE_BYTES = 8;
 
 /** An open, checked database and its instance id. */
+const require = createRequire(import.meta.url);
+
+/**
+ * better-sqlite3 (and its native addon), loaded when a store is first
+ * opened: a relay with consent off never pays for it at start-up.
+ */
+function sqlite(): typeof Database {
+  return require("better-sqlite3") as typeof Database;
+}
+
 export interface OpenedDatabase {
   db: Database.Database;
   instanceId: string;
@@ -80,7 +91,7 @@ export function openDatabase(
   if (!file.ok) return { ok: false, failure: "unavailable", detail: file.detail };
   let db: Database.Database;
   try {
-    db = new Database(file.path, { fileMustExist: true, timeout: options.busyTimeoutMs });
+    db = new (sqlite())(file.path, { fileMustExist: true, timeout: options.busyTimeoutMs });
   } catch (err) {
     return { ok: false, failure: "unavailable", detail: `cannot open ${file.path}: ${String(err)}` };
   }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type ConsoleSettings, consoleOrigin, consoleOriginProblem } from "./console.js";
+import { consoleOrigin } from "../config/index.js";
+import { type ConsoleSettings, consoleOriginProblem } from "./console.js";
 
 const BASE: ConsoleSettings = {
   transport: "stdio",

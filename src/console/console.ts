@@ -1,4 +1,4 @@
-import type { Settings } from "../config/index.js";
+import { consoleOrigin, type Settings } from "../config/index.js";
 import { type Clock, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
 import { createConsoleApp } from "./app.js";
 import { loadAssets } from "./assets.js";
@@ -21,13 +21,6 @@ export type ConsoleSettings = Pick<
   | "consoleSessionTtl"
   | "consoleStateDir"
 >;
-
-/** The origin the console is reached under: the setting, or localhost on the port it is served on. */
-export function consoleOrigin(settings: ConsoleSettings): string {
-  if (settings.consoleOrigin !== "") return settings.consoleOrigin;
-  const port = settings.transport === "http" ? settings.httpPort : settings.consolePort;
-  return `http://localhost:${port}`;
-}
 
 /** Why the console cannot be served with these settings (its origin, or its path beside MCP), or null. */
 export function consoleOriginProblem(settings: ConsoleSettings): string | null {
