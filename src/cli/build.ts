@@ -7,6 +7,7 @@ import { createConfirmBroker } from "../broker/index.js";
 import { consoleOrigin, type Settings } from "../config/index.js";
 import {
   type ApprovalVerifier,
+  type ConsentStore,
   channelVerifier,
   createPasskeyVerifier,
   createSshsigVerifier,
@@ -64,6 +65,8 @@ export interface BuiltServer {
   gauges: GaugeProviders;
   /** Pending consent requests now; null when consent is off or its store cannot be read. */
   consentPending(): number | null;
+  /** The consent store and passkey verifier the gate uses, for the console's approvals; null without both. */
+  consentApprovals: ConsoleApprovals | null;
   /** Tear down everything the server owns: children, the audit file. */
   close(): void;
 }
@@ -249,6 +252,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       auditDegraded: () => audit.status().degraded,
     },
     consentPending: () => consent?.pending() ?? null,
+    consentApprovals: consent?.approvals ?? null,
     close() {
       // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
       sessions.closeAll();
@@ -265,8 +269,15 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   };
 }
 
+/** What the console needs to approve and deny: the gate's own store and passkey verifier. */
+interface ConsoleApprovals {
+  store: ConsentStore;
+  verifier: ApprovalVerifier;
+}
+
 interface OpenedConsent {
   gate: Gate;
+  approvals: ConsoleApprovals | null;
   endSession(session: string): void;
   pending(): number | null;
   close(): void;
@@ -286,9 +297,10 @@ function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentAct
       "RELAY_SHELL_CONSENT=true needs RELAY_SHELL_CONSENT_ALLOWED_SIGNERS, the operator's allowed-signers file",
     );
   }
+  const passkey = settings.consolePasskeys === "" ? null : openPasskeyChannel(settings);
   const verifier = channelVerifier({
     sshsig: createSshsigVerifier(settings.consentAllowedSigners, process.geteuid?.() ?? 0),
-    ...(settings.consolePasskeys === "" ? {} : { passkey: openPasskeyChannel(settings) }),
+    ...(passkey ? { passkey } : {}),
   });
   const opened = openSqliteStore(settings.consentDb, {
     clock: deps.clock,
@@ -324,6 +336,8 @@ function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentAct
   });
   return {
     gate,
+    // One store and one verifier (and so one counters file) for the gate and the console.
+    approvals: passkey ? { store, verifier: passkey } : null,
     endSession: (session) => gate.endSession(session),
     pending() {
       const listed = store.listRequests();

@@ -144,5 +144,6 @@ export function buildConsole(settings: Settings, built: BuiltServer, logger: Log
     posture: () => posture(settings, built, euid),
     selfUid: euid,
     logger,
+    ...(built.consentApprovals ? { approvals: built.consentApprovals } : {}),
   });
 }

@@ -9,6 +9,7 @@ import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Clock, Logger } from "../core/index.js";
+import { type ApprovalsChannel, registerApprovals } from "./approvals.js";
 import type { Asset } from "./assets.js";
 import type { SignCounters } from "./counters.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
@@ -36,6 +37,8 @@ export interface ConsoleAppOptions {
   posture(): Posture;
   clock: Clock;
   logger: Logger;
+  /** Consent's store and passkey verifier, when consent is on with the passkey channel. */
+  approvals?: ApprovalsChannel;
 }
 
 /**
@@ -207,6 +210,9 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     deleteCookie(c, SESSION_COOKIE, cookie);
     return c.redirect("/console/login", 303);
   });
+
+  if (options.approvals)
+    registerApprovals(app, { channel: options.approvals, rpId, passkeys, operator, sentCsrf, clock, logger });
 
   app.notFound((c) => refuse(c, 404, "Not found"));
   app.onError((err, c) => {

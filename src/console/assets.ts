@@ -42,6 +42,7 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
     ["request.js", join(web, "request.js"), JS],
     ["login.js", join(web, "login.js"), JS],
     ["enrol.js", join(web, "enrol.js"), JS],
+    ["approvals.js", join(web, "approvals.js"), JS],
     ["webauthn.js", webauthnBundle(), JS],
   ];
   return new Map(files.map(([name, path, type]) => [name, { type, body: readFileSync(path) }]));

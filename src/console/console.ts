@@ -1,6 +1,7 @@
 import { consoleOrigin, type Settings } from "../config/index.js";
 import { type Clock, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
 import { createConsoleApp } from "./app.js";
+import type { ApprovalsChannel } from "./approvals.js";
 import { loadAssets } from "./assets.js";
 import { openSignCounters } from "./counters.js";
 import { type ConsoleHandler, nodeHandler } from "./listen.js";
@@ -49,6 +50,8 @@ export interface ConsoleDeps {
   selfUid: number;
   logger: Logger;
   clock?: Clock;
+  /** Consent's store and passkey verifier, for the approvals page; absent when consent is off. */
+  approvals?: ApprovalsChannel;
 }
 
 export interface OperatorConsole {
@@ -94,6 +97,7 @@ export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDe
     posture: deps.posture,
     clock: deps.clock ?? systemClock,
     logger: deps.logger,
+    ...(deps.approvals ? { approvals: deps.approvals } : {}),
   });
   return { origin, handler: nodeHandler(app) };
 }

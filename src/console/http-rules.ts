@@ -31,7 +31,7 @@ const HEADERS: Record<string, string> = {
 /** The JSON refusal every console check answers with. */
 export function refuse(
   c: Context,
-  status: 400 | 401 | 403 | 404 | 405 | 413 | 429,
+  status: 400 | 401 | 403 | 404 | 405 | 409 | 413 | 429 | 503,
   message: string,
 ): Response {
   return c.json({ error: message }, status);

@@ -146,7 +146,7 @@ ${row("Policy mode", `<code>${esc(p.mode)}</code>`, "posture-mode")}
 ${row("Deny list", state(p.denyList, "on", "off"), "posture-deny")}
 ${row("Allow list", state(p.allowList, "on", "off", "muted"), "posture-allow")}
 ${row("Tier-3 confirmation broker", state(p.broker, "on", "off"), "posture-broker")}
-${row("Human consent", consent, "posture-consent")}
+${row("Human consent", `${consent}${approvalsLink(p)}`, "posture-consent")}
 ${row("Audit log", `<code>${esc(p.audit.path)}</code>`, "posture-audit-path")}
 ${row("Audit state", audit, "posture-audit-state")}
 ${row("Audit hash chain", state(p.audit.chain, "on", "off"), "posture-audit-chain")}
@@ -156,6 +156,33 @@ ${row("Audit fail-closed", state(p.audit.failClosed, "on", "off", "bad"), "postu
 <section class="card" id="warnings">
 <h2>Configuration warnings</h2>
 ${warnings}
+</section>`,
+  });
+}
+
+/** The way from the posture to the approvals, where consent is on. */
+function approvalsLink(p: Posture): string {
+  return p.consent.enabled ? ' <a id="approvals-link" href="/console/approvals">Approvals</a>' : "";
+}
+
+/**
+ * The pending consent requests, filled and refreshed by approvals.js from
+ * the list endpoint: every value is set as text in the browser, never as HTML.
+ */
+export function approvalsPage(csrf: string, who: string): string {
+  return page({
+    title: "Approvals",
+    csrf,
+    modules: ["approvals.js"],
+    webauthn: true,
+    who,
+    body: `<p><a href="/console">Posture</a></p>
+<section class="card">
+<h2>Pending consent requests</h2>
+<p class="muted">Read the whole act before approving: your passkey signs exactly what is shown here. The list refreshes every 2 seconds.</p>
+<p id="list-status" role="status"></p>
+<div id="requests"></div>
+<p id="none" class="muted" hidden>No request is waiting.</p>
 </section>`,
   });
 }
