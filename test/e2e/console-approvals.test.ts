@@ -175,6 +175,67 @@ describe.skipIf(SKIP !== null)("consent approvals in the console (built server, 
     expect(JSON.parse(twice.body).error).toBe(`Request ${id} is denied, not pending`);
   }, 120_000);
 
+  it("refuses an assertion made over another request's payload, and a tampered one; nothing is stored", async () => {
+    const target = consentId((await call("target")).text);
+    const other = consentId((await call("other")).text);
+    await card(target).waitFor();
+    const cookie = (await browser.context.cookies()).find((c) => c.name === "relay_console");
+    const csrf = (await browser.page.getAttribute('meta[name="csrf-token"]', "content")) ?? "";
+    const post = (path: string, body: unknown) =>
+      rawRequest(
+        port,
+        "POST",
+        path,
+        {
+          Host: `localhost:${port}`,
+          Origin: base,
+          "Content-Type": "application/json",
+          Cookie: `relay_console=${cookie?.value ?? ""}`,
+          "X-CSRF-Token": csrf,
+        },
+        JSON.stringify(body),
+      );
+    // A genuine assertion by the logged-in passkey, but over the other request's payload.
+    const options = await post(`/console/approvals/${other}/options`, {});
+    expect(options.status).toBe(200);
+    const assertion = (await browser.page.evaluate(
+      (optionsJSON) =>
+        (
+          globalThis as unknown as {
+            SimpleWebAuthnBrowser: { startAuthentication(o: unknown): Promise<unknown> };
+          }
+        ).SimpleWebAuthnBrowser.startAuthentication({ optionsJSON }),
+      JSON.parse(options.body),
+    )) as { id: string; response: Record<string, string> };
+    const moved = await post(`/console/approvals/${target}/approve`, assertion);
+    expect(moved.status).toBe(403);
+    expect(JSON.parse(moved.body).error).toBe(
+      "Approval refused: the assertion's challenge is not the digest of this act's payload",
+    );
+    const signature = Buffer.from(assertion.response.signature ?? "", "base64url");
+    signature[signature.length - 1] = (signature[signature.length - 1] ?? 0) ^ 0x01;
+    const tampered = await post(`/console/approvals/${other}/approve`, {
+      ...assertion,
+      response: { ...assertion.response, signature: signature.toString("base64url") },
+    });
+    expect(tampered.status).toBe(403);
+    expect(JSON.parse(tampered.body).error).toContain(
+      "the signature does not verify with passkey alice-laptop",
+    );
+    const foreign = await post(`/console/approvals/${other}/approve`, { ...assertion, id: "AAAA" });
+    expect(foreign.status).toBe(403);
+    expect(JSON.parse(foreign.body).error).toBe(
+      "The assertion was made with another passkey than the one logged in",
+    );
+    const malformed = await post(`/console/approvals/${other}/approve`, { id: assertion.id });
+    expect(malformed.status).toBe(400);
+    for (const id of [target, other]) expect(world.cli(["show", id]).stdout).toContain("status:   pending");
+    // The untouched assertion over its own payload still approves.
+    const good = await post(`/console/approvals/${other}/approve`, assertion);
+    expect(good.status, good.body).toBe(200);
+    expect(world.cli(["show", other]).stdout).toContain("via passkey by alice-laptop");
+  }, 120_000);
+
   it("a request approved with the CLI leaves the page, and the console can no longer approve it", async () => {
     const id = consentId((await call("cli")).text);
     await card(id).waitFor();
