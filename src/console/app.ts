@@ -10,6 +10,7 @@ import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Clock, Logger } from "../core/index.js";
 import type { Asset } from "./assets.js";
+import { registerAuditView } from "./audit-view.js";
 import type { SignCounters } from "./counters.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
 import { loginPage, type Posture, posturePage } from "./pages.js";
@@ -34,6 +35,8 @@ export interface ConsoleAppOptions {
   counters: SignCounters;
   assets: ReadonlyMap<string, Asset>;
   posture(): Posture;
+  /** The audit file the live audit page follows. */
+  auditPath: string;
   clock: Clock;
   logger: Logger;
 }
@@ -206,6 +209,15 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     sessions.end(who.id);
     deleteCookie(c, SESSION_COOKIE, cookie);
     return c.redirect("/console/login", 303);
+  });
+
+  registerAuditView(app, {
+    auditPath: options.auditPath,
+    operator: (c) => {
+      const who = operator(c);
+      return who && { csrf: who.session.csrf, passkey: who.session.passkey };
+    },
+    logger,
   });
 
   app.notFound((c) => refuse(c, 404, "Not found"));

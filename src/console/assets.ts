@@ -42,6 +42,8 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
     ["request.js", join(web, "request.js"), JS],
     ["login.js", join(web, "login.js"), JS],
     ["enrol.js", join(web, "enrol.js"), JS],
+    ["audit.js", join(web, "audit.js"), JS],
+    ["audit-chart.js", join(web, "audit-chart.js"), JS],
     ["webauthn.js", webauthnBundle(), JS],
   ];
   return new Map(files.map(([name, path, type]) => [name, { type, body: readFileSync(path) }]));

@@ -20,6 +20,7 @@ export type ConsoleSettings = Pick<
   | "consoleOrigin"
   | "consoleSessionTtl"
   | "consoleStateDir"
+  | "auditPath"
 >;
 
 /** Why the console cannot be served with these settings (its origin, or its path beside MCP), or null. */
@@ -92,6 +93,7 @@ export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDe
     counters,
     assets: loadAssets(),
     posture: deps.posture,
+    auditPath: settings.auditPath,
     clock: deps.clock ?? systemClock,
     logger: deps.logger,
   });
