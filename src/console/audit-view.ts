@@ -14,9 +14,9 @@ import { refuse } from "./http-rules.js";
 import { auditPage } from "./pages.js";
 
 /** Records of the file's end sent when a page opens, before the live ones. */
-export const AUDIT_BACKLOG = 200;
+const AUDIT_BACKLOG = 200;
 /** Open event streams at once, for the whole console: each holds a follower, a watch and a file. */
-export const MAX_AUDIT_STREAMS = 8;
+const MAX_AUDIT_STREAMS = 8;
 /** Lines waiting for a slow page before the oldest are dropped (and the page told how many). */
 const MAX_QUEUED = 5000;
 /** A comment line this often keeps proxies from closing an idle stream and notices an expired login. */

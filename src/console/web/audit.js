@@ -95,7 +95,7 @@ function addRow(item) {
     charted.push(item.record);
     if (charted.length > MAX_CHART) charted = charted.slice(-MAX_CHART);
     // At hundreds of records a second the chart is redrawn a few times a second, not per record.
-    chartTimer ??= setTimeout(drawChart, 250);
+    if (chartTimer === null) chartTimer = setTimeout(drawChart, 250);
   }
 }
 
