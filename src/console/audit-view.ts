@@ -135,110 +135,122 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
     const { filter } = parsed;
     const filtered = Object.keys(filter).length > 0;
     open += 1;
-    return streamSSE(c, async (stream) => {
-      let ended = false;
-      let follower: AuditFollower | null = null;
-      let wake: (() => void) | null = null;
-      const queue: string[] = [];
-      let dropped = 0;
-      const nudge = () => {
-        const w = wake;
-        wake = null;
-        w?.();
-      };
-      const finish = () => {
-        if (ended) return;
-        ended = true;
-        follower?.close();
-        follower = null;
-        open -= 1;
-        nudge();
-      };
-      stream.onAbort(finish);
+    return streamSSE(
+      c,
+      async (stream) => {
+        let ended = false;
+        let follower: AuditFollower | null = null;
+        let wake: (() => void) | null = null;
+        const queue: string[] = [];
+        let dropped = 0;
+        const nudge = () => {
+          const w = wake;
+          wake = null;
+          w?.();
+        };
+        const finish = () => {
+          if (ended) return;
+          ended = true;
+          follower?.close();
+          follower = null;
+          open -= 1;
+          nudge();
+        };
+        stream.onAbort(finish);
 
-      const push = (event: string, data: unknown) => {
-        queue.push(`${event}\n${JSON.stringify(data)}`);
-        if (queue.length > MAX_QUEUED) {
-          const over = queue.length - MAX_QUEUED;
-          queue.splice(0, over);
-          dropped += over;
-        }
-        nudge();
-      };
-
-      // Until the follower has read what the file held when the page opened, only the last
-      // matching lines are kept: the page starts from the end, with chain statuses from the start.
-      let size = 0;
-      try {
-        size = statSync(auditPath).size;
-      } catch {
-        size = 0; // no file yet: everything is live
-      }
-      let backlog: FollowedLine[] | null = size > 0 ? [] : null;
-      const flushBacklog = () => {
-        if (backlog === null) return;
-        const lines = backlog;
-        backlog = null;
-        for (const line of lines) push("record", sent(line));
-        push("live", {});
-      };
-      if (backlog === null) push("live", {});
-
-      follower = followAudit(auditPath, {
-        onRecords(batch) {
-          for (const line of batch) {
-            if (!passes(line, filter, filtered)) continue;
-            if (backlog !== null) {
-              backlog.push(line);
-              if (backlog.length > AUDIT_BACKLOG) backlog.shift();
-            } else push("record", sent(line));
+        const push = (event: string, data: unknown) => {
+          queue.push(`${event}\n${JSON.stringify(data)}`);
+          if (queue.length > MAX_QUEUED) {
+            const over = queue.length - MAX_QUEUED;
+            queue.splice(0, over);
+            dropped += over;
           }
-          if (backlog !== null && (follower === null || follower.position().offset >= size)) flushBacklog();
-        },
-        onReset(event) {
-          flushBacklog();
-          push("reset", event);
-        },
-        onError(error) {
-          logger.warn({ err: error.message }, "console audit view cannot read the audit file");
-          push("problem", { message: error.message });
-        },
-      });
+          nudge();
+        };
 
-      let lastBeat = Date.now();
-      while (!ended) {
-        if (queue.length === 0) {
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-            setTimeout(resolve, KEEPALIVE_MS).unref();
-          });
+        // Until the follower has read what the file held when the page opened, only the last
+        // matching lines are kept: the page starts from the end, with chain statuses from the start.
+        let size = 0;
+        try {
+          size = statSync(auditPath).size;
+        } catch {
+          size = 0; // no file yet: everything is live
         }
-        if (ended) break;
-        if (dropped > 0) {
-          await stream.writeSSE({ event: "dropped", data: JSON.stringify({ lines: dropped }) });
-          dropped = 0;
-        }
-        // Several lines per write: at 500 records a second one write per line costs more than the lines.
-        const take = queue.splice(0, 200);
-        if (take.length > 0) {
-          let text = "";
-          for (const item of take) {
-            const nl = item.indexOf("\n");
-            text += `event: ${item.slice(0, nl)}\ndata: ${item.slice(nl + 1)}\n\n`;
+        let backlog: FollowedLine[] | null = size > 0 ? [] : null;
+        const flushBacklog = () => {
+          if (backlog === null) return;
+          const lines = backlog;
+          backlog = null;
+          for (const line of lines) push("record", sent(line));
+          push("live", {});
+        };
+        if (backlog === null) push("live", {});
+
+        follower = followAudit(auditPath, {
+          onRecords(batch) {
+            for (const line of batch) {
+              if (!passes(line, filter, filtered)) continue;
+              if (backlog !== null) {
+                backlog.push(line);
+                if (backlog.length > AUDIT_BACKLOG) backlog.shift();
+              } else push("record", sent(line));
+            }
+            if (backlog !== null && (follower === null || follower.position().offset >= size)) flushBacklog();
+          },
+          onReset(event) {
+            flushBacklog();
+            push("reset", event);
+          },
+          onError(error) {
+            logger.warn({ err: error.message }, "console audit view cannot read the audit file");
+            push("problem", { message: error.message });
+          },
+        });
+
+        let lastBeat = Date.now();
+        try {
+          while (!ended) {
+            if (queue.length === 0) {
+              let timer: NodeJS.Timeout | undefined;
+              await new Promise<void>((resolve) => {
+                wake = resolve;
+                timer = setTimeout(resolve, KEEPALIVE_MS);
+                timer.unref();
+              });
+              clearTimeout(timer);
+            }
+            if (ended) break;
+            if (dropped > 0) {
+              await stream.writeSSE({ event: "dropped", data: JSON.stringify({ lines: dropped }) });
+              dropped = 0;
+            }
+            // Several lines per write: at 500 records a second one write per line costs more than the lines.
+            const take = queue.splice(0, 200);
+            if (take.length > 0) {
+              let text = "";
+              for (const item of take) {
+                const nl = item.indexOf("\n");
+                text += `event: ${item.slice(0, nl)}\ndata: ${item.slice(nl + 1)}\n\n`;
+              }
+              await stream.write(text);
+            }
+            if (Date.now() - lastBeat >= KEEPALIVE_MS) {
+              lastBeat = Date.now();
+              // A page whose login expired or whose passkey was removed stops receiving.
+              if (!options.operator(c)) {
+                await stream.writeSSE({ event: "expired", data: "{}" });
+                break;
+              }
+              await stream.write(": keep-alive\n\n");
+            }
           }
-          await stream.write(text);
+        } finally {
+          finish();
         }
-        if (Date.now() - lastBeat >= KEEPALIVE_MS) {
-          lastBeat = Date.now();
-          // A page whose login expired or whose passkey was revoked stops receiving.
-          if (!options.operator(c)) {
-            await stream.writeSSE({ event: "expired", data: "{}" });
-            break;
-          }
-          await stream.write(": keep-alive\n\n");
-        }
-      }
-      finish();
-    });
+      },
+      async (err) => {
+        logger.warn({ err: String(err) }, "console audit stream ended with an error");
+      },
+    );
   });
 }
