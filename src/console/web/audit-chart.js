@@ -75,6 +75,11 @@ export function chartSvg(counts) {
       `${label(last)} UTC`,
     ),
   );
+  for (let tier = 0; tier < 4; tier++) {
+    const x = WIDTH - PAD.right - (4 - tier) * 56;
+    svg.append(el("rect", { x, y: PAD.top, width: 10, height: 10, class: `tier${tier}` }));
+    svg.append(el("text", { x: x + 14, y: PAD.top + 9, class: "axis" }, `tier ${tier}`));
+  }
   for (const c of shown) {
     const x = PAD.left + ((c.minute - first) / 60_000) * barW;
     let y = PAD.top + plotH;
