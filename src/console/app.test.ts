@@ -23,6 +23,7 @@ function app(origin: string) {
     counters: { get: () => 0, set: () => undefined },
     assets: loadAssets(),
     posture: () => POSTURE,
+    auditPath: "/nonexistent/audit.jsonl",
     clock: systemClock,
     logger: silentLogger,
   });

@@ -11,6 +11,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { Clock, Logger } from "../core/index.js";
 import { type ApprovalsChannel, registerApprovals } from "./approvals.js";
 import type { Asset } from "./assets.js";
+import { registerAuditView } from "./audit-view.js";
 import type { SignCounters } from "./counters.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
 import { loginPage, type Posture, posturePage } from "./pages.js";
@@ -35,6 +36,8 @@ export interface ConsoleAppOptions {
   counters: SignCounters;
   assets: ReadonlyMap<string, Asset>;
   posture(): Posture;
+  /** The audit file the live audit page follows. */
+  auditPath: string;
   clock: Clock;
   logger: Logger;
   /** Consent's store and passkey verifier, when consent is on with the passkey channel. */
@@ -213,6 +216,14 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
 
   if (options.approvals)
     registerApprovals(app, { channel: options.approvals, rpId, passkeys, operator, sentCsrf, clock, logger });
+  registerAuditView(app, {
+    auditPath: options.auditPath,
+    operator: (c) => {
+      const who = operator(c);
+      return who && { csrf: who.session.csrf, passkey: who.session.passkey };
+    },
+    logger,
+  });
 
   app.notFound((c) => refuse(c, 404, "Not found"));
   app.onError((err, c) => {

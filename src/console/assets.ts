@@ -43,6 +43,8 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
     ["login.js", join(web, "login.js"), JS],
     ["enrol.js", join(web, "enrol.js"), JS],
     ["approvals.js", join(web, "approvals.js"), JS],
+    ["audit.js", join(web, "audit.js"), JS],
+    ["audit-chart.js", join(web, "audit-chart.js"), JS],
     ["webauthn.js", webauthnBundle(), JS],
   ];
   return new Map(files.map(([name, path, type]) => [name, { type, body: readFileSync(path) }]));

@@ -14,6 +14,7 @@ const BASE: ConsoleSettings = {
   consoleOrigin: "",
   consoleSessionTtl: 900,
   consoleStateDir: "/var/lib/relay-shell/console",
+  auditPath: "/var/log/relay-shell/audit.jsonl",
 };
 
 describe("the console's origin", () => {

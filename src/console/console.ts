@@ -21,6 +21,7 @@ export type ConsoleSettings = Pick<
   | "consoleOrigin"
   | "consoleSessionTtl"
   | "consoleStateDir"
+  | "auditPath"
 >;
 
 /** Why the console cannot be served with these settings (its origin, or its path beside MCP), or null. */
@@ -95,6 +96,7 @@ export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDe
     counters,
     assets: loadAssets(),
     posture: deps.posture,
+    auditPath: settings.auditPath,
     clock: deps.clock ?? systemClock,
     logger: deps.logger,
     ...(deps.approvals ? { approvals: deps.approvals } : {}),

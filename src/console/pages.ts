@@ -156,7 +156,53 @@ ${row("Audit fail-closed", state(p.audit.failClosed, "on", "off", "bad"), "postu
 <section class="card" id="warnings">
 <h2>Configuration warnings</h2>
 ${warnings}
-</section>`,
+</section>
+<nav class="card"><a id="nav-audit" href="/console/audit">Live audit log</a></nav>`,
+  });
+}
+
+/** The live audit page; its rows, chart and detail are drawn by audit.js from /console/audit/events. */
+export function auditPage(csrf: string, who: string, auditPath: string): string {
+  const select = (id: string, label: string, options: string[]) =>
+    `<label>${esc(label)} <select id="${id}" name="${id}"><option value="">any</option>${options
+      .map((o) => `<option value="${esc(o)}">${esc(o)}</option>`)
+      .join("")}</select></label>`;
+  const text = (id: string, label: string, type = "text") =>
+    `<label>${esc(label)} <input id="${id}" name="${id}" type="${type}" spellcheck="false"></label>`;
+  return page({
+    title: "Audit",
+    csrf,
+    modules: ["audit.js"],
+    webauthn: false,
+    who,
+    body: `<nav class="crumbs"><a href="/console">Posture</a> · Live audit</nav>
+<section class="card">
+<h2>Live audit</h2>
+<p class="muted">Following <code>${esc(auditPath)}</code>: the last records, then each one as it is written, by this relay or any other.</p>
+<form id="filters" class="filters">
+${text("f-tool", "Tool")}
+${select("f-tier", "Tier", ["0", "1", "2", "3"])}
+${select("f-outcome", "Outcome", ["ok", "denied", "error", "challenge"])}
+${select("f-denied", "Denied", ["true", "false"])}
+${text("f-client", "Client")}
+${text("f-host", "Host")}
+${text("f-since", "From", "datetime-local")}
+${text("f-until", "Until", "datetime-local")}
+<button type="submit">Apply</button>
+</form>
+<p id="audit-status" role="status" class="muted">Connecting…</p>
+</section>
+<section class="card">
+<h2>Calls per minute by tier</h2>
+<div id="audit-chart"></div>
+</section>
+<section class="card">
+<table id="audit-rows" class="audit">
+<thead><tr><th>Time</th><th>Tool</th><th>Tier</th><th>Outcome</th><th>Denied</th><th>Client</th><th>Host</th><th>Action</th><th>Chain</th></tr></thead>
+<tbody></tbody>
+</table>
+</section>
+<dialog id="audit-detail"><h2>Record</h2><p id="audit-detail-where" class="muted"></p><table id="audit-detail-fields" class="detail"></table><form method="dialog"><button type="submit">Close</button></form></dialog>`,
   });
 }
 
