@@ -246,6 +246,8 @@ describe.skipIf(!haveKeygen)("signatures made by ssh-keygen", () => {
           }
           case "armor-cut":
             hostile = armored.slice(0, m.at % armored.length);
+            // Cutting only the trailing newline leaves a whole signature, which must verify.
+            if (hostile.trimEnd() === armored.trimEnd()) return;
             break;
           case "armor-char": {
             const at = m.at % armored.length;
