@@ -1,21 +1,9 @@
 import { accessSync, appendFileSync, constants, readFileSync } from "node:fs";
 import { homedir, userInfo } from "node:os";
-import { dirname, join } from "node:path";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
-import { consoleOrigin, type Settings } from "../config/index.js";
-import {
-  type ApprovalVerifier,
-  type ConsentStore,
-  channelVerifier,
-  createPasskeyVerifier,
-  createSshsigVerifier,
-  describeAct,
-  fileCounters,
-  openSqliteStore,
-  rememberConsumedNonces,
-} from "../consent/index.js";
+import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
 import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";
@@ -24,7 +12,6 @@ import { type Classifier, createClassifier } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
 import {
   createConfirmGate,
-  createConsentGate,
   createFollowUpVetter,
   createRelay,
   type Gate,
@@ -36,7 +23,6 @@ import { createForwardRegistry, createSshLayer } from "../ssh/index.js";
 import {
   buildInstructions,
   buildOperatingGuide,
-  type ConsentActs,
   createConfirmTool,
   createConsentActs,
   createDiagnosticsTools,
@@ -50,6 +36,7 @@ import {
   createSshTransferTools,
   type RuntimeInfo,
 } from "../tools/index.js";
+import { type ConsoleApprovals, openConsent } from "./consent-wiring.js";
 
 export interface BuiltServer {
   server: Server;
@@ -267,108 +254,6 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       audit.close();
     },
   };
-}
-
-/** What the console needs to approve and deny: the gate's own store and passkey verifier. */
-interface ConsoleApprovals {
-  store: ConsentStore;
-  verifier: ApprovalVerifier;
-}
-
-interface OpenedConsent {
-  gate: Gate;
-  approvals: ConsoleApprovals | null;
-  endSession(session: string): void;
-  pending(): number | null;
-  close(): void;
-}
-
-/** How long a consent transaction waits for another process's lock before the call is refused. */
-const CONSENT_BUSY_TIMEOUT_MS = 2000;
-
-/**
- * The consent gate over the operator's allowed-signers file and the consent
- * store (docs/consent.md). Throws, so start-up fails, when the file is one
- * the relay could have written, names no signer, or the store cannot be opened.
- */
-function openConsent(settings: Settings, deps: { clock: Clock; actOf: ConsentActs }): OpenedConsent {
-  if (settings.consentAllowedSigners === "") {
-    throw new Error(
-      "RELAY_SHELL_CONSENT=true needs RELAY_SHELL_CONSENT_ALLOWED_SIGNERS, the operator's allowed-signers file",
-    );
-  }
-  const passkey = settings.consolePasskeys === "" ? null : openPasskeyChannel(settings);
-  const verifier = channelVerifier({
-    sshsig: createSshsigVerifier(settings.consentAllowedSigners, process.geteuid?.() ?? 0),
-    ...(passkey ? { passkey } : {}),
-  });
-  const opened = openSqliteStore(settings.consentDb, {
-    clock: deps.clock,
-    ids: cryptoIds,
-    busyTimeoutMs: CONSENT_BUSY_TIMEOUT_MS,
-  });
-  if (!opened.ok)
-    throw new Error(`the consent store ${settings.consentDb} cannot be opened: ${opened.detail}`);
-  // The database is writable by this process's own user: consumed nonces are also kept in memory.
-  const store = rememberConsumedNonces(opened.value, deps.clock);
-  const gate = createConsentGate({
-    store,
-    actOf: deps.actOf,
-    describe: (request, expiresInSeconds) =>
-      describeAct({
-        id: request.id,
-        act: request.act,
-        basis: request.basis,
-        expiresInSeconds,
-        session: request.session,
-        clientId: request.clientId,
-      }),
-    verifier,
-    clock: deps.clock,
-    settings: {
-      leaseMode: settings.consentLeaseMode,
-      leaseTtlSeconds: settings.consentLeaseTtl,
-      leaseBudget: settings.consentLeaseBudget,
-      sessionIdleSeconds: settings.consentSessionIdle,
-      approvalTtlSeconds: settings.consentApprovalTtl,
-      waitSeconds: settings.consentWait,
-    },
-  });
-  return {
-    gate,
-    // One store and one verifier (and so one counters file) for the gate and the console.
-    approvals: passkey ? { store, verifier: passkey } : null,
-    endSession: (session) => gate.endSession(session),
-    pending() {
-      const listed = store.listRequests();
-      return listed.ok ? listed.value.filter((r) => r.status === "pending").length : null;
-    },
-    close: () => store.close(),
-  };
-}
-
-/**
- * The passkey channel of consent: approvals given in the operator console
- * with a passkey of the operator's passkeys file, for the configured
- * relying party and origin (docs/consent.md, "The passkey channel"). The
- * sign counters are the relay's own state, kept beside the consent store.
- * Throws, so start-up fails, on an unsafe or unparsable file.
- */
-function openPasskeyChannel(settings: Settings): ApprovalVerifier {
-  // The console's own origin: the setting, or localhost on the port the console is served on.
-  const origin = consoleOrigin(settings);
-  try {
-    return createPasskeyVerifier(settings.consolePasskeys, {
-      selfUid: process.geteuid?.() ?? 0,
-      rpId: settings.consoleRpId,
-      origin,
-      counters: fileCounters(join(dirname(settings.consentDb), "passkey-counters.json")),
-    });
-  } catch (err) {
-    throw new Error(
-      `RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be used: ${err instanceof Error ? err.message : String(err)}`,
-    );
-  }
 }
 
 /**

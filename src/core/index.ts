@@ -23,3 +23,4 @@ export {
 } from "./terminal-output.js";
 export { type Tier, tierName } from "./tier.js";
 export { clamp, decodeUtf8, type Truncated, truncateUtf8, utf8Length } from "./truncate.js";
+export { wildcardMatch } from "./wildcard.js";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import ssh2 from "ssh2";
 import { afterAll, describe, expect, it } from "vitest";
-import { RelayError } from "../core/index.js";
+import { RelayError, wildcardMatch } from "../core/index.js";
 import { createHostKeyGuard } from "./host-key.js";
 import {
   entryMatches,
@@ -16,7 +16,6 @@ import {
   knownHostsName,
   parseKnownHosts,
   patternListMatches,
-  wildcardMatch,
 } from "./known-hosts.js";
 import { createKnownHostsStore } from "./known-hosts-store.js";
 

@@ -1,4 +1,5 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { wildcardMatch } from "../core/index.js";
 
 /**
  * The OpenSSH known_hosts format, read and written by hand: ssh2 hands the
@@ -101,35 +102,6 @@ export function parseKnownHosts(text: string, file = ""): ParsedKnownHosts {
 export function knownHostsName(host: string, port: number): string {
   const bare = host.toLowerCase().replace(/^\[(.*)\]$/, "$1");
   return port === 22 ? bare : `[${bare}]:${port}`;
-}
-
-/**
- * Shell-style wildcard match (`*`, `?`) without regular expressions, so a
- * hostile pattern cannot make matching exponential: the classic
- * single-backtrack-point algorithm is O(pattern × text) at worst.
- */
-export function wildcardMatch(pattern: string, text: string): boolean {
-  let p = 0;
-  let t = 0;
-  let starP = -1;
-  let starT = 0;
-  while (t < text.length) {
-    const c = pattern[p];
-    if (c === "*") {
-      starP = p++;
-      starT = t;
-    } else if (c !== undefined && (c === "?" || c === text[t])) {
-      p++;
-      t++;
-    } else if (starP !== -1) {
-      p = starP + 1;
-      t = ++starT;
-    } else {
-      return false;
-    }
-  }
-  while (pattern[p] === "*") p++;
-  return p === pattern.length;
 }
 
 /**

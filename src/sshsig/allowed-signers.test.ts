@@ -1,12 +1,13 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { wildcardMatch } from "../core/index.js";
 import {
   parseAllowedSigners,
   parseSignerTime,
   signerAllowsNamespace,
   signerAllowsPrincipal,
 } from "./allowed-signers.js";
-import { matchPattern, matchPatternList } from "./patterns.js";
+import { matchPatternList } from "./patterns.js";
 
 const ED = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIIlizSIN3DQV78VPNjVvvwjgf+P5HqbPYCYu3BOMdjAE";
 const ED_FP = "SHA256:ZxTZQ/K7JZpz0mHqWqdmYCUcq3MAtnu9TYA66TCBkxM";
@@ -134,14 +135,14 @@ describe("signer times", () => {
 
 describe("OpenSSH patterns", () => {
   it("matches * and ? and literal characters, case sensitively", () => {
-    expect(matchPattern("alice@example.com", "*@example.com")).toBe(true);
-    expect(matchPattern("alice@example.com", "?lice@*")).toBe(true);
-    expect(matchPattern("alice@example.com", "*@EXAMPLE.com")).toBe(false);
-    expect(matchPattern("alice@example.com.evil", "*@example.com")).toBe(false);
-    expect(matchPattern("", "*")).toBe(true);
-    expect(matchPattern("", "?")).toBe(false);
-    expect(matchPattern("abc", "a*b*c*")).toBe(true);
-    expect(matchPattern("relay-shell-consent", "relay-*")).toBe(true);
+    expect(wildcardMatch("*@example.com", "alice@example.com")).toBe(true);
+    expect(wildcardMatch("?lice@*", "alice@example.com")).toBe(true);
+    expect(wildcardMatch("*@EXAMPLE.com", "alice@example.com")).toBe(false);
+    expect(wildcardMatch("*@example.com", "alice@example.com.evil")).toBe(false);
+    expect(wildcardMatch("*", "")).toBe(true);
+    expect(wildcardMatch("?", "")).toBe(false);
+    expect(wildcardMatch("a*b*c*", "abc")).toBe(true);
+    expect(wildcardMatch("relay-*", "relay-shell-consent")).toBe(true);
   });
 
   it("a negated match excludes, whatever order the list has", () => {
@@ -153,7 +154,7 @@ describe("OpenSSH patterns", () => {
 
   it("stays linear-ish on a hostile pattern", () => {
     const started = performance.now();
-    expect(matchPattern("a".repeat(5000), `${"*a".repeat(200)}b`)).toBe(false);
+    expect(wildcardMatch(`${"*a".repeat(200)}b`, "a".repeat(5000))).toBe(false);
     expect(performance.now() - started).toBeLessThan(2000);
   });
 
@@ -168,7 +169,7 @@ describe("OpenSSH patterns", () => {
             `^${pattern.replace(/\./g, "\\.").replace(/\*/g, ".*").replace(/\?/g, ".")}$`,
             "s",
           );
-          expect(matchPattern(text, pattern)).toBe(re.test(text));
+          expect(wildcardMatch(pattern, text)).toBe(re.test(text));
         },
       ),
       { numRuns: 500 },
