@@ -1,7 +1,11 @@
 import type { AuditFormat } from "../config/index.js";
 import type { Tier } from "../core/index.js";
 
-/** Contract audit actions (docs/wire-contract.md §6.1, ADR 0010) and the consent gate's (docs/consent.md). */
+/**
+ * Contract audit actions (docs/wire-contract.md §6.1, ADR 0010), the consent
+ * gate's (docs/consent.md) and the operator's kill from the console
+ * (docs/console.md#sessions).
+ */
 export type AuditAction =
   | "confirm_plan"
   | "confirm_arm"
@@ -11,7 +15,8 @@ export type AuditAction =
   | "consent_request"
   | "consent_execute"
   | "consent_lease"
-  | "consent_refuse";
+  | "consent_refuse"
+  | "operator_kill";
 
 /** What the runner hands to the log for one event. */
 export interface AuditEntry {

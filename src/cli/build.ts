@@ -18,7 +18,7 @@ import {
   type Relay,
 } from "../runner/index.js";
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
-import { createSessionRegistry } from "../sessions/index.js";
+import { createSessionRegistry, type SessionRegistry } from "../sessions/index.js";
 import { createForwardRegistry, createSshLayer } from "../ssh/index.js";
 import {
   buildInstructions,
@@ -54,6 +54,8 @@ export interface BuiltServer {
   consentPending(): number | null;
   /** The consent store and passkey verifier the gate uses, for the console's approvals; null without both. */
   consentApprovals: ConsoleApprovals | null;
+  /** Every terminal of this server, for the console's sessions page. */
+  sessions: SessionRegistry;
   /** Tear down everything the server owns: children, the audit file. */
   close(): void;
 }
@@ -240,6 +242,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     },
     consentPending: () => consent?.pending() ?? null,
     consentApprovals: consent?.approvals ?? null,
+    sessions,
     close() {
       // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
       sessions.closeAll();

@@ -144,6 +144,8 @@ export function buildConsole(settings: Settings, built: BuiltServer, logger: Log
     posture: () => posture(settings, built, euid),
     selfUid: euid,
     logger,
+    sessions: built.sessions,
+    audit: built.audit,
     ...(built.consentApprovals ? { approvals: built.consentApprovals } : {}),
   });
 }

@@ -24,6 +24,15 @@ function app(origin: string) {
     assets: loadAssets(),
     posture: () => POSTURE,
     auditPath: "/nonexistent/audit.jsonl",
+    sessions: {
+      overview: () => [],
+      terminate: () => Promise.reject(new Error("none")),
+      watch: () => {
+        throw new Error("none");
+      },
+    },
+    audit: { append: () => true, reserve: () => true },
+    recordDir: "",
     clock: systemClock,
     logger: silentLogger,
   });

@@ -8,6 +8,7 @@ import { isoBase64URL } from "@simplewebauthn/server/helpers";
 import { type Context, Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import type { AuditLog } from "../audit/index.js";
 import type { Clock, Logger } from "../core/index.js";
 import { type ApprovalsChannel, registerApprovals } from "./approvals.js";
 import type { Asset } from "./assets.js";
@@ -17,6 +18,7 @@ import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
 import { loginPage, type Posture, posturePage } from "./pages.js";
 import type { PasskeyFile } from "./passkey-file.js";
 import { type ConsoleSession, createLoginLimiter, createSessionStore, sameSecret } from "./sessions.js";
+import { type ConsoleSessions, registerSessionsView } from "./sessions-view.js";
 
 const SESSION_COOKIE = "relay_console";
 const LOGIN_COOKIE = "relay_console_login";
@@ -42,11 +44,18 @@ export interface ConsoleAppOptions {
   logger: Logger;
   /** Consent's store and passkey verifier, when consent is on with the passkey channel. */
   approvals?: ApprovalsChannel;
+  /** The relay's terminals, for the sessions page. */
+  sessions: ConsoleSessions;
+  /** Where the operator's kills are written. */
+  audit: Pick<AuditLog, "append" | "reserve">;
+  /** RELAY_SHELL_SESSION_RECORD_DIR ("" = not recorded). */
+  recordDir: string;
 }
 
 /**
  * The console's routes under /console. Nothing here runs a command: it
- * reads the posture and logs operators in and out. A bearer token is never
+ * reads the posture, logs operators in and out, approves and denies consent
+ * requests, and kills a session at the operator's word. A bearer token is never
  * looked at, so an MCP credential cannot open a page, and the session
  * cookie is scoped to /console, so it cannot reach the MCP endpoint.
  */
@@ -222,6 +231,26 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
       const who = operator(c);
       return who && { csrf: who.session.csrf, passkey: who.session.passkey };
     },
+    logger,
+  });
+
+  registerSessionsView(app, {
+    sessions: options.sessions,
+    audit: options.audit,
+    recordDir: options.recordDir,
+    operator: (c) => {
+      const who = operator(c);
+      return (
+        who && {
+          csrf: who.session.csrf,
+          passkey: who.session.passkey,
+          credentialId: who.session.credentialId,
+        }
+      );
+    },
+    sentCsrf,
+    sameSecret,
+    clock,
     logger,
   });
 

@@ -32,6 +32,12 @@ function webauthnBundle(): string {
   return resolve(dirname(entry), "..", "dist", "bundle", "index.umd.min.js");
 }
 
+/** asciinema-player's browser bundle (global `AsciinemaPlayer`) and its stylesheet. */
+function playerFile(name: string): string {
+  const entry = createRequire(import.meta.url).resolve("asciinema-player");
+  return resolve(dirname(entry), "bundle", name);
+}
+
 const JS = "text/javascript; charset=utf-8";
 
 /** Every asset by the name it is served under (/console/assets/NAME); nothing else is served. */
@@ -45,7 +51,11 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
     ["approvals.js", join(web, "approvals.js"), JS],
     ["audit.js", join(web, "audit.js"), JS],
     ["audit-chart.js", join(web, "audit-chart.js"), JS],
+    ["sessions.js", join(web, "sessions.js"), JS],
+    ["player.js", join(web, "player.js"), JS],
     ["webauthn.js", webauthnBundle(), JS],
+    ["asciinema-player.js", playerFile("asciinema-player.min.js"), JS],
+    ["asciinema-player.css", playerFile("asciinema-player.css"), "text/css; charset=utf-8"],
   ];
   return new Map(files.map(([name, path, type]) => [name, { type, body: readFileSync(path) }]));
 }

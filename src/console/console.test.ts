@@ -15,6 +15,7 @@ const BASE: ConsoleSettings = {
   consoleSessionTtl: 900,
   consoleStateDir: "/var/lib/relay-shell/console",
   auditPath: "/var/log/relay-shell/audit.jsonl",
+  sessionRecordDir: "",
 };
 
 describe("the console's origin", () => {

@@ -1,3 +1,4 @@
+import type { AuditLog } from "../audit/index.js";
 import { consoleOrigin, type Settings } from "../config/index.js";
 import { type Clock, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
 import { createConsoleApp } from "./app.js";
@@ -7,6 +8,7 @@ import { openSignCounters } from "./counters.js";
 import { type ConsoleHandler, nodeHandler } from "./listen.js";
 import type { Posture } from "./pages.js";
 import { watchPasskeyFile } from "./passkey-file.js";
+import type { ConsoleSessions } from "./sessions-view.js";
 
 export type ConsoleSettings = Pick<
   Settings,
@@ -22,6 +24,7 @@ export type ConsoleSettings = Pick<
   | "consoleSessionTtl"
   | "consoleStateDir"
   | "auditPath"
+  | "sessionRecordDir"
 >;
 
 /** Why the console cannot be served with these settings (its origin, or its path beside MCP), or null. */
@@ -53,6 +56,10 @@ export interface ConsoleDeps {
   clock?: Clock;
   /** Consent's store and passkey verifier, for the approvals page; absent when consent is off. */
   approvals?: ApprovalsChannel;
+  /** The relay's terminals, for the sessions page. */
+  sessions: ConsoleSessions;
+  /** The relay's audit log, where the operator's kills are written. */
+  audit: Pick<AuditLog, "append" | "reserve">;
 }
 
 export interface OperatorConsole {
@@ -97,6 +104,9 @@ export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDe
     assets: loadAssets(),
     posture: deps.posture,
     auditPath: settings.auditPath,
+    sessions: deps.sessions,
+    audit: deps.audit,
+    recordDir: settings.sessionRecordDir,
     clock: deps.clock ?? systemClock,
     logger: deps.logger,
     ...(deps.approvals ? { approvals: deps.approvals } : {}),

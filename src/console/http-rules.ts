@@ -4,20 +4,34 @@ import type { Context, MiddlewareHandler } from "hono";
  * What a console page may load: only the relay's own files, no inline
  * script or style, no eval, no framing, no plugins, forms only to itself.
  */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join("; ");
+function contentSecurityPolicy(wasm: boolean): string {
+  return [
+    "default-src 'self'",
+    wasm ? "script-src 'self' 'wasm-unsafe-eval'" : "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
+
+/**
+ * Pages that may compile WebAssembly: the terminal player's emulator is a
+ * WebAssembly module inside its own script (ADR 0026). Only those pages get
+ * `'wasm-unsafe-eval'`, which allows compiling WebAssembly and nothing else:
+ * JavaScript's eval and inline script stay forbidden there too.
+ */
+const wasmPages = new WeakSet<Request>();
+
+/** Let this answer's page compile WebAssembly (the player pages only). */
+export function allowWasm(c: Context): void {
+  wasmPages.add(c.req.raw);
+}
 
 const HEADERS: Record<string, string> = {
-  "Content-Security-Policy": CONTENT_SECURITY_POLICY,
   "X-Content-Type-Options": "nosniff",
   "X-Frame-Options": "DENY",
   // A form POST under no-referrer carries `Origin: null`, which the Origin check must refuse.
@@ -72,6 +86,7 @@ export function guardRequests(origin: string): MiddlewareHandler {
 export function securityHeaders(): MiddlewareHandler {
   return async (c, next) => {
     await next();
+    c.res.headers.set("Content-Security-Policy", contentSecurityPolicy(wasmPages.has(c.req.raw)));
     for (const [name, value] of Object.entries(HEADERS)) c.res.headers.set(name, value);
   };
 }

@@ -24,25 +24,28 @@ const ESCAPES: Record<string, string> = {
 };
 
 /** Text for HTML content and quoted attributes. */
-function esc(text: string): string {
+export function esc(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] ?? ch);
 }
 
-interface Layout {
+export interface Layout {
   title: string;
   csrf: string;
   /** Module scripts of the page (names under /console/assets/). */
   modules: string[];
   /** The UMD WebAuthn bundle goes before the modules that use it. */
   webauthn: boolean;
+  /** The terminal player's bundle and stylesheet (the recording and live-follow pages). */
+  player?: boolean;
   /** The logged-in passkey, for the header and its log-out form. */
   who: string | null;
   body: string;
 }
 
-function page(layout: Layout): string {
+export function page(layout: Layout): string {
   const scripts = [
     ...(layout.webauthn ? ['<script src="/console/assets/webauthn.js"></script>'] : []),
+    ...(layout.player ? ['<script src="/console/assets/asciinema-player.js"></script>'] : []),
     ...layout.modules.map((m) => `<script type="module" src="/console/assets/${esc(m)}"></script>`),
   ].join("\n");
   const who =
@@ -58,7 +61,7 @@ function page(layout: Layout): string {
 <meta name="csrf-token" content="${esc(layout.csrf)}">
 <title>${esc(layout.title)} · relay-shell</title>
 <link rel="stylesheet" href="/console/assets/console.css">
-${scripts}
+${layout.player ? '<link rel="stylesheet" href="/console/assets/asciinema-player.css">\n' : ""}${scripts}
 </head>
 <body>
 <header><h1>relay-shell console</h1>${who}</header>
@@ -157,7 +160,7 @@ ${row("Audit fail-closed", state(p.audit.failClosed, "on", "off", "bad"), "postu
 <h2>Configuration warnings</h2>
 ${warnings}
 </section>
-<nav class="card"><a id="nav-audit" href="/console/audit">Live audit log</a></nav>`,
+<nav class="card"><a id="nav-audit" href="/console/audit">Live audit log</a> · <a id="nav-sessions" href="/console/sessions">Sessions and recordings</a></nav>`,
   });
 }
 

@@ -242,4 +242,61 @@ describe("session registry", () => {
     expect([a.transport.destroyed, b.transport.destroyed]).toEqual([1, 1]);
     expect(registry.size).toBe(0);
   });
+
+  it("shows the operator every session, and lets it end one whoever owns it", async () => {
+    const { registry, open } = setup();
+    const a = await open("A");
+    const b = await open("B");
+    expect(registry.list("A").map((s) => s.id)).toEqual([a.id]);
+    expect(registry.overview().map((s) => [s.id, s.owner])).toEqual([
+      [a.id, "A"],
+      [b.id, "B"],
+    ]);
+    expect(await registry.terminate(b.id)).toEqual({ signal: "SIGTERM", closed: true });
+    expect(b.transport.signals).toEqual(["TERM"]);
+    expect(b.transport.closed).toBe(1);
+    expect(registry.overview().map((s) => s.id)).toEqual([a.id]);
+    expect(await errorOf(() => registry.terminate(b.id))).toBe(`SessionError: unknown session: ${b.id}`);
+  });
+
+  it("lets an onlooker see output, resizes and the end without taking anything from the owner", async () => {
+    const { registry, open } = setup();
+    const s = await open("A");
+    s.transport.emit("before ");
+    const seen: string[] = [];
+    const watch = registry.watch(s.id, {
+      output: (chunk) => seen.push(Buffer.from(chunk).toString()),
+      resize: (cols, rows) => seen.push(`resize ${cols}x${rows}`),
+      ended: (code) => seen.push(`ended ${code}`),
+    });
+    expect(watch).toMatchObject({ cols: 80, rows: 24, title: "bash", recording: "" });
+    s.transport.emit("after");
+    registry.resize(s.id, "A", 100, 30);
+    s.transport.events?.exit(4);
+    expect(seen).toEqual(["after", "resize 100x30", "ended 4"]);
+    // The owner still reads all of it.
+    expect((await registry.recv(s.id, "A", { timeoutMs: 0, maxBytes: 256 })).text).toBe("before after");
+    watch.stop();
+    expect(await errorOf(() => registry.watch(s.id, { output() {}, resize() {}, ended() {} }))).toBe(
+      `SessionError: session ${s.id} has ended`,
+    );
+    expect(
+      await errorOf(() => registry.watch("sh-ffffffffffff", { output() {}, resize() {}, ended() {} })),
+    ).toBe("SessionError: unknown session: sh-ffffffffffff");
+  });
+
+  it("stops showing output to an onlooker that stopped watching", async () => {
+    const { registry, open } = setup();
+    const s = await open();
+    const seen: string[] = [];
+    const watch = registry.watch(s.id, {
+      output: (chunk) => seen.push(Buffer.from(chunk).toString()),
+      resize() {},
+      ended() {},
+    });
+    s.transport.emit("one");
+    watch.stop();
+    s.transport.emit("two");
+    expect(seen).toEqual(["one"]);
+  });
 });

@@ -13,6 +13,8 @@ import type {
   SessionKind,
   SessionRegistry,
   SessionRegistryConfig,
+  SessionViewer,
+  SessionWatch,
 } from "./types.js";
 
 export interface SessionRegistryDeps {
@@ -94,6 +96,15 @@ export function createSessionRegistry(
     session.close().catch((err: unknown) => {
       logger.error({ session: session.id, err: String(err) }, "session close failed");
     });
+  }
+
+  /** Signal (unless it is already over), release the id, end the terminal and all in it. */
+  async function closeSession(session: Session, wanted: string): Promise<KillResult> {
+    let sent = wanted;
+    if (!session.ended && !session.closing) sent = session.transport.signal(wanted);
+    sessions.delete(session.id);
+    await session.close();
+    return { signal: `SIG${sent}`, closed: true };
   }
 
   function sweep(): Reaped[] {
@@ -204,11 +215,33 @@ export function createSessionRegistry(
         if (session.ended || session.closing) throw sessionError(`session ${id} has ended`);
         return { signal: `SIG${session.transport.signal(wanted)}`, closed: false };
       }
-      let sent = wanted;
-      if (!session.ended && !session.closing) sent = session.transport.signal(wanted);
-      sessions.delete(id);
-      await session.close();
-      return { signal: `SIG${sent}`, closed: true };
+      return closeSession(session, wanted);
+    },
+
+    overview() {
+      sweep();
+      const now = clock.monotonic();
+      return [...sessions.values()].map((s) => s.info(now));
+    },
+
+    terminate(id) {
+      const session = sessions.get(id);
+      if (!session) return Promise.reject(sessionError(`unknown session: ${id}`));
+      return closeSession(session, "TERM");
+    },
+
+    watch(id: string, viewer: SessionViewer): SessionWatch {
+      const session = sessions.get(id);
+      if (!session) throw sessionError(`unknown session: ${id}`);
+      if (session.ended || session.closing) throw sessionError(`session ${id} has ended`);
+      const stop = session.watch(viewer);
+      return {
+        cols: session.cols,
+        rows: session.rows,
+        title: session.title,
+        recording: session.recording?.path ?? "",
+        stop,
+      };
     },
 
     list(clientId) {

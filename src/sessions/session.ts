@@ -2,7 +2,14 @@ import type { Clock } from "../core/index.js";
 import { openSequenceStart, utf8Length } from "../core/index.js";
 import type { Recording } from "./recording.js";
 import { type BlockPool, RingBuffer } from "./ring-buffer.js";
-import type { AddSessionRequest, RecvResult, SessionInfo, SessionKind, SessionTransport } from "./types.js";
+import type {
+  AddSessionRequest,
+  RecvResult,
+  SessionInfo,
+  SessionKind,
+  SessionTransport,
+  SessionViewer,
+} from "./types.js";
 import { Utf8StreamDecoder } from "./utf8-stream.js";
 
 export interface SessionInit extends AddSessionRequest {
@@ -40,6 +47,7 @@ export class Session {
   readonly #ring: RingBuffer;
   #decoder = new Utf8StreamDecoder();
   readonly #wakers = new Set<(why: Wake) => void>();
+  readonly #viewers = new Set<SessionViewer>();
   readonly #clock: Clock;
 
   constructor(init: SessionInit) {
@@ -64,6 +72,7 @@ export class Session {
         this.#ring.write(chunk);
         this.recording?.output(chunk);
         this.#wake();
+        for (const viewer of this.#viewers) viewer.output(chunk);
       },
       exit: (code) => this.markEnded(code),
     });
@@ -75,6 +84,22 @@ export class Session {
     this.exitCode = code;
     this.recording?.close();
     this.#wake();
+    const viewers = [...this.#viewers];
+    this.#viewers.clear();
+    for (const viewer of viewers) viewer.ended(code);
+  }
+
+  /**
+   * Show the output to an onlooker as it arrives, from now on. It consumes
+   * nothing: the owner's reads see the same bytes. Returns the function that
+   * stops it. A viewer must not throw and must not block; it bounds what it
+   * holds itself.
+   */
+  watch(viewer: SessionViewer): () => void {
+    this.#viewers.add(viewer);
+    return () => {
+      this.#viewers.delete(viewer);
+    };
   }
 
   get closing(): boolean {
@@ -209,6 +234,7 @@ export class Session {
     this.cols = cols;
     this.rows = rows;
     this.recording?.resize(cols, rows);
+    for (const viewer of this.#viewers) viewer.resize(cols, rows);
   }
 
   info(now: number): SessionInfo {

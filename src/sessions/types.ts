@@ -112,6 +112,23 @@ export interface SessionInfo {
   recording: string;
 }
 
+/** An onlooker of a session's output (the operator console's live follow); it consumes nothing. */
+export interface SessionViewer {
+  output(chunk: Uint8Array): void;
+  resize(cols: number, rows: number): void;
+  ended(exitCode: number | null): void;
+}
+
+/** A session being watched: its size and recording when the watch began, and how to stop watching. */
+export interface SessionWatch {
+  cols: number;
+  rows: number;
+  title: string;
+  /** The recording's path, or "": every output event up to now is in it when the watch begins. */
+  recording: string;
+  stop(): void;
+}
+
 type ReapReason = "lifetime" | "idle" | "ended";
 
 export interface Reaped {
@@ -136,6 +153,18 @@ export interface SessionRegistry {
   kill(id: string, clientId: string, signalName: string, close: boolean): Promise<KillResult>;
   /** The caller's sessions and the unowned ones, after a sweep. */
   list(clientId: string): SessionInfo[];
+  /** Every live session, whoever owns it: the operator's view (docs/console.md#sessions). */
+  overview(): SessionInfo[];
+  /**
+   * The operator's kill: SIGTERM, then the session is closed and everything
+   * in it killed, whoever owns it. Throws for an unknown session.
+   */
+  terminate(id: string): Promise<KillResult>;
+  /**
+   * Start showing a live session's output to `viewer`, whoever owns it.
+   * Throws for an unknown or ended session.
+   */
+  watch(id: string, viewer: SessionViewer): SessionWatch;
   /** Reap what is past its lifetime, idle too long, or ended and read; runs in the background too. */
   sweep(): Reaped[];
   /** Live sessions, whoever owns them. */
