@@ -65,16 +65,25 @@ async function readStream(response: Response, until: RegExp): Promise<string> {
 
 describe("the console's sessions view", () => {
   it("lists every session, whoever owns it, only to a logged-in operator", async () => {
-    const { app, open } = world();
+    const { app, open, registry } = world();
     const a = await open("client-a");
     const b = await open("client-b");
+    const remote = await registry.add({
+      kind: "ssh",
+      title: "ssh deploy@web-1",
+      owner: "client-c",
+      cols: 80,
+      rows: 24,
+      transport: new FakeTransport(),
+    });
     expect((await app.request("/console/sessions/list")).status).toBe(401);
     const listed = (await (await app.request("/console/sessions/list", { headers: LOGGED_IN })).json()) as {
-      sessions: Array<{ id: string; owner: string }>;
+      sessions: Array<{ id: string; kind: string; owner: string }>;
     };
-    expect(listed.sessions.map((s) => [s.id, s.owner])).toEqual([
-      [a.id, "client-a"],
-      [b.id, "client-b"],
+    expect(listed.sessions.map((s) => [s.id, s.kind, s.owner])).toEqual([
+      [a.id, "local", "client-a"],
+      [b.id, "local", "client-b"],
+      [remote.id, "ssh", "client-c"],
     ]);
     expect(listed).toMatchObject({ recording: false, recordings: [], recordingsProblem: null });
     const page = await app.request("/console/sessions");
