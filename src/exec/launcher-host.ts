@@ -8,6 +8,7 @@ import {
   toWireError,
   type WireRequest,
 } from "./launcher-protocol.js";
+import { nativeSpawnAvailable } from "./native-spawn.js";
 import { createProcessRunner } from "./process-runner.js";
 
 /**
@@ -28,6 +29,8 @@ export function serveLauncher(host: NodeJS.Process): void {
   // outlives the call, and nothing at all outlives the launcher
   // (docs/adr/0019-one-shot-commands-stop-what-they-start.md).
   const runner = createProcessRunner({ subreaper: createSubreaper({ adopt: true }) });
+  // Bind posix_spawn now, while no command waits: the first command then pays nothing for it.
+  nativeSpawnAvailable();
   const inflight = new Map<number, AbortController>();
   let unsent = 0;
   let closing = false;

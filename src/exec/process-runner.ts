@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { resolve } from "node:path";
 import { type Clock, markStage, RelayError, systemClock } from "../core/index.js";
 import { createSubreaper, type Subreaper } from "../proc/index.js";
+import { NativeSpawnError, nativeSpawn, nativeSpawnAvailable, type SpawnedChild } from "./native-spawn.js";
 import { createOutputSink } from "./output-sink.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
 import { superviseChild } from "./supervise.js";
@@ -79,12 +81,39 @@ export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner
   };
 }
 
-/** Spawn the planned child, or reject with a typed error; an 'error' event never goes unheard. */
+/** Text posix_spawn would cut at a NUL: such a request goes to spawn(), which refuses it as before. */
+function hasNul(plan: SpawnPlan, env: Readonly<Record<string, string>>): boolean {
+  if (plan.args.some((a) => a.includes("\0")) || plan.argv0.includes("\0")) return true;
+  for (const key in env) if (key.includes("\0") || (env[key] ?? "").includes("\0")) return true;
+  return false;
+}
+
+/**
+ * Spawn the planned child, or reject with a typed error; an 'error' event never goes unheard.
+ * Where glibc offers it, the child is started with posix_spawn (native-spawn.ts): no copy of
+ * this process's page tables, which is most of what a spawn costs a Node process.
+ */
 async function startChild(
   plan: SpawnPlan,
   request: ProcessRequest,
   serverCwd: string,
-): Promise<ChildProcess> {
+): Promise<SpawnedChild> {
+  if (nativeSpawnAvailable() && !hasNul(plan, request.env)) {
+    try {
+      return nativeSpawn({
+        file: plan.file,
+        argv: [plan.argv0, ...plan.args],
+        env: request.env,
+        cwd: plan.cwd === undefined ? undefined : resolve(serverCwd, plan.cwd),
+        stdinPipe: plan.stdin !== undefined,
+      });
+    } catch (err) {
+      if (!(err instanceof NativeSpawnError)) throw err;
+      const failure = Object.assign(new Error(`spawn ${plan.file} ${err.code}`), { code: err.code });
+      if (err.code === "ENOENT" && plan.cwd !== undefined) await checkCwd(plan.cwd, serverCwd);
+      throw toSpawnError(failure, plan.programName);
+    }
+  }
   let child: ChildProcess;
   try {
     child = spawn(plan.file, plan.args, {

@@ -1,5 +1,5 @@
-import type { ChildProcess } from "node:child_process";
 import { type CommandTracker, signalGroup, toExitCode } from "../proc/index.js";
+import type { SpawnedChild } from "./native-spawn.js";
 import type { OutputSink, StreamName } from "./output-sink.js";
 
 /** How long to wait for the reap (and the pipes) after SIGKILL before giving up on the child. */
@@ -44,7 +44,7 @@ export interface SupervisedExit {
  * command does not outlive its call.
  */
 export function superviseChild(
-  child: ChildProcess,
+  child: SpawnedChild,
   pgid: number,
   opts: SuperviseOptions,
 ): Promise<SupervisedExit> {

@@ -1,4 +1,4 @@
-export { peerCredentials } from "./libc.js";
+export { peerCredentials, waitChild } from "./libc.js";
 export { signalGroup, signalSession, toExitCode } from "./signal.js";
 export { readProc } from "./stat.js";
 export { readSupplementaryGroups } from "./status.js";

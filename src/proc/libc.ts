@@ -94,6 +94,37 @@ export function reapChild(pid: number): "reaped" | "running" | "gone" {
   }
 }
 
+/** What waitChild found: still running, not (or no longer) ours, or ended with a code or a signal. */
+type ChildWait =
+  | { kind: "running" }
+  | { kind: "gone" }
+  | { kind: "exited"; code: number | null; signal: number | null };
+
+/**
+ * Collect the exit status of one child started outside libuv (exec/native-spawn.ts),
+ * by its own pid and without blocking. Like reapChild, it never waits for "any child".
+ */
+export function waitChild(pid: number): ChildWait {
+  const lib = libc();
+  if (lib === null || !Number.isInteger(pid) || pid <= 1) return { kind: "gone" };
+  for (;;) {
+    const status = [0];
+    const result = lib.waitpid(pid, status, WNOHANG);
+    if (result > 0) {
+      const raw = status[0] ?? 0;
+      const low = raw & 0x7f;
+      // WIFEXITED: the low seven bits are zero and the code is in the next byte; otherwise WTERMSIG.
+      return low === 0
+        ? { kind: "exited", code: (raw >> 8) & 0xff, signal: null }
+        : { kind: "exited", code: null, signal: low };
+    }
+    if (result === 0) return { kind: "running" };
+    const errno = readErrno();
+    if (errno === EINTR) continue;
+    return errno === ECHILD ? { kind: "gone" } : { kind: "running" };
+  }
+}
+
 /**
  * Who is on the other end of a connected Unix-domain socket: the pid, uid and
  * gid the kernel recorded when the peer called connect(), which the peer
