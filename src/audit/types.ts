@@ -93,6 +93,12 @@ export interface AuditLog {
    * for space. Never throws.
    */
   reserve(): boolean;
+  /**
+   * Build, seal and format the record of `entry` and throw it away: nothing
+   * is written and the chain does not move. Run once after start-up so the
+   * first real record does not pay for compiling that path. Never throws.
+   */
+  rehearse(entry: AuditEntry): void;
   status(): AuditStatus;
   /** docs/wire-contract.md §2.7 audit_tail semantics; never throws. */
   tail(query: TailQuery): string;

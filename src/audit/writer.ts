@@ -275,6 +275,16 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
     return true;
   }
 
+  function rehearse(entry: AuditEntry): void {
+    try {
+      const record = buildRecord(entry, isoTimestamp(deps.clock.now()));
+      if (chainOn) sealRecord(record, anchor);
+      formatRecord(record, format);
+    } catch {
+      // Only a rehearsal: the real record reports its own failure.
+    }
+  }
+
   function reserve(): boolean {
     if (closed) return false;
     try {
@@ -304,6 +314,7 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
   return {
     append,
     reserve,
+    rehearse,
     status,
     tail: (query: TailQuery) => tailAudit(path, query),
     close(): void {

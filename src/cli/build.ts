@@ -223,7 +223,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     operatingGuide: buildOperatingGuide(registered),
     resources: createSshResources(ssh.directory),
     ready,
-    onInitialized: () => warmUp(processes, classifier, ready),
+    onInitialized: () => warmUp(processes, classifier, ready, relay),
     ...(consent ? { onSessionEnd: consent.endSession } : {}),
   };
   const server = createMcpServer(mcp);
@@ -303,10 +303,14 @@ function stageTraceWriter(path: string, logger: Logger): (record: StageRecord) =
  * pass through its grammar (once the wasm module has loaded). Neither is on
  * the path to `initialized`, and a failure here surfaces on the first call.
  */
-function warmUp(processes: LauncherRunner, classifier: Classifier, ready: Promise<void>): void {
+function warmUp(processes: LauncherRunner, classifier: Classifier, ready: Promise<void>, relay: Relay): void {
   processes.prestart();
   ready.then(
-    () => classifier.classify("cd /tmp && ls -l | grep -v x > out.txt"),
+    () => {
+      classifier.classify("cd /tmp && ls -l | grep -v x > out.txt");
+      // Validation, redaction, the lists and the audit's room, compiled before the first call.
+      relay.rehearse("shell_exec", { command: "true" });
+    },
     () => undefined, // reported by whoever awaits `ready`
   );
 }

@@ -32,6 +32,15 @@ export interface LauncherRunner extends ProcessRunner {
   prestart(): void;
 }
 
+/** What prestart() runs once through a new launcher. */
+const WARM_UP: ProcessRequest = {
+  command: "true",
+  env: {},
+  timeoutMs: 5000,
+  maxBufferBytes: 1024,
+  mergeStderr: false,
+};
+
 /** How the launcher is started: the script and the node flags it runs with. */
 export interface LauncherEntry {
   script: string;
@@ -238,14 +247,15 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
     prestart: () => {
       if (closed || current !== undefined) return;
       try {
-        const launcher = start();
-        if (launcher.open === 0) {
-          launcher.child.unref();
-          launcher.child.channel?.unref();
-        }
+        start();
       } catch {
         // The first run forks again and reports why it could not.
+        return;
       }
+      // One trip through the whole path (the request over the channel, plan, spawn, drain, the
+      // outcome back) while no command waits, so the first command does not pay for loading and
+      // compiling it. It runs `true` with an empty environment; nothing a client asked for.
+      run(WARM_UP).catch(() => undefined);
     },
   };
 }

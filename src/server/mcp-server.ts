@@ -3,6 +3,7 @@ import { UriTemplate } from "@modelcontextprotocol/sdk/shared/uriTemplate.js";
 import {
   CallToolRequestSchema,
   type CallToolResult,
+  CallToolResultSchema,
   ErrorCode,
   GetPromptRequestSchema,
   type JSONRPCMessage,
@@ -15,6 +16,12 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { cryptoIds } from "../core/index.js";
 import { outputSchemaFor, type Relay, type ResourceDef } from "../runner/index.js";
+
+/** One sample tools/call request and result through the SDK's schemas; the answers are not used. */
+function warmCallSchemas(): void {
+  CallToolRequestSchema.safeParse({ method: "tools/call", params: { name: "shell_exec", arguments: {} } });
+  CallToolResultSchema.safeParse({ content: [{ type: "text", text: "" }], structuredContent: {} });
+}
 
 export interface McpServerDeps {
   relay: Relay;
@@ -104,7 +111,12 @@ export function createMcpServer(deps: McpServerDeps): Server {
       instructions: deps.instructions,
     },
   );
-  if (deps.onInitialized) server.oninitialized = deps.onInitialized;
+  server.oninitialized = () => {
+    deps.onInitialized?.();
+    // The SDK checks every tools/call request and result against its schemas, which are compiled
+    // on first use: compile them now, after the handshake, rather than in the first call.
+    setImmediate(warmCallSchemas);
+  };
   // One MCP server per session (the HTTP edge builds one per Mcp-Session-Id): its consent session.
   const session = `mcp-${cryptoIds.hex(8)}`;
   const onSessionEnd = deps.onSessionEnd;
