@@ -287,6 +287,25 @@ describe("runtime write failures", () => {
   });
 });
 
+describe("rehearsal", () => {
+  it("writes nothing, echoes nothing and does not move the chain", () => {
+    const path = join(dir, "audit.jsonl");
+    const log = open(config(path, { chain: true, stderrEcho: true }));
+    expect(log.append(entry({ tool: "one" }))).toBe(true);
+    log.rehearse(entry({ tool: "rehearsed" }));
+    // A record no JSON can carry is only a failed rehearsal: nothing throws.
+    log.rehearse(entry({ args: { loop: 1n } as unknown as Record<string, unknown> }));
+    expect(log.append(entry({ tool: "two" }))).toBe(true);
+    const written = lines(path).map((l) => JSON.parse(l) as { tool: string; seq: number });
+    expect(written.map((r) => [r.tool, r.seq])).toEqual([
+      ["one", 0],
+      ["two", 1],
+    ]);
+    expect(stderr.join("")).not.toContain("rehearsed");
+    expect(log.status()).toMatchObject({ writeFailures: 0, lastWriteOk: true });
+  });
+});
+
 describe("rotation", () => {
   it("reopens a new file after a rename and keeps the chain going", () => {
     const path = join(dir, "audit.jsonl");

@@ -63,6 +63,20 @@ describe("Relay.run", () => {
     });
   }
 
+  it("a rehearsal runs nothing, records nothing and counts nothing, whatever it is given", async () => {
+    const runs: string[] = [];
+    const { relay, metrics, records } = setup({}, [echoTool(runs, async (t) => ({ body: t, exitCode: 0 }))]);
+    relay.rehearse("echo_tool", { text: "rm -rf /tmp/rehearsal-canary" });
+    relay.rehearse("echo_tool", { text: 7 });
+    relay.rehearse("no_such_tool", {});
+    expect(runs).toEqual([]);
+    expect([...metrics.snapshot().keys()]).toEqual([]);
+    // The first record written after it is the first call's.
+    await relay.run("echo_tool", { text: "ls" }, ctx);
+    expect(runs).toEqual(["ls"]);
+    expect(records().map((r) => r.args)).toEqual([{ text: "ls" }]);
+  });
+
   it("a gate challenge stops the work and is audited with its action", async () => {
     const runs: string[] = [];
     const gate: Gate = {

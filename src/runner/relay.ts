@@ -17,6 +17,7 @@ import { runFollowUps } from "./follow-up.js";
 import { clampOutput, deniedText, errorText } from "./format.js";
 import { attachNotices, auditLostNotice, computeNotices } from "./notices.js";
 import { createRecorder, type Finish } from "./record.js";
+import { rehearseCall } from "./rehearse.js";
 import type { StructuredResult } from "./structured.js";
 import type { Gate, Tool, ToolContext } from "./tool.js";
 import { performWork, type WorkResult } from "./work.js";
@@ -61,12 +62,7 @@ export interface Relay {
    * treated like any input over RELAY_SHELL_MAX_INPUT (unscanned = Tier 3).
    */
   refuseOversized(toolName: string | null, messageBytes: number, ctx: CallContext): RunResult;
-  /**
-   * Take a call through validation and admission (policy text, redaction,
-   * classification, the lists, the audit's room), with nothing run, nothing
-   * recorded and nothing decided for anyone: run once after start-up so the
-   * first real call does not pay for compiling that path. Never throws.
-   */
+  /** Warm the path of a call without running or recording it (rehearse.ts). Never throws. */
   rehearse(toolName: string, rawArgs: unknown): void;
 }
 
@@ -275,25 +271,7 @@ export function createRelay(deps: RelayDeps): Relay {
 
   return {
     tools: deps.tools,
-    rehearse(toolName, rawArgs) {
-      try {
-        const tool = byName.get(toolName);
-        const parsed = tool?.parse(rawArgs);
-        if (!tool || !parsed?.ok) return;
-        const admission = admit(tool, parsed.args);
-        if (!admission.admitted) return;
-        audit.rehearse({
-          tool: tool.name,
-          tier: admission.tier,
-          denied: false,
-          args: admission.auditArgs,
-          output: "[exit 0]\n",
-          exitCode: 0,
-        });
-      } catch (err) {
-        logger.warn({ err: String(err), tool: toolName }, "rehearsal of a call failed");
-      }
-    },
+    rehearse: (toolName, rawArgs) => rehearseCall(byName.get(toolName), rawArgs, { admit, audit, logger }),
     async run(toolName, rawArgs, ctx) {
       try {
         // A context of its own per call: the recorder keys the call's lost records on it.

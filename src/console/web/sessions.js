@@ -109,7 +109,7 @@ async function refresh() {
       return false;
     }
     data = await response.json();
-    if (!response.ok) throw new Error(data && data.error ? data.error : `HTTP ${response.status}`);
+    if (!response.ok) throw new Error(data?.error ? data.error : `HTTP ${response.status}`);
   } catch (err) {
     status.textContent = `Cannot list the sessions: ${err instanceof Error ? err.message : String(err)}`;
     return true;
