@@ -45,4 +45,14 @@ export default function buildBeforeTests(): void {
   }
   const missing = missingOutputs();
   if (missing.length > 0) throw new Error(`the build left out ${missing.join(", ")}`);
+  // The server the suites start is the bundle `npm run build` makes (scripts/bundle.mjs), so that
+  // is what they test.
+  try {
+    execFileSync(process.execPath, [join(REPO_ROOT, "scripts", "bundle.mjs")], {
+      cwd: REPO_ROOT,
+      stdio: "inherit",
+    });
+  } catch {
+    throw new Error("the bundle step failed (node scripts/bundle.mjs): the tests would run a stale server");
+  }
 }

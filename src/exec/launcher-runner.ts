@@ -1,4 +1,5 @@
 import { type ChildProcess, fork } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
@@ -282,7 +283,11 @@ export function launcherEntry(moduleUrl: string): LauncherEntry {
       execArgv: ["--import", tsxLoader(moduleUrl), ...LAUNCHER_NODE_FLAGS],
     };
   }
-  return { script: fileURLToPath(new URL("./launcher.js", moduleUrl)), execArgv: [...LAUNCHER_NODE_FLAGS] };
+  // Beside this module when the tree is unbundled; from the server's bundle (dist/cli/main.js,
+  // scripts/bundle.mjs) the launcher keeps its own modules in dist/exec/.
+  const beside = fileURLToPath(new URL("./launcher.js", moduleUrl));
+  const script = existsSync(beside) ? beside : fileURLToPath(new URL("../exec/launcher.js", moduleUrl));
+  return { script, execArgv: [...LAUNCHER_NODE_FLAGS] };
 }
 
 function tsxLoader(moduleUrl: string): string {
