@@ -72,14 +72,23 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
   const COMMAND = "p=$(echo $SSH_CONNECTION | cut -d' ' -f4); echo port=$p; exit $((p % 7))";
 
   it("fans out over the whole inventory with one host down, with progress notifications", async () => {
+    // Progress as it comes off the wire: the SDK's client forgets a request's progress handler as
+    // soon as its result arrives, so a last notification read in the same chunk as the result never
+    // reaches onprogress, although the server sent it first.
     const progress: Progress[] = [];
-    const result = await s.client.callTool(
-      { name: "ssh_fanout", arguments: { command: COMMAND } },
-      undefined,
-      {
-        onprogress: (p) => progress.push(p),
-      },
-    );
+    const transport = s.client.transport;
+    const deliver = transport?.onmessage;
+    if (!transport || !deliver) throw new Error("the client is not connected");
+    transport.onmessage = (message, extra) => {
+      if ("method" in message && message.method === "notifications/progress")
+        progress.push(message.params as unknown as Progress);
+      deliver(message, extra);
+    };
+    const result = await s.client
+      .callTool({ name: "ssh_fanout", arguments: { command: COMMAND } }, undefined, { onprogress: () => {} })
+      .finally(() => {
+        transport.onmessage = deliver;
+      });
     const text = (result.content as Array<{ text: string }>)[0]?.text ?? "";
     const parsed = JSON.parse(text) as Fanout;
     const names = ["cfgalias", "down", ...HOSTS];
