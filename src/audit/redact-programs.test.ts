@@ -108,6 +108,20 @@ describe("credential shapes", () => {
   it.each(KEPT)("keeps %j", (text) => {
     expect(redactString(text)).toBe(text);
   });
+
+  // Found by the property below: a password (positional, or attached to its flag) ending in `=`,
+  // `:` or `/` and a program's name was taken for the start of that program's command, and left
+  // in the clear.
+  it.each([
+    ["htpasswd -b /etc/nginx/.htpasswd admin Qaaa=xh", "htpasswd -b /etc/nginx/.htpasswd admin [REDACTED]"],
+    ["htpasswd -nb admin x/sshpass && echo ok", "htpasswd -nb admin [REDACTED] && echo ok"],
+    ["htpasswd -b f a=curl pw", "htpasswd -b f a=curl [REDACTED]"],
+    ["htpasswd -b f admin pw; curl -u u:p x", "htpasswd -b f admin [REDACTED]; curl -u u:[REDACTED] x"],
+    ["sshpass -pQaaa:Xh scp -P 2222 f host:", "sshpass -p[REDACTED] scp -P 2222 f host:"],
+    ["curl -uadmin:x/sshpass https://x", "curl -uadmin:[REDACTED] https://x"],
+  ])("hides a password that looks like a program name: %j", (input, expected) => {
+    expect(redactString(input)).toBe(expected);
+  });
 });
 
 const ALNUM = [..."abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"];

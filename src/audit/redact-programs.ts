@@ -301,7 +301,9 @@ export function programSecrets(text: string, into: Span[]): void {
     }
     let end = i;
     while (end < n && !isSpace(text.charCodeAt(end)) && !isBoundary(text.charCodeAt(end))) end++;
-    const name = programName(text, i, end);
+    // Inside a command, a flag (`-pQa:xh`) and an argument the rule is counting (a password such as
+    // `Qa=xh` or `p/curl`) are that, whatever they end in: not the start of another program's command.
+    const name = state !== null && isArgument(state, text, i) ? "" : programName(text, i, end);
     const rule = name === "" ? undefined : RULES.get(name);
     if (rule !== undefined) {
       state = fresh(rule);
@@ -314,6 +316,13 @@ export function programSecrets(text: string, into: Span[]): void {
       i = end;
     }
   }
+}
+
+/** Whether the word at `at` is a flag, or one of the positional arguments the rule counts up to its password. */
+function isArgument(state: State, text: string, at: number): boolean {
+  if (text.charCodeAt(at) === 0x2d) return true;
+  if (!state.rule.batchPassword || !state.batch) return false;
+  return state.positional < (state.display ? 2 : 3);
 }
 
 function fresh(rule: ProgramRule): State {
