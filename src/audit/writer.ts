@@ -244,9 +244,7 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
     let chain: string | undefined;
     try {
       // Sealed after acquire: a first open may have just settled where the chain continues.
-      const record = buildRecord(entry, isoTimestamp(deps.clock.now()));
-      if (chainOn) chain = sealRecord(record, anchor).chain;
-      line = formatRecord(record, format);
+      ({ line, chain } = render(entry));
     } catch (err) {
       // Building the record failed (a hostile args object); count it like a lost write.
       noteFailure(err);
@@ -275,11 +273,16 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
     return true;
   }
 
+  /** The record's line and, with the chain on, its link after the current anchor. Throws on a hostile entry. */
+  function render(entry: AuditEntry): { line: string; chain: string | undefined } {
+    const record = buildRecord(entry, isoTimestamp(deps.clock.now()));
+    const chain = chainOn ? sealRecord(record, anchor).chain : undefined;
+    return { line: formatRecord(record, format), chain };
+  }
+
   function rehearse(entry: AuditEntry): void {
     try {
-      const record = buildRecord(entry, isoTimestamp(deps.clock.now()));
-      if (chainOn) sealRecord(record, anchor);
-      formatRecord(record, format);
+      render(entry);
     } catch {
       // Only a rehearsal: the real record reports its own failure.
     }

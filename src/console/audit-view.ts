@@ -12,6 +12,7 @@ import {
 import type { Logger } from "../core/index.js";
 import { refuse } from "./http-rules.js";
 import { auditPage } from "./pages.js";
+import { createStreamPace } from "./stream-pace.js";
 
 /** Records of the file's end sent when a page opens, before the live ones. */
 const AUDIT_BACKLOG = 200;
@@ -140,14 +141,10 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
       async (stream) => {
         let ended = false;
         let follower: AuditFollower | null = null;
-        let wake: (() => void) | null = null;
+        const pace = createStreamPace(Date.now);
+        const nudge = pace.nudge;
         const queue: string[] = [];
         let dropped = 0;
-        const nudge = () => {
-          const w = wake;
-          wake = null;
-          w?.();
-        };
         const finish = () => {
           if (ended) return;
           ended = true;
@@ -207,18 +204,9 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
           },
         });
 
-        let lastBeat = Date.now();
         try {
           while (!ended) {
-            if (queue.length === 0) {
-              let timer: NodeJS.Timeout | undefined;
-              await new Promise<void>((resolve) => {
-                wake = resolve;
-                timer = setTimeout(resolve, KEEPALIVE_MS);
-                timer.unref();
-              });
-              clearTimeout(timer);
-            }
+            if (queue.length === 0) await pace.sleep();
             if (ended) break;
             if (dropped > 0) {
               await stream.writeSSE({ event: "dropped", data: JSON.stringify({ lines: dropped }) });
@@ -234,8 +222,7 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
               }
               await stream.write(text);
             }
-            if (Date.now() - lastBeat >= KEEPALIVE_MS) {
-              lastBeat = Date.now();
+            if (pace.beatDue()) {
               // A page whose login expired or whose passkey was removed stops receiving.
               if (!options.operator(c)) {
                 await stream.writeSSE({ event: "expired", data: "{}" });

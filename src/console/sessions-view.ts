@@ -9,6 +9,7 @@ import type { SessionRegistry } from "../sessions/index.js";
 import { allowWasm, refuse } from "./http-rules.js";
 import { isRecordingName, listRecordings, openRegular, outputSoFar } from "./recordings.js";
 import { playerPage, sessionsPage } from "./sessions-pages.js";
+import { createStreamPace } from "./stream-pace.js";
 
 /** Live follows open at once, for the whole console: each holds a viewer on a session. */
 const MAX_FOLLOW_STREAMS = 8;
@@ -16,8 +17,6 @@ const MAX_FOLLOW_STREAMS = 8;
 const MAX_BACKLOG_BYTES = 2 * 1024 * 1024;
 /** Output waiting for a slow follower before the follow is ended (the page says so). */
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
-/** A comment this often notices an expired login and keeps proxies from closing an idle stream. */
-const KEEPALIVE_MS = 15_000;
 const SESSION_ID = /^(?:sh|ssh)-[0-9a-f]{12}$/;
 
 /** What the sessions page needs of the registry. */
@@ -187,12 +186,8 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
     let queued = 0;
     let over = false;
     let ended = false;
-    let wake: (() => void) | null = null;
-    const nudge = () => {
-      const w = wake;
-      wake = null;
-      w?.();
-    };
+    const pace = createStreamPace(() => clock.monotonic());
+    const nudge = pace.nudge;
     const push = (data: string) => {
       if (over) return;
       queue.push(data);
@@ -242,18 +237,9 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
       c,
       async (stream) => {
         stream.onAbort(release);
-        let lastBeat = clock.monotonic();
         try {
           while (!released) {
-            if (queue.length === 0 && !ended && !over) {
-              let timer: NodeJS.Timeout | undefined;
-              await new Promise<void>((resolve) => {
-                wake = resolve;
-                timer = setTimeout(resolve, KEEPALIVE_MS);
-                timer.unref();
-              });
-              clearTimeout(timer);
-            }
+            if (queue.length === 0 && !ended && !over) await pace.sleep();
             if (released) break;
             if (over) {
               await stream.writeSSE({ event: "done", data: '{"reason":"the page fell behind the session"}' });
@@ -268,8 +254,7 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
               await stream.writeSSE({ event: "done", data: '{"reason":"the session ended"}' });
               break;
             }
-            if (clock.monotonic() - lastBeat >= KEEPALIVE_MS) {
-              lastBeat = clock.monotonic();
+            if (pace.beatDue()) {
               if (!options.operator(c)) {
                 await stream.writeSSE({ event: "done", data: '{"reason":"the login expired"}' });
                 break;
