@@ -94,9 +94,10 @@ export interface AuditLog {
    */
   reserve(): boolean;
   /**
-   * Build, seal and format the record of `entry` and throw it away: nothing
-   * is written and the chain does not move. Run once after start-up so the
-   * first real record does not pay for compiling that path. Never throws.
+   * Build, seal and format the record of `entry` and write its line to
+   * /dev/null: nothing reaches the audit file and the chain does not move.
+   * Run once after start-up so the first real record does not pay for
+   * compiling that path. Never throws.
    */
   rehearse(entry: AuditEntry): void;
   status(): AuditStatus;

@@ -20,8 +20,6 @@ const AUDIT_BACKLOG = 200;
 const MAX_AUDIT_STREAMS = 8;
 /** Lines waiting for a slow page before the oldest are dropped (and the page told how many). */
 const MAX_QUEUED = 5000;
-/** A comment line this often keeps proxies from closing an idle stream and notices an expired login. */
-const KEEPALIVE_MS = 15_000;
 const OUTCOMES: ReadonlySet<string> = new Set(["ok", "denied", "error", "challenge"]);
 
 export interface AuditViewOptions {

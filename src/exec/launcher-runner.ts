@@ -255,8 +255,9 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       }
       // One trip through the whole path (the request over the channel, plan, spawn, drain, the
       // outcome back) while no command waits, so the first command does not pay for loading and
-      // compiling it. It runs `true` with an empty environment; nothing a client asked for.
-      run(WARM_UP).catch(() => undefined);
+      // compiling it. It runs `true` with an empty environment; nothing a client asked for. A
+      // signal goes with it as with every call (listening for an abort loads code of its own).
+      run(WARM_UP, new AbortController().signal).catch(() => undefined);
     },
   };
 }

@@ -10,12 +10,15 @@ import type Ipaddr from "ipaddr.js";
 
 const requireHere = createRequire(import.meta.url);
 
+let loaded: typeof Ipaddr | undefined;
+
 /**
  * ipaddr.js, loaded on the first address rather than at start-up (most calls
- * name no host); later calls are a lookup in Node's module cache.
+ * name no host) and kept: a require() resolves its path again every time.
  */
 function ipaddr(): typeof Ipaddr {
-  return requireHere("ipaddr.js") as typeof Ipaddr;
+  loaded ??= requireHere("ipaddr.js") as typeof Ipaddr;
+  return loaded;
 }
 
 // Longer than any address with a zone id; such tokens are host names.

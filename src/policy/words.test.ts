@@ -81,8 +81,40 @@ describe("parser front-end", () => {
     );
   });
 
+  it("gives the same commands for lines of plain words as the parser", () => {
+    // An SSH tool's policy text is the command, a line feed and the host: such texts skip the parser.
+    const word = fc.string({ unit: fc.constantFrom(..."abcrmz019-_./,:@%+~"), minLength: 1, maxLength: 8 });
+    const line = fc.tuple(
+      fc.constantFrom("", " ", "\t"),
+      fc.array(word, { maxLength: 4 }),
+      fc.constantFrom("", " "),
+    );
+    fc.assert(
+      fc.property(fc.array(line, { minLength: 2, maxLength: 5 }), (lines) => {
+        const text = lines.map(([lead, words, trail]) => lead + words.join(" ") + trail).join("\n");
+        const fast = plainScript(text);
+        if (fast === null) return;
+        const tree = syntax.parse(text);
+        if (tree === null || tree.hasError) return;
+        const slow = walkScript(tree);
+        const shape = (units: typeof fast.units) =>
+          units.map((u) => ({ words: u.words.map((w) => w.value), text: u.text, pipe: u.pipe, fn: u.fn }));
+        expect(shape(fast.units)).toEqual(shape(slow.units));
+      }),
+      { numRuns: 300 },
+    );
+    expect(plainScript("true\nbench 127.0.0.1")?.units.map((u) => u.text)).toEqual([
+      "true",
+      "bench 127.0.0.1",
+    ]);
+  });
+
   it("refuses the fast path for shell syntax and reserved words", () => {
-    for (const text of ["echo $x", "a; b", "'q'", "if true", "ls *", "a\nb", "x # y"])
+    for (const text of ["echo $x", "a; b", "'q'", "if true", "ls *", "x # y", "a\\\nb", "a\r\nb"])
+      expect(plainScript(text)).toBeNull();
+    // A reserved word on any line, and an assignment when there are several lines (it holds for the
+    // lines after it), leave the text to the parser.
+    for (const text of ["ls\nif true", "ls\nfor x in a\ndo ls\ndone", "PATH=/tmp/x\nls", "ls\nX=1 ls"])
       expect(plainScript(text)).toBeNull();
     expect(plainScript("FOO=1 A+=2 rm -rf /")?.units[0]?.words.map((w) => w.value)).toEqual([
       "rm",

@@ -15,7 +15,7 @@ export interface AdmissionDeps {
   audit: AuditLog;
 }
 
-export interface Admitted {
+interface Admitted {
   admitted: true;
   policyText: string;
   /** Unredacted: the target, for the gates and the op-key only. */

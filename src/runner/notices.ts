@@ -1,6 +1,8 @@
-import type { PolicyMode } from "../config/index.js";
+import type { PolicyMode, Settings } from "../config/index.js";
 import { type Tier, tierName } from "../core/index.js";
 import { BASIS_TEXT, type Basis } from "../policy/index.js";
+import type { StructuredResult } from "./structured.js";
+import type { WorkResult } from "./work.js";
 
 /**
  * Trailing notices (ADR 0011):
@@ -177,9 +179,40 @@ export function attachNotices(text: string, notices: readonly string[], json: bo
  * Shown whatever RELAY_SHELL_UNSAFE_NOTICES says: it is not a risk hint but
  * the one place the caller learns that what it just did is not on the record.
  */
-export function auditLostNotice(failClosed: boolean): string {
+function auditLostNotice(failClosed: boolean): string {
   const after = failClosed
     ? "calls above Tier 0 are refused until the file takes records again"
     : "RELAY_SHELL_AUDIT_FAIL_CLOSED is off, so calls keep running while it cannot";
   return `[NOTICE audit this call ran, but its audit record could not be written to the audit file (a copy went to the server's stderr); ${after}]`;
+}
+
+/**
+ * The notices of a finished call attached to its text and its structuredContent
+ * (in place). Called after every record of the call was written, so they
+ * never change a recorded hash.
+ */
+export function withNotices<R extends { text: string; structured: StructuredResult }>(
+  result: R,
+  decided: { tier: Tier; basis: Basis },
+  work: WorkResult,
+  approval: { confirmed: boolean; consented: boolean },
+  settings: Settings,
+  recordLost = false,
+): R {
+  const notices = computeNotices({
+    enabled: settings.unsafeNotices,
+    tier: decided.tier,
+    basis: decided.basis,
+    mode: settings.policyMode,
+    brokerOn: settings.confirmTier3,
+    confirmed: approval.confirmed,
+    consented: approval.consented,
+    fields: work.threw ? undefined : work.fields,
+  });
+  if (recordLost) notices.push(auditLostNotice(settings.auditFailClosed));
+  if (notices.length === 0) return result;
+  const json = !work.threw && work.json && result.structured.verify === undefined;
+  result.text = attachNotices(result.text, notices, json);
+  result.structured.notices = notices;
+  return result;
 }

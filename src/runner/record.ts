@@ -1,9 +1,10 @@
-import type { AuditAction, AuditLog } from "../audit/index.js";
+import { type AuditAction, type AuditLog, redactArgs } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
 import { type Logger, type Tier, tierName } from "../core/index.js";
 import type { CallMetrics, CallOutcome } from "../metrics/index.js";
 import type { Classification } from "../policy/index.js";
 import type { StructuredResult } from "./structured.js";
+import type { WorkResult } from "./work.js";
 
 /** Everything one audit record, one counter tick and one structuredContent are made of. */
 export interface Finish {
@@ -68,21 +69,54 @@ export function createRecorder(deps: RecorderDeps): Recorder {
       logger.warn({ tool: f.tool }, "audit record could not be written");
     }
     metrics.recordCall({ tool: f.tool, tier: f.tier, mode: settings.policyMode, outcome: f.outcome });
-    return {
-      tool: f.tool,
-      tier: f.tier,
-      tier_name: tierName(f.tier),
-      basis: f.classification.basis,
-      basis_part: f.classification.part,
-      denied: f.denied,
-      reason: f.reason,
-      exit_code: f.exitCode,
-      timed_out: f.timedOut ?? false,
-      truncated: f.truncated ?? false,
-      action: f.action ?? null,
-      notices: [],
-      ...f.fields,
-    };
+    return describeCall(f);
   };
   return Object.assign(record, { lost: (ctx: RecordContext) => lostFor.has(ctx) });
+}
+
+/** The structuredContent of a finished call, before its notices. */
+export function describeCall(f: Finish): StructuredResult {
+  return {
+    tool: f.tool,
+    tier: f.tier,
+    tier_name: tierName(f.tier),
+    basis: f.classification.basis,
+    basis_part: f.classification.part,
+    denied: f.denied,
+    reason: f.reason,
+    exit_code: f.exitCode,
+    timed_out: f.timedOut ?? false,
+    truncated: f.truncated ?? false,
+    action: f.action ?? null,
+    notices: [],
+    ...f.fields,
+  };
+}
+
+/** What a call that was admitted and worked (or threw) is recorded as. */
+export function recordOf(
+  base: {
+    tool: string;
+    tier: Tier;
+    classification: Classification;
+    args: Record<string, unknown>;
+    denied: boolean;
+    reason: string;
+  },
+  work: WorkResult,
+  action: AuditAction | undefined,
+): Finish {
+  const withAction = action ? { action } : {};
+  if (work.threw) return { ...base, text: work.text, exitCode: null, outcome: "error", ...withAction };
+  return {
+    ...base,
+    ...(work.auditExtra ? { args: { ...base.args, ...redactArgs(work.auditExtra) } } : {}),
+    text: work.text,
+    exitCode: work.exitCode,
+    outcome: "ok",
+    timedOut: work.timedOut,
+    truncated: work.truncated,
+    ...withAction,
+    fields: { ...work.fields, terminal_sequences_removed: work.terminalRemoved },
+  };
 }

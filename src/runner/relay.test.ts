@@ -77,6 +77,40 @@ describe("Relay.run", () => {
     expect(records().map((r) => r.args)).toEqual([{ text: "ls" }]);
   });
 
+  it("a rehearsal goes on past the work to the record and the notices, and only warns when that path fails", () => {
+    const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: join(dir, "rehearsal.jsonl") }, { cwd: dir });
+    const audit = createAuditLog(
+      { path: settings.auditPath, format: "jsonl", chain: false, stderrEcho: false },
+      { clock: systemClock },
+    );
+    const warnings: string[] = [];
+    const logger = {
+      info: () => undefined,
+      error: () => undefined,
+      warn: (_o: object, m: string) => warnings.push(m),
+    };
+    const runs: string[] = [];
+    const fine = echoTool(runs, async (t) => ({ body: t, exitCode: 0 }));
+    // The output bound is read after the work: a tool whose bound throws fails only there.
+    const broken = { ...echoTool(runs, async (t) => ({ body: t, exitCode: 0 })), name: "broken_tool" };
+    broken.budget = () => {
+      throw new Error("no budget");
+    };
+    const relay = createRelay({
+      settings,
+      classifier,
+      audit,
+      metrics: createCallCounter(),
+      tools: [fine, broken],
+      logger,
+    });
+    relay.rehearse("echo_tool", { text: "ls" });
+    expect(warnings).toEqual([]);
+    relay.rehearse("broken_tool", { text: "ls" });
+    expect(warnings).toEqual(["rehearsal of a call failed"]);
+    expect(runs).toEqual([]);
+  });
+
   it("a gate challenge stops the work and is audited with its action", async () => {
     const runs: string[] = [];
     const gate: Gate = {

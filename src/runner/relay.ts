@@ -12,15 +12,15 @@ import {
 } from "../core/index.js";
 import type { CallMetrics } from "../metrics/index.js";
 import type { Classification, Classifier } from "../policy/index.js";
-import { type Admitted, classifyLoose, createAdmission, refusalRecord } from "./admission.js";
+import { classifyLoose, createAdmission, refusalRecord } from "./admission.js";
 import { runFollowUps } from "./follow-up.js";
 import { clampOutput, deniedText, errorText } from "./format.js";
-import { attachNotices, auditLostNotice, computeNotices } from "./notices.js";
-import { createRecorder, type Finish } from "./record.js";
+import { withNotices } from "./notices.js";
+import { createRecorder, type Finish, recordOf } from "./record.js";
 import { rehearseCall } from "./rehearse.js";
 import type { StructuredResult } from "./structured.js";
 import type { Gate, Tool, ToolContext } from "./tool.js";
-import { performWork, type WorkResult } from "./work.js";
+import { performWork } from "./work.js";
 
 export interface RelayDeps {
   settings: Settings;
@@ -214,34 +214,16 @@ export function createRelay(deps: RelayDeps): Relay {
     }
 
     // 12. Notices, after every record was written: they never change a recorded hash.
-    const noticed = withNotices(result, admission, work, { confirmed, consented }, record.lost(ctx));
+    const noticed = withNotices(
+      result,
+      { tier: admission.tier, basis: admission.classification.basis },
+      work,
+      { confirmed, consented },
+      settings,
+      record.lost(ctx),
+    );
     markStage("notices");
     return noticed;
-  }
-
-  function withNotices(
-    result: RunResult,
-    admission: Admitted,
-    work: WorkResult,
-    approval: { confirmed: boolean; consented: boolean },
-    recordLost = false,
-  ): RunResult {
-    const notices = computeNotices({
-      enabled: settings.unsafeNotices,
-      tier: admission.tier,
-      basis: admission.classification.basis,
-      mode: settings.policyMode,
-      brokerOn: settings.confirmTier3,
-      confirmed: approval.confirmed,
-      consented: approval.consented,
-      fields: work.threw ? undefined : work.fields,
-    });
-    if (recordLost) notices.push(auditLostNotice(settings.auditFailClosed));
-    if (notices.length === 0) return result;
-    const json = !work.threw && work.json && result.structured.verify === undefined;
-    result.text = attachNotices(result.text, notices, json);
-    result.structured.notices = notices;
-    return result;
   }
 
   function toolContextOf(ctx: CallContext): ToolContext {
@@ -271,7 +253,8 @@ export function createRelay(deps: RelayDeps): Relay {
 
   return {
     tools: deps.tools,
-    rehearse: (toolName, rawArgs) => rehearseCall(byName.get(toolName), rawArgs, { admit, audit, logger }),
+    rehearse: (toolName, rawArgs) =>
+      rehearseCall(byName.get(toolName), rawArgs, { admit, audit, settings, logger }),
     async run(toolName, rawArgs, ctx) {
       try {
         // A context of its own per call: the recorder keys the call's lost records on it.
@@ -369,33 +352,6 @@ function basisOf(classification: Classification): string {
  */
 function withExtra<T extends { args: Record<string, unknown> }>(base: T, extra: Record<string, unknown>): T {
   return { ...base, args: { ...base.args, ...extra } };
-}
-
-function recordOf(
-  base: {
-    tool: string;
-    tier: Admitted["tier"];
-    classification: Classification;
-    args: Record<string, unknown>;
-    denied: boolean;
-    reason: string;
-  },
-  work: WorkResult,
-  action: AuditAction | undefined,
-): Finish {
-  const withAction = action ? { action } : {};
-  if (work.threw) return { ...base, text: work.text, exitCode: null, outcome: "error", ...withAction };
-  return {
-    ...base,
-    ...(work.auditExtra ? { args: { ...base.args, ...redactArgs(work.auditExtra) } } : {}),
-    text: work.text,
-    exitCode: work.exitCode,
-    outcome: "ok",
-    timedOut: work.timedOut,
-    truncated: work.truncated,
-    ...withAction,
-    fields: { ...work.fields, terminal_sequences_removed: work.terminalRemoved },
-  };
 }
 
 /** A call naming no registered tool: the caller's mistake, shown as a ValueError. */

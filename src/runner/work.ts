@@ -76,6 +76,12 @@ export async function performWork(
     // An error message can quote the host (an SSH disconnect reason): it gets the same treatment.
     return { threw: true, text: neutralizeTerminalOutput(errorText(err), settings.terminalOutput).text };
   }
+  return shapeWork(tool, args, outcome, settings);
+}
+
+/** What a tool's work came back with, in the result grammar: performWork's second half. */
+export function shapeWork(tool: Tool, args: unknown, returned: ToolOutcome, settings: Settings): WorkResult {
+  let outcome = returned;
   const limit = clampOutput(tool.budget(args), settings);
   // A fan-out's hosts are neutralized and fitted one by one, inside its JSON object.
   const fanout =

@@ -17,10 +17,20 @@ import {
 import { cryptoIds } from "../core/index.js";
 import { outputSchemaFor, type Relay, type ResourceDef } from "../runner/index.js";
 
-/** One sample tools/call request and result through the SDK's schemas; the answers are not used. */
+/**
+ * One sample tools/call request and result through the SDK's schemas, shaped
+ * like a real call's (a progress token, every kind of field a result
+ * carries); the answers are not used.
+ */
 function warmCallSchemas(): void {
-  CallToolRequestSchema.safeParse({ method: "tools/call", params: { name: "shell_exec", arguments: {} } });
-  CallToolResultSchema.safeParse({ content: [{ type: "text", text: "" }], structuredContent: {} });
+  CallToolRequestSchema.safeParse({
+    method: "tools/call",
+    params: { name: "shell_exec", arguments: { command: "true" }, _meta: { progressToken: 1 } },
+  });
+  CallToolResultSchema.safeParse({
+    content: [{ type: "text", text: "[exit 0]\n" }],
+    structuredContent: { tool: "shell_exec", tier: 1, denied: false, action: null, notices: [] },
+  });
 }
 
 export interface McpServerDeps {
