@@ -55,4 +55,9 @@ export default function buildBeforeTests(): void {
   } catch {
     throw new Error("the bundle step failed (node scripts/bundle.mjs): the tests would run a stale server");
   }
+  // The native process launcher the server starts where it could be built (ADR 0031).
+  execFileSync(process.execPath, [join(REPO_ROOT, "scripts", "build-launcher.mjs")], {
+    cwd: REPO_ROOT,
+    stdio: "inherit",
+  });
 }

@@ -31,6 +31,11 @@ export type ToLauncher =
   /** Kill every child, answer what is still open, then exit. */
   | { kind: "close" };
 
+/** What the runner hands a launcher link: a run carries the request as the caller made it. */
+export type LinkMessage =
+  | { kind: "run"; id: number; request: ProcessRequest; aborted: boolean; trace?: true }
+  | Exclude<ToLauncher, { kind: "run" }>;
+
 export type FromLauncher =
   /** The launcher listens: messages sent before this could be dropped while its modules load. */
   | { kind: "ready" }

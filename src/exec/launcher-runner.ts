@@ -11,12 +11,31 @@ import {
   stageTraceEnabled,
   systemClock,
 } from "../core/index.js";
-import { type FromLauncher, fromWireError, type ToLauncher, toWireRequest } from "./launcher-protocol.js";
+import {
+  type FromLauncher,
+  fromWireError,
+  type LinkMessage,
+  type ToLauncher,
+  toWireRequest,
+} from "./launcher-protocol.js";
+import { nativeLauncherPath, startNativeLink } from "./native-link.js";
 import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
 
 export interface LauncherRunnerDeps {
   /** Measures durationMs on this side, so it includes the hop to the launcher and back. */
   clock?: Clock;
+  /**
+   * Which launcher to start: the native program (native/, ADR 0031) or the Node
+   * one (launcher.ts). By default the native one where it was built, the Node one otherwise.
+   */
+  kind?: LauncherKind;
+}
+
+export type LauncherKind = "native" | "node";
+
+/** The launcher createLauncherRunner starts by default here. */
+export function defaultLauncherKind(): LauncherKind {
+  return nativeLauncherPath(import.meta.url) === null ? "node" : "native";
 }
 
 export interface LauncherRunner extends ProcessRunner {
@@ -50,9 +69,11 @@ export interface LauncherEntry {
 
 interface Launcher {
   child: ChildProcess;
+  /** Hands a message to the launcher (over its IPC channel, or the native one's pipe). */
+  send(message: LinkMessage): void;
   ready: boolean;
   /** Messages held until the launcher says it listens. */
-  queue: ToLauncher[];
+  queue: LinkMessage[];
   /** Requests sent to this launcher and not answered yet. */
   open: number;
   retired: boolean;
@@ -75,12 +96,14 @@ interface Pending {
  * parser's wasm heap and the SDK, the launcher only the runner, so its forks
  * are several times cheaper than the server's.
  *
- * The launcher is forked by prestart() (the server calls it once the client
- * is initialized, so it never delays start-up) or else on first use, and again
- * after it died; requests it held when it died reject with an OSError. It runs
- * the in-process runner unchanged, so the output budget, timeouts and group
- * kills apply there and only the bounded outcome crosses back. It kills its
- * children and exits when this process goes away, even by SIGKILL.
+ * The launcher is the native program (native/, ADR 0031) where the build made
+ * it, else a Node process running the in-process runner unchanged; either
+ * way the output budget, timeouts and group kills apply there and only the
+ * bounded outcome crosses back. It is started by prestart() (the server calls
+ * it once the client is initialized, so it never delays start-up) or else on
+ * first use, and again after it died; requests it held when it died reject
+ * with an OSError. It kills its children and exits when this process goes
+ * away, even by SIGKILL.
  *
  * active() counts requests in flight, from run() until the outcome arrives,
  * which includes the short planning step before the child exists; killAll()
@@ -88,32 +111,31 @@ interface Pending {
  */
 export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRunner {
   const clock = deps.clock ?? systemClock;
+  const kind = deps.kind ?? defaultLauncherKind();
+  const nativePath = kind === "native" ? nativeLauncherPath(import.meta.url) : null;
+  if (kind === "native" && nativePath === null) throw new Error("the native process launcher is not built");
   const entry = launcherEntry(import.meta.url);
   const pending = new Map<number, Pending>();
   let current: Launcher | undefined;
   let nextId = 1;
   let closed = false;
 
-  const post = (launcher: Launcher, message: ToLauncher): void => {
+  const post = (launcher: Launcher, message: LinkMessage): void => {
     if (launcher.retired) return;
     if (!launcher.ready) {
       launcher.queue.push(message);
       return;
     }
-    launcher.child.send(message, undefined, undefined, () => {
-      // A failed send means the channel is gone: 'close' follows and rejects what was open.
-    });
+    launcher.send(message);
   };
 
   /** Hold the event loop only while requests are open, like the children of the in-process runner. */
   const holdLoop = (launcher: Launcher, change: 1 | -1): void => {
     launcher.open += change;
     if (launcher.open === 1 && change === 1) {
-      launcher.child.ref();
-      launcher.child.channel?.ref();
+      refAll(launcher);
     } else if (launcher.open === 0) {
-      launcher.child.unref();
-      launcher.child.channel?.unref();
+      unrefAll(launcher);
     }
   };
 
@@ -162,7 +184,8 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
     }
   };
 
-  const start = (): Launcher => {
+  /** The Node launcher: launcher.ts forked with an IPC channel and V8 serialization. */
+  const startNode = (): Launcher => {
     const child = fork(entry.script, [], {
       execArgv: entry.execArgv,
       // Every request carries the child's complete environment, so the launcher needs none, and
@@ -172,8 +195,34 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       // stdout belongs to the MCP protocol; stderr is shared so a launcher crash is visible.
       stdio: ["ignore", "ignore", "inherit", "ipc"],
     });
-    const launcher: Launcher = { child, ready: false, queue: [], open: 0, retired: false };
+    const send = (message: LinkMessage): void => {
+      const wire: ToLauncher =
+        message.kind === "run" ? { ...message, request: toWireRequest(message.request) } : message;
+      child.send(wire, undefined, undefined, () => {
+        // A failed send means the channel is gone: 'close' follows and rejects what was open.
+      });
+    };
+    const launcher: Launcher = { child, send, ready: false, queue: [], open: 0, retired: false };
     child.on("message", (message: unknown) => onMessage(launcher, message));
+    return watch(launcher);
+  };
+
+  /** The native launcher (native/): frames over its stdin and stdout. */
+  const startNative = (path: string): Launcher => {
+    let launcher: Launcher | undefined;
+    const link = startNativeLink(path, (message) => {
+      if (launcher !== undefined) onMessage(launcher, message);
+    });
+    launcher = { child: link.child, send: link.send, ready: false, queue: [], open: 0, retired: false };
+    return watch(launcher);
+  };
+
+  const start = (): Launcher => (nativePath === null ? startNode() : startNative(nativePath));
+
+  const watch = (launcher: Launcher): Launcher => {
+    const { child } = launcher;
+    // Nothing holds the event loop while no request is open (holdLoop refs it per request).
+    unrefAll(launcher);
     child.on("error", (err) => {
       // After a successful start, errors are about signals or sends; 'close' reports the end.
       if (child.pid === undefined) retire(launcher, `could not start: ${err.message}`);
@@ -215,7 +264,7 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       // aborted from the start: the request's own checks run (a bad cwd rejects), nothing starts.
       const aborted = signal?.aborted === true;
       try {
-        const message: ToLauncher = { kind: "run", id, request: toWireRequest(request), aborted };
+        const message: LinkMessage = { kind: "run", id, request, aborted };
         post(launcher, traced ? { ...message, trace: true } : message);
       } catch (err) {
         // The request could not be serialized: nothing was sent.
@@ -260,6 +309,26 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       run(WARM_UP, new AbortController().signal).catch(() => undefined);
     },
   };
+}
+
+/** The handles of a launcher that keep the event loop alive: the process, its channel or pipes. */
+function loopHandles(launcher: { child: ChildProcess }): Array<{ ref(): void; unref(): void }> {
+  const { child } = launcher;
+  const handles: Array<{ ref(): void; unref(): void } | null | undefined> = [
+    child,
+    child.channel,
+    child.stdin as unknown as { ref(): void; unref(): void } | null,
+    child.stdout as unknown as { ref(): void; unref(): void } | null,
+  ];
+  return handles.filter((h): h is { ref(): void; unref(): void } => typeof h?.ref === "function");
+}
+
+function refAll(launcher: { child: ChildProcess }): void {
+  for (const handle of loopHandles(launcher)) handle.ref();
+}
+
+function unrefAll(launcher: { child: ChildProcess }): void {
+  for (const handle of loopHandles(launcher)) handle.unref();
 }
 
 /**

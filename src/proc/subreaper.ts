@@ -53,6 +53,11 @@ interface Command {
    * stopped, which a timeout always killed and which the timeout already reports.
    */
   reported: Set<number>;
+  /**
+   * Members of its own job seen below the leader: one of them found again as an orphan (the
+   * leader died first, and the kill had not landed yet) is still its own job, not news.
+   */
+  ownJob: Set<number>;
 }
 
 /** A process to stop, and whether stopping it is news to the caller. */
@@ -166,7 +171,9 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
           // A zombie is dead already, waiting for its parent: nothing to stop, nothing to count.
           if (info.pid === command.leader || info.state === "Z") continue;
           command.sids.add(info.sid);
-          found.push({ info, reported: info.pgid !== command.leader });
+          const own = info.pgid === command.leader;
+          if (own) command.ownJob.add(info.pid);
+          found.push({ info, reported: !own });
         }
       }
     }
@@ -176,7 +183,7 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
       if (!ours) continue;
       for (const info of descendants([orphan], WALK_LIMIT)) {
         command.sids.add(info.sid);
-        if (info.state !== "Z") found.push({ info, reported: true });
+        if (info.state !== "Z") found.push({ info, reported: !command.ownJob.has(info.pid) });
       }
     }
     return found;
@@ -245,6 +252,7 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
         sids: new Set([leaderPid]),
         stopped: new Map(),
         reported: new Set(),
+        ownJob: new Set(),
       };
       commands.add(command);
       let ended = false;

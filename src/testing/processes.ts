@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mainThreadChildren, readProc } from "../proc/index.js";
 
 /**
@@ -69,7 +69,8 @@ export function pidsIn(output: string): number[] {
 export function launcherPids(parent = process.pid): number[] {
   return (mainThreadChildren(parent) ?? []).filter((pid) => {
     try {
-      return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("launcher.ts") && isAlive(pid);
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      return (argv.includes("launcher.ts") || argv.includes("relay-launcher")) && isAlive(pid);
     } catch {
       return false; // exited while we looked
     }
@@ -82,3 +83,10 @@ export async function newLaunchers(work: () => Promise<unknown>): Promise<number
   await work();
   return launcherPids().filter((pid) => !before.has(pid));
 }
+
+/** The process launchers built here: the Node one always, the native one where a C compiler built it. */
+export const LAUNCHER_KINDS: ("native" | "node")[] = existsSync(
+  new URL("../../dist/exec/relay-launcher", import.meta.url),
+)
+  ? ["native", "node"]
+  : ["node"];

@@ -1,13 +1,14 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { mainThreadChildren } from "../../src/proc/index.js";
-import { waitUntil } from "../../src/testing/processes.js";
+import { LAUNCHER_KINDS, waitUntil } from "../../src/testing/processes.js";
 import { startServer } from "../helpers/server.js";
 
 function launchersOf(pid: number): number[] {
   return (mainThreadChildren(pid) ?? []).filter((child) => {
     try {
-      return readFileSync(`/proc/${child}/cmdline`, "utf8").includes("launcher.js");
+      const argv = readFileSync(`/proc/${child}/cmdline`, "utf8");
+      return argv.includes("launcher.js") || argv.includes("relay-launcher");
     } catch {
       return false;
     }
@@ -23,6 +24,10 @@ describe("warm start through the built server", () => {
       const [launcher] = launchersOf(s.pid);
       expect((await s.call("shell_exec", { command: "echo warm" })).text).toBe("[exit 0]\nwarm\n");
       expect(launchersOf(s.pid)).toEqual([launcher]);
+      // Where the build made the native launcher, that is the one the server starts (ADR 0031).
+      const program = readFileSync(`/proc/${launcher}/cmdline`, "utf8").split("\0")[0] ?? "";
+      if (LAUNCHER_KINDS.includes("native")) expect(program).toMatch(/\/dist\/exec\/relay-launcher$/);
+      else expect(program).toBe(process.execPath);
     } finally {
       await s.close();
     }

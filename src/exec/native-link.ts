@@ -1,0 +1,295 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { accessSync, constants as fsConstants } from "node:fs";
+import { constants as osConstants } from "node:os";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { RelayError, type StageTimes } from "../core/index.js";
+import { type FromLauncher, type LinkMessage, toWireError } from "./launcher-protocol.js";
+import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
+import type { ProcessOutcome, ProcessRequest } from "./types.js";
+
+/**
+ * The server's side of the native process launcher (native/, ADR
+ * 0031): the program is started with pipes on its stdin and stdout, and both
+ * carry frames of a 32-bit little-endian length and a payload whose first
+ * byte is its kind. Requests are planned here (planSpawn: the same checks and
+ * the same errors as the in-process runner), so the launcher only starts,
+ * drains, bounds and stops.
+ */
+
+/** The largest delay a timer of the launcher honours, as for setTimeout here. */
+const MAX_TIMER_MS = 2_147_483_647;
+const DEFAULT_KILL_GRACE_MS = 2000;
+const KIND_RUN = 0x52; // R
+const KIND_ABORT = 0x41; // A
+const KIND_KILL_ALL = 0x4b; // K
+const KIND_CLOSE = 0x43; // C
+const REPLY_READY = 0x59; // Y
+const REPLY_DONE = 0x44; // D
+const REPLY_FAILED = 0x46; // F
+
+const ERRNO_NAMES: Record<number, string> = Object.fromEntries(
+  Object.entries(osConstants.errno).map(([name, value]) => [value, name]),
+);
+
+/** Where the built launcher is: dist/exec/relay-launcher, also when running from src/ or the bundle. */
+export function nativeLauncherPath(moduleUrl: string): string | null {
+  const candidates = moduleUrl.endsWith(".ts")
+    ? ["../../dist/exec/relay-launcher"]
+    : ["./relay-launcher", "../exec/relay-launcher"];
+  for (const relative of candidates) {
+    const path = fileURLToPath(new URL(relative, moduleUrl));
+    try {
+      accessSync(path, fsConstants.X_OK);
+      return path;
+    } catch {
+      // Not built here (no C compiler at build time): the Node launcher serves instead.
+    }
+  }
+  return null;
+}
+
+export interface NativeLink {
+  child: ChildProcess;
+  /** Send a message; a run is planned first, and a plan that fails comes back as `failed`. */
+  send(message: LinkMessage): void;
+}
+
+interface Planning {
+  aborted: boolean;
+}
+
+/** Start the native launcher; its replies reach `deliver` as the Node launcher's messages would. */
+export function startNativeLink(path: string, deliver: (message: FromLauncher) => void): NativeLink {
+  const child = spawn(path, [], {
+    // Every request carries the child's complete environment, so the launcher needs none.
+    env: {},
+    // stdout carries the replies; stderr is shared so a launcher crash is visible.
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const planning = new Map<number, Planning>();
+  const plans = new Map<number, SpawnPlan>();
+  /** The plan stage of a traced run, timed here; the launcher sends its spawn and drain. */
+  const planStages = new Map<number, number>();
+  const emit = (message: FromLauncher): void => {
+    if (message.kind === "done" && message.stages !== undefined) {
+      const plan = planStages.get(message.id);
+      planStages.delete(message.id);
+      if (plan !== undefined) {
+        deliver({ ...message, stages: { plan, ...message.stages } });
+        return;
+      }
+    }
+    deliver(message);
+  };
+  let pending: Buffer = Buffer.alloc(0);
+
+  child.stdin?.on("error", () => {
+    // The launcher is gone: 'close' follows and rejects what was open.
+  });
+  child.stdout?.on("data", (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    let at = 0;
+    while (pending.length - at >= 4) {
+      const length = pending.readUInt32LE(at);
+      if (pending.length - at - 4 < length) break;
+      const frame = pending.subarray(at + 4, at + 4 + length);
+      at += 4 + length;
+      onFrame(frame);
+    }
+    pending = at === pending.length ? Buffer.alloc(0) : pending.subarray(at);
+  });
+
+  const write = (payload: Buffer): void => {
+    const head = Buffer.allocUnsafe(4);
+    head.writeUInt32LE(payload.length, 0);
+    child.stdin?.write(Buffer.concat([head, payload]));
+  };
+
+  const onFrame = (frame: Buffer): void => {
+    switch (frame[0]) {
+      case REPLY_READY:
+        emit({ kind: "ready" });
+        return;
+      case REPLY_DONE: {
+        const { id, outcome, stages } = decodeDone(frame);
+        plans.delete(id);
+        emit(stages === undefined ? { kind: "done", id, outcome } : { kind: "done", id, outcome, stages });
+        return;
+      }
+      case REPLY_FAILED: {
+        const id = frame.readUInt32LE(1);
+        const errno = frame.readUInt32LE(5);
+        const plan = plans.get(id);
+        plans.delete(id);
+        void spawnFailure(errno, plan).then((error) =>
+          emit({ kind: "failed", id, error: toWireError(error) }),
+        );
+        return;
+      }
+      default:
+        // Out of step with the launcher: end it (SIGTERM: it stops its commands first); the calls
+        // it held fail and the next call starts a new one.
+        child.kill("SIGTERM");
+    }
+  };
+
+  const run = async (
+    id: number,
+    request: ProcessRequest,
+    aborted: boolean,
+    trace: boolean,
+  ): Promise<void> => {
+    const state: Planning = { aborted };
+    planning.set(id, state);
+    const started = performance.now();
+    let plan: SpawnPlan;
+    try {
+      plan = await planSpawn(request, process.cwd());
+      rejectNul(plan, request.env);
+    } catch (err) {
+      planning.delete(id);
+      emit({ kind: "failed", id, error: toWireError(err) });
+      return;
+    }
+    planning.delete(id);
+    if (state.aborted) {
+      // Stopped before it started: the outcome of a run whose signal fired before the spawn.
+      emit({ kind: "done", id, outcome: emptyOutcome() });
+      return;
+    }
+    plans.set(id, plan);
+    if (trace) planStages.set(id, (performance.now() - started) * 1000);
+    write(encodeRun(id, plan, request, trace));
+  };
+
+  return {
+    child,
+    send(message) {
+      switch (message.kind) {
+        case "run":
+          void run(message.id, message.request, message.aborted, message.trace === true);
+          return;
+        case "abort": {
+          const state = planning.get(message.id);
+          if (state !== undefined) state.aborted = true;
+          else write(Buffer.from([KIND_ABORT, ...u32(message.id)]));
+          return;
+        }
+        case "killAll":
+        case "close":
+          // Requests still being planned have no child yet: aborting them means nothing starts later.
+          for (const state of planning.values()) state.aborted = true;
+          write(Buffer.from([message.kind === "close" ? KIND_CLOSE : KIND_KILL_ALL]));
+          return;
+      }
+    },
+  };
+}
+
+function u32(value: number): number[] {
+  return [value & 0xff, (value >>> 8) & 0xff, (value >>> 16) & 0xff, (value >>> 24) & 0xff];
+}
+
+function emptyOutcome(): ProcessOutcome {
+  return { exitCode: null, timedOut: false, output: "", totalBytes: 0, droppedBytes: 0, durationMs: 0 };
+}
+
+/** Text posix_spawn would cut at a NUL (planSpawn refuses it in the command, argv and cwd already). */
+function rejectNul(plan: SpawnPlan, env: Readonly<Record<string, string>>): void {
+  for (const key in env) {
+    if (key.includes("\0") || (env[key] ?? "").includes("\0")) {
+      throw new RelayError("ValueError", "an environment variable contains a NUL byte");
+    }
+  }
+  if (plan.args.some((a) => a.includes("\0")) || plan.argv0.includes("\0")) {
+    throw new RelayError("ValueError", "argv contains a NUL byte");
+  }
+}
+
+/** The error a failed posix_spawn stands for, named as the in-process runner names it. */
+async function spawnFailure(errno: number, plan: SpawnPlan | undefined): Promise<Error> {
+  const code = ERRNO_NAMES[errno] ?? `errno ${errno}`;
+  if (plan === undefined)
+    return new RelayError("OSError", `the process launcher could not start it: ${code}`);
+  const failure = Object.assign(new Error(`spawn ${plan.file} ${code}`), { code });
+  if (code === "ENOENT" && plan.cwd !== undefined) {
+    // The cwd may have vanished between the check and the spawn; name it rather than the program.
+    try {
+      await checkCwd(plan.cwd, process.cwd());
+    } catch (err) {
+      return err as Error;
+    }
+  }
+  return toSpawnError(failure, plan.programName);
+}
+
+function clampMs(ms: number): bigint {
+  return BigInt(Math.floor(Math.min(Math.max(Number.isFinite(ms) ? ms : 0, 0), MAX_TIMER_MS)));
+}
+
+function encodeRun(id: number, plan: SpawnPlan, request: ProcessRequest, trace: boolean): Buffer {
+  const parts: Buffer[] = [];
+  const head = Buffer.alloc(1 + 4 + 1 + 8 * 3);
+  head[0] = KIND_RUN;
+  head.writeUInt32LE(id, 1);
+  head[5] = (trace ? 1 : 0) | (request.mergeStderr ? 2 : 0);
+  head.writeBigUInt64LE(clampMs(request.timeoutMs), 6);
+  head.writeBigUInt64LE(clampMs(request.killGraceMs ?? DEFAULT_KILL_GRACE_MS), 14);
+  const budget = Number.isFinite(request.maxBufferBytes)
+    ? Math.max(0, Math.floor(request.maxBufferBytes))
+    : 0;
+  head.writeBigUInt64LE(BigInt(budget), 22);
+  parts.push(head);
+  const str = (text: string): void => {
+    const bytes = Buffer.from(text, "utf8");
+    parts.push(Buffer.from(u32(bytes.length)), bytes);
+  };
+  str(plan.file);
+  str(plan.cwd === undefined ? "" : resolve(process.cwd(), plan.cwd));
+  const argv = [plan.argv0, ...plan.args];
+  parts.push(Buffer.from(u32(argv.length)));
+  for (const arg of argv) str(arg);
+  const env = Object.entries(request.env);
+  parts.push(Buffer.from(u32(env.length)));
+  for (const [key, value] of env) str(`${key}=${value}`);
+  if (plan.stdin === undefined) {
+    parts.push(Buffer.from([0]));
+  } else {
+    parts.push(Buffer.from([1, ...u32(plan.stdin.length)]), plan.stdin);
+  }
+  return Buffer.concat(parts);
+}
+
+/**
+ * A 'D' reply: kind, id u32, exit code i32, flags u8 (1 no exit code, 2 timed out, 4 traced),
+ * total u64, dropped u64, stopped u32, spawn µs f64, drain µs f64, then the kept stdout and the
+ * kept stderr, each as u32 length and bytes.
+ */
+function decodeDone(frame: Buffer): { id: number; outcome: ProcessOutcome; stages?: StageTimes } {
+  const id = frame.readUInt32LE(1);
+  const code = frame.readInt32LE(5);
+  const flags = frame[9] ?? 0;
+  const totalBytes = Number(frame.readBigUInt64LE(10));
+  const droppedBytes = Number(frame.readBigUInt64LE(18));
+  const stopped = frame.readUInt32LE(26);
+  const spawnUs = frame.readDoubleLE(30);
+  const drainUs = frame.readDoubleLE(38);
+  const outLength = frame.readUInt32LE(46);
+  const out = frame.subarray(50, 50 + outLength);
+  const errAt = 50 + outLength;
+  const errLength = frame.readUInt32LE(errAt);
+  const err = frame.subarray(errAt + 4, errAt + 4 + errLength);
+  // Each stream decoded on its own (ignoreBOM keeps a leading U+FEFF the child really printed).
+  const decode = (bytes: Buffer) => new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes);
+  const outcome: ProcessOutcome = {
+    exitCode: flags & 1 ? null : code,
+    timedOut: (flags & 2) !== 0,
+    output: decode(out) + (errLength > 0 ? decode(err) : ""),
+    totalBytes,
+    droppedBytes,
+    durationMs: 0,
+    ...(stopped > 0 ? { stoppedProcesses: stopped } : {}),
+  };
+  return flags & 4 ? { id, outcome, stages: { spawn: spawnUs, drain: drainUs } } : { id, outcome };
+}
