@@ -28,6 +28,9 @@ const REPLY_READY = 0x59; // Y
 const REPLY_DONE = 0x44; // D
 const REPLY_FAILED = 0x46; // F
 
+/** Without `stream`, each decode starts afresh; ignoreBOM keeps a leading U+FEFF the child really printed. */
+const UTF8 = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
+
 const ERRNO_NAMES: Record<number, string> = Object.fromEntries(
   Object.entries(osConstants.errno).map(([name, value]) => [value, name]),
 );
@@ -160,7 +163,7 @@ export function startNativeLink(path: string, deliver: (message: FromLauncher) =
     }
     plans.set(id, plan);
     if (trace) planStages.set(id, (performance.now() - started) * 1000);
-    write(encodeRun(id, plan, request, trace));
+    child.stdin?.write(encodeRun(id, plan, request, trace));
   };
 
   return {
@@ -228,37 +231,43 @@ function clampMs(ms: number): bigint {
   return BigInt(Math.floor(Math.min(Math.max(Number.isFinite(ms) ? ms : 0, 0), MAX_TIMER_MS)));
 }
 
+/** A whole 'R' frame, its length first, written into one buffer. */
 function encodeRun(id: number, plan: SpawnPlan, request: ProcessRequest, trace: boolean): Buffer {
-  const parts: Buffer[] = [];
-  const head = Buffer.alloc(1 + 4 + 1 + 8 * 3);
-  head[0] = KIND_RUN;
-  head.writeUInt32LE(id, 1);
-  head[5] = (trace ? 1 : 0) | (request.mergeStderr ? 2 : 0);
-  head.writeBigUInt64LE(clampMs(request.timeoutMs), 6);
-  head.writeBigUInt64LE(clampMs(request.killGraceMs ?? DEFAULT_KILL_GRACE_MS), 14);
+  const argv = [plan.argv0, ...plan.args];
+  const env = Object.entries(request.env).map(([key, value]) => `${key}=${value}`);
+  const texts = [plan.file, plan.cwd === undefined ? "" : resolve(process.cwd(), plan.cwd), ...argv, ...env];
+  const stdin = plan.stdin;
+  let size = 4 + 1 + 4 + 1 + 8 * 3 + 4 + 4 + 1 + (stdin === undefined ? 0 : 4 + stdin.length);
+  for (const text of texts) size += 4 + Buffer.byteLength(text, "utf8");
+  const frame = Buffer.allocUnsafe(size);
+  let at = frame.writeUInt32LE(size - 4, 0);
+  at = frame.writeUInt8(KIND_RUN, at);
+  at = frame.writeUInt32LE(id, at);
+  at = frame.writeUInt8((trace ? 1 : 0) | (request.mergeStderr ? 2 : 0), at);
+  at = frame.writeBigUInt64LE(clampMs(request.timeoutMs), at);
+  at = frame.writeBigUInt64LE(clampMs(request.killGraceMs ?? DEFAULT_KILL_GRACE_MS), at);
   const budget = Number.isFinite(request.maxBufferBytes)
     ? Math.max(0, Math.floor(request.maxBufferBytes))
     : 0;
-  head.writeBigUInt64LE(BigInt(budget), 22);
-  parts.push(head);
-  const str = (text: string): void => {
-    const bytes = Buffer.from(text, "utf8");
-    parts.push(Buffer.from(u32(bytes.length)), bytes);
+  at = frame.writeBigUInt64LE(BigInt(budget), at);
+  const text = (value: string): void => {
+    const length = frame.write(value, at + 4, "utf8");
+    at = frame.writeUInt32LE(length, at) + length;
   };
-  str(plan.file);
-  str(plan.cwd === undefined ? "" : resolve(process.cwd(), plan.cwd));
-  const argv = [plan.argv0, ...plan.args];
-  parts.push(Buffer.from(u32(argv.length)));
-  for (const arg of argv) str(arg);
-  const env = Object.entries(request.env);
-  parts.push(Buffer.from(u32(env.length)));
-  for (const [key, value] of env) str(`${key}=${value}`);
-  if (plan.stdin === undefined) {
-    parts.push(Buffer.from([0]));
+  text(texts[0] as string);
+  text(texts[1] as string);
+  at = frame.writeUInt32LE(argv.length, at);
+  for (const arg of argv) text(arg);
+  at = frame.writeUInt32LE(env.length, at);
+  for (const entry of env) text(entry);
+  if (stdin === undefined) {
+    frame.writeUInt8(0, at);
   } else {
-    parts.push(Buffer.from([1, ...u32(plan.stdin.length)]), plan.stdin);
+    at = frame.writeUInt8(1, at);
+    at = frame.writeUInt32LE(stdin.length, at);
+    stdin.copy(frame, at);
   }
-  return Buffer.concat(parts);
+  return frame;
 }
 
 /**
@@ -280,12 +289,11 @@ function decodeDone(frame: Buffer): { id: number; outcome: ProcessOutcome; stage
   const errAt = 50 + outLength;
   const errLength = frame.readUInt32LE(errAt);
   const err = frame.subarray(errAt + 4, errAt + 4 + errLength);
-  // Each stream decoded on its own (ignoreBOM keeps a leading U+FEFF the child really printed).
-  const decode = (bytes: Buffer) => new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(bytes);
   const outcome: ProcessOutcome = {
     exitCode: flags & 1 ? null : code,
     timedOut: (flags & 2) !== 0,
-    output: decode(out) + (errLength > 0 ? decode(err) : ""),
+    // Each stream decoded on its own, so a character is never made of both.
+    output: UTF8.decode(out) + (errLength > 0 ? UTF8.decode(err) : ""),
     totalBytes,
     droppedBytes,
     durationMs: 0,
