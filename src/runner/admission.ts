@@ -39,6 +39,18 @@ interface Refused {
 
 export type Admit = (tool: Tool, args: unknown) => Admitted | Refused;
 
+/** What the record of an admitted call starts from: the decision and the redacted arguments. */
+export function admittedBase(tool: Tool, admission: Admitted) {
+  return {
+    tool: tool.name,
+    tier: admission.tier,
+    classification: admission.classification,
+    args: admission.auditArgs,
+    denied: false,
+    reason: admission.reason,
+  };
+}
+
 /** What is recorded of a call admission refused: it did not run, so it has no exit status. */
 export function refusalRecord(tool: Tool, refused: Refused): Finish {
   return {

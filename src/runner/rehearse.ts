@@ -1,7 +1,7 @@
 import type { AuditLog } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
-import type { Admit } from "./admission.js";
+import { type Admit, admittedBase } from "./admission.js";
 import { withNotices } from "./notices.js";
 import { describeCall, recordOf } from "./record.js";
 import type { Tool } from "./tool.js";
@@ -27,18 +27,7 @@ export function rehearseCall(
     const admission = deps.admit(tool, parsed.args);
     if (!admission.admitted) return;
     const work = shapeWork(tool, parsed.args, { body: "", exitCode: 0 }, deps.settings);
-    const finished = recordOf(
-      {
-        tool: tool.name,
-        tier: admission.tier,
-        classification: admission.classification,
-        args: admission.auditArgs,
-        denied: false,
-        reason: admission.reason,
-      },
-      work,
-      tool.auditAction,
-    );
+    const finished = recordOf(admittedBase(tool, admission), work, tool.auditAction);
     deps.audit.rehearse({
       tool: finished.tool,
       tier: finished.tier,

@@ -12,7 +12,7 @@ import {
 } from "../core/index.js";
 import type { CallMetrics } from "../metrics/index.js";
 import type { Classification, Classifier } from "../policy/index.js";
-import { classifyLoose, createAdmission, refusalRecord } from "./admission.js";
+import { admittedBase, classifyLoose, createAdmission, refusalRecord } from "./admission.js";
 import { runFollowUps } from "./follow-up.js";
 import { clampOutput, deniedText, errorText } from "./format.js";
 import { withNotices } from "./notices.js";
@@ -129,14 +129,7 @@ export function createRelay(deps: RelayDeps): Relay {
     // 2-5. Policy text and targets, input bound, classification, deny list, mode, fail-closed audit.
     const admission = admit(tool, args);
     if (!admission.admitted) return finish(ctx, refusalRecord(tool, admission));
-    const base = {
-      tool: tool.name,
-      tier: admission.tier,
-      classification: admission.classification,
-      args: admission.auditArgs,
-      denied: false,
-      reason: admission.reason,
-    };
+    const base = admittedBase(tool, admission);
 
     // 6. Gates add friction to what policy admitted; they never widen it.
     const toolCtx = toolContextOf(ctx);
