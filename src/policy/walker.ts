@@ -260,10 +260,18 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
             words.push(resolveWord(c, ctx, 0));
           }
         }
+        // Its range counts as a command's, for the same line breaks as a bare assignment below.
+        commandRanges.push([node.start, node.end]);
         addUnit(words, extra ?? [], ctx, text(node), {});
         return;
       }
       case "variable_assignment":
+        // A statement of its own (`a=1`, or several in a row). Its range counts as a command's:
+        // the grammar reads `$` before a line break as the start of an expansion and carries the
+        // assignment into the next line (`a=$⏎rm -rf /` is `a=$rm` and more assignments after it),
+        // where bash ends it at the line break; the glued-lines pass then judges the next line
+        // on its own.
+        commandRanges.push([node.start, node.end]);
         assignment(node, ctx);
         return;
       case "command_name":

@@ -148,6 +148,25 @@ describe("classify: composition properties", () => {
     expect(classifier.classify("! cat <<EOF\nreboot\nEOF")).toEqual({ tier: 1, basis: "default", part: "" });
   });
 
+  it("an assignment ending in `$` does not carry the next line into it", () => {
+    // Found by the composition property with the prefix line `a=$`: the grammar reads `$⏎dd` as
+    // the expansion `$dd`, and `a=$⏎dd if=… of=…` as four assignments and no command at all.
+    for (const text of [
+      "a=$\ndd if=/dev/zero of=/dev/sda bs=1M",
+      "a=$ \ndd if=/dev/zero of=/dev/sda bs=1M",
+      "a=$\nrm -rf /",
+      "a=$ \nrm -rf /",
+      "x=1 y=$\nshred /dev/sda",
+      "(a=$\nrm -rf /)",
+      "f() { a=$\nrm -rf /; }",
+      "export a=$\nrm -rf /",
+    ]) {
+      expect(tier(text), text).toBe(3);
+    }
+    // A line break inside a quoted value is data, as before.
+    expect(tier('a="$\nrm -rf /"')).toBe(1);
+  });
+
   it("some concrete hiding attempts stay Tier 3", () => {
     for (const text of [
       "echo 'unterminated; kubectl delete ns prod",
