@@ -111,9 +111,10 @@ interface Pending {
  */
 export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRunner {
   const clock = deps.clock ?? systemClock;
-  const kind = deps.kind ?? defaultLauncherKind();
-  const nativePath = kind === "native" ? nativeLauncherPath(import.meta.url) : null;
-  if (kind === "native" && nativePath === null) throw new Error("the native process launcher is not built");
+  // One look for the built program: it decides the default as well.
+  const nativePath = deps.kind === "node" ? null : nativeLauncherPath(import.meta.url);
+  if (deps.kind === "native" && nativePath === null)
+    throw new Error("the native process launcher is not built");
   const entry = launcherEntry(import.meta.url);
   const pending = new Map<number, Pending>();
   let current: Launcher | undefined;
