@@ -2,6 +2,7 @@ import { constants as osConstants } from "node:os";
 import type { Client, ClientChannel } from "ssh2";
 import { type Clock, decodeUtf8, markStage, RelayError } from "../core/index.js";
 import { CONNECTION_UNUSABLE } from "./errors.js";
+import { execOnConnection, keepSpare } from "./spare-session.js";
 
 export interface RemoteExecRequest {
   /** Sent verbatim as the exec request: the remote login shell interprets it. */
@@ -37,40 +38,26 @@ function signalNumber(name: string): number | null {
 }
 
 /**
- * Open the exec channel and hand it over synchronously: ssh2 emits `exit`
- * as soon as the packet is parsed, often in the same tick as the open
- * confirmation, so a listener attached one microtask later would miss it.
+ * Start the command on a session channel (the connection's spare when it
+ * has one) and hand the channel over synchronously: ssh2 emits `exit` as soon
+ * as the packet is parsed, often in the same read as the request's reply, so
+ * a listener attached one microtask later would miss it.
  */
 function openChannel(
   client: Client,
   command: string,
   attach: (channel: ClientChannel) => void,
 ): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const fail = (err: unknown) =>
-      reject(
-        new RelayError(
-          "ChannelOpenError",
-          `could not start the command: ${(err as Error)?.message ?? String(err)}`,
-          {
-            code: CONNECTION_UNUSABLE,
-            cause: err,
-          },
-        ),
-      );
-    try {
-      client.exec(command, (err, channel) => {
-        if (err) {
-          fail(err);
-          return;
-        }
-        attach(channel);
-        resolve();
-      });
-    } catch (err) {
-      // ssh2 throws synchronously when the connection is already gone.
-      fail(err);
-    }
+  return execOnConnection(client, command, attach).catch((err: unknown) => {
+    // ssh2 throws or fails the open when the connection is already gone.
+    throw new RelayError(
+      "ChannelOpenError",
+      `could not start the command: ${(err as Error)?.message ?? String(err)}`,
+      {
+        code: CONNECTION_UNUSABLE,
+        cause: err,
+      },
+    );
   });
 }
 
@@ -193,6 +180,8 @@ export async function execRemote(
     },
   );
   markStage("remote_run");
+  // The connection is likely idle now: have a session ready for the next command.
+  keepSpare(client);
 
   const buffer = Buffer.concat(chunks, kept);
   return {

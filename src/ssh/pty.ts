@@ -4,6 +4,7 @@ import { holdTerminalEvents, RelayError, type TerminalEvents } from "../core/ind
 import { CONNECTION_UNUSABLE } from "./errors.js";
 import type { HostKeyReport } from "./host-key.js";
 import type { SshLease, SshPool } from "./pool.js";
+import { dropSpare } from "./spare-session.js";
 import type { SshTarget } from "./target.js";
 
 /** What the session registry hears from a terminal. */
@@ -219,7 +220,8 @@ export async function openSshPty(
   const { lease, value: channel } = await pool.open(
     target,
     request.signal ? { signal: request.signal } : {},
-    (opened) => openChannel(opened.client, request),
+    // A terminal is a session of its own: the connection's spare gives its slot back first.
+    (opened) => dropSpare(opened.client).then(() => openChannel(opened.client, request)),
   );
   return {
     transport: wrapChannel(channel, lease, request.closeWaitMs ?? DEFAULT_CLOSE_WAIT_MS),

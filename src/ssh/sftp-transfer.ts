@@ -6,6 +6,7 @@ import type { HostKeyReport } from "./host-key.js";
 import type { SshLease, SshPool } from "./pool.js";
 import { type CopyStats, downloadTree, emptyStats, uploadTree } from "./sftp.js";
 import { createRemoteFs } from "./sftp-fs.js";
+import { dropSpare } from "./spare-session.js";
 import type { SshTarget } from "./target.js";
 import { createTransferMeter, type TransferLimits } from "./transfer-limits.js";
 
@@ -134,7 +135,8 @@ export async function transferFiles(deps: TransferDeps, request: TransferRequest
     const { value: channel } = await pool.open(request.target, { signal: stop.signal }, async (opened) => {
       // Known as soon as it is leased: a transfer that times out while opening still reports the host key.
       lease = opened;
-      const opening = openSftp(opened.client);
+      // SFTP is a session of its own: the connection's spare gives its slot back first.
+      const opening = dropSpare(opened.client).then(() => openSftp(opened.client));
       // A channel that opens after the time ran out is closed at once.
       opening.then(
         (late) => {
