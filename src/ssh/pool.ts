@@ -38,7 +38,11 @@ export interface SshLease {
   readonly jumpHostKeys: readonly HostKeyReport[];
   /** true when an existing connection was reused. */
   readonly reused: boolean;
-  /** Drop this connection from the pool and close it (a broken channel on a reused connection). */
+  /**
+   * Take this connection out of the pool (a channel it could not open on
+   * reuse): new calls dial afresh; it closes once nothing holds it, so the
+   * terminals, forwards and transfers already on it go on until they end.
+   */
   discard(): void;
   /** Unpin; idempotent. */
   release(): void;
@@ -94,6 +98,8 @@ interface Entry {
   pins: number;
   lastUsed: number;
   closed: boolean;
+  /** Out of the pool, closed when its last lease is released. */
+  retired: boolean;
   /** Releases the lease this connection holds on its bastion. */
   releaseVia: () => void;
 }
@@ -108,15 +114,25 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
   // Map order is the LRU order: a use moves the entry to the end.
   const entries = new Map<string, Entry>();
   const pending = new Map<string, Pending>();
+  // Out of the pool but still held: closed on their last release, or at shutdown.
+  const retired = new Set<Entry>();
   let shutDown = false;
 
   function drop(entry: Entry): void {
     if (entries.get(entry.key) === entry) entries.delete(entry.key);
+    retired.delete(entry);
     if (!entry.closed) {
       entry.closed = true;
       entry.client.end();
     }
     entry.releaseVia();
+  }
+
+  function retire(entry: Entry): void {
+    if (entries.get(entry.key) === entry) entries.delete(entry.key);
+    entry.retired = true;
+    retired.add(entry);
+    if (entry.pins === 0) drop(entry);
   }
 
   function sweep(): void {
@@ -138,8 +154,11 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
   function lease(entry: Entry, reused: boolean): SshLease {
     entry.pins++;
     entry.lastUsed = clock.monotonic();
-    entries.delete(entry.key);
-    if (!entry.closed) entries.set(entry.key, entry);
+    // A use moves it to the recent end of the LRU order; a retired one stays out of the pool.
+    if (!entry.retired) {
+      entries.delete(entry.key);
+      if (!entry.closed) entries.set(entry.key, entry);
+    }
     let released = false;
     // A reused connection did not learn anything now: a first-contact pin is old news.
     const settle = (r: HostKeyReport): HostKeyReport =>
@@ -151,13 +170,17 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
       jumpHostKeys: entry.jumpHostKeys.map(settle),
       reused,
       discard() {
-        drop(entry);
+        retire(entry);
       },
       release() {
         if (released) return;
         released = true;
         entry.pins--;
         entry.lastUsed = clock.monotonic();
+        if (entry.retired) {
+          if (entry.pins === 0) drop(entry);
+          return;
+        }
         // The end of a use counts as a use: move it to the recent end of the LRU order.
         if (entries.get(entry.key) === entry) {
           entries.delete(entry.key);
@@ -200,6 +223,7 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
       pins: 0,
       lastUsed: clock.monotonic(),
       closed: false,
+      retired: false,
       releaseVia: () => {
         viaLease?.release();
         viaLease = null;
@@ -293,7 +317,7 @@ export function createSshPool(config: SshPoolConfig, deps: SshPoolDeps): SshPool
       shutDown = true;
       if (timer) clearInterval(timer);
       for (const slot of pending.values()) slot.abort.abort();
-      for (const entry of [...entries.values()]) drop(entry);
+      for (const entry of [...entries.values(), ...retired]) drop(entry);
     },
   };
 }

@@ -282,6 +282,45 @@ describe.skipIf(SSHD_MISSING)("ssh connection pool against a real sshd", () => {
       p.closeAll();
     });
 
+    it("a connection that refuses a new channel leaves the pool, but what runs on it goes on", async () => {
+      // One session per connection: a second command on the same connection is refused.
+      const full = await fx.start({ extraConfig: () => "Match all\nMaxSessions 1\n" });
+      const p = pool();
+      const t = target(full.port);
+      try {
+        const held = await p.acquire(t);
+        const running = execRemote(
+          held.client,
+          { command: "sleep 1; echo still-here", timeoutMs: 10_000, maxBufferBytes: 256 },
+          manualClock(),
+        );
+        await new Promise((r) => setTimeout(r, 200));
+        const before = dials;
+        const { lease, value } = await p.open(t, {}, (l) => echo(l.client, "second"));
+        // The refusal on the reused connection sent this call to a fresh one.
+        expect(lease.reused).toBe(false);
+        expect(dials - before).toBe(1);
+        expect(value.output).toBe("second\n");
+        lease.release();
+        // The command on the full connection was not cut off.
+        expect(await running).toMatchObject({ exitCode: 0, output: "still-here\n" });
+        // Out of the pool: the next call reuses the fresh connection, and the old one closes
+        // once its last holder lets go.
+        let closed = false;
+        held.client.once("close", () => {
+          closed = true;
+        });
+        held.release();
+        await waitFor(() => closed);
+        const again = await p.acquire(t);
+        expect(again.client).toBe(lease.client);
+        again.release();
+      } finally {
+        p.closeAll();
+        full.stop();
+      }
+    });
+
     it("applies to a remote forward's listen request as to a channel", async () => {
       const p = pool();
       const t = target(sshd.ports[0] ?? 0);
