@@ -2,7 +2,7 @@ import { constants as osConstants } from "node:os";
 import type { Client, ClientChannel } from "ssh2";
 import { type Clock, decodeUtf8, markStage, RelayError } from "../core/index.js";
 import { CONNECTION_UNUSABLE } from "./errors.js";
-import { execOnConnection, keepSpare } from "./spare-session.js";
+import { execOnConnection } from "./spare-session.js";
 
 export interface RemoteExecRequest {
   /** Sent verbatim as the exec request: the remote login shell interprets it. */
@@ -180,8 +180,6 @@ export async function execRemote(
     },
   );
   markStage("remote_run");
-  // The connection is likely idle now: have a session ready for the next command.
-  keepSpare(client);
 
   const buffer = Buffer.concat(chunks, kept);
   return {

@@ -1,13 +1,15 @@
 import type { Client, ClientChannel } from "ssh2";
 
 /**
- * One session channel opened ahead of time per idle connection, so the next
+ * One session channel opened ahead of time per connection, so the next
  * `exec` costs one round trip (the request) instead of two (open, then
  * request). A session channel runs nothing until it gets a request, so a
  * spare is only a slot on the server; ADR 0032 gives the rules:
  *
- * - a spare is opened only when the connection has no channel open at all,
- *   after an exec ends, so it never adds to a busy connection's channels;
+ * - at most one spare per connection, opened once a command has been
+ *   accepted (while it runs, so off the next call's path);
+ * - the next exec takes the spare, or the one still opening, before it
+ *   would open a channel of its own: an exec never needs a slot a spare holds;
  * - any other session user (a terminal, SFTP) drops the spare before it
  *   opens its own, so the server's session limit sees no more than before;
  * - a spare the server closes, or that fails its request, is forgotten and
@@ -22,7 +24,7 @@ import type { Client, ClientChannel } from "ssh2";
 /** The parts of an ssh2 1.x Client this module reaches into. */
 interface ClientInternals {
   _sock?: { writable?: boolean };
-  _chanMgr?: { add(handler: unknown): number; _count: number };
+  _chanMgr?: { add(handler: unknown): number };
   _protocol?: {
     session(localId: number, window: number, packetSize: number): void;
     exec(remoteId: number, command: string, wantReply: boolean): void;
@@ -120,15 +122,15 @@ function park(slot: Slot, channel: ClientChannel): void {
 }
 
 /**
- * After an exec ends: open a spare when the connection is idle (no channel
- * open), has no spare, and ssh2's internals are as expected. Deferred to the
- * next turn, so the reply of the call that just ended goes out first.
+ * Open a spare unless one waits or is opening (or ssh2's internals are not
+ * as expected). Deferred to the next turn: called from ssh2's reply handler,
+ * it lets the rest of that read be handled first.
  */
 export function keepSpare(client: Client): void {
   setImmediate(() => {
     const internals = internalsOf(client);
     const slot = slotOf(client);
-    if (!internals || slot.ready || slot.opening || internals._chanMgr._count !== 0) return;
+    if (!internals || slot.ready || slot.opening) return;
     const opening = openBare(client);
     slot.opening = opening;
     void opening.then((channel) => {
@@ -235,6 +237,8 @@ export async function execOnConnection(
   else if (spare) {
     if (await requestExec(client, spare, command, attach)) {
       slotOf(client).taken++;
+      // The next command's session opens while this one runs.
+      keepSpare(client);
       return;
     }
     discard(spare);
@@ -247,6 +251,7 @@ export async function execOnConnection(
       }
       attach(channel);
       resolve();
+      keepSpare(client);
     });
   });
 }
