@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { InFlightSample } from "./floors/sample.mjs";
 
 export const ROOT = resolve(import.meta.dirname, "..");
 export const SERVER_ENTRY = join(ROOT, "dist", "cli", "main.js");
@@ -170,10 +171,7 @@ export function treeBytes(root: number, measure: (pid: number) => number): numbe
 }
 
 /** What a floor process prints: each sequential call's time and the rate with calls in flight. */
-export interface FloorSample {
-  times: number[];
-  rate: number;
-}
+export type FloorSample = InFlightSample & { times: number[] };
 
 /** Run one of bench/floors/*.mjs as a process of its own and read its sample. */
 export function runFloor(script: string, args: readonly string[]): Promise<FloorSample> {

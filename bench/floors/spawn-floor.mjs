@@ -1,6 +1,8 @@
-// The spawn floor: a process that loads nothing but node:child_process and spawns `/bin/sh -c true`,
+// The spawn floor: a process that loads nothing but node:child_process (and node:fs, for /proc/stat) and
+// spawns `/bin/sh -c true`,
 // so each fork copies the page tables of a lean heap. Prints one JSON line:
-// {"times": [ms of each sequential spawn], "rate": spawns/s with IN_FLIGHT at once}.
+// {"times": [ms of each sequential spawn], "rate": spawns/s with IN_FLIGHT at once, "cpuMs": machine
+// CPU per spawn meanwhile, "busy": the busy share of the machine meanwhile}.
 import { spawn } from "node:child_process";
 import { sample } from "./sample.mjs";
 
@@ -14,5 +16,5 @@ function once() {
   });
 }
 
-const { times, rate } = await sample(once, { sequential, total, inFlight, warmup });
-process.stdout.write(`${JSON.stringify({ times, rate })}\n`);
+const result = await sample(once, { sequential, total, inFlight, warmup });
+process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -1,6 +1,7 @@
 // The SSH floor: a process with one ssh2 connection on a TCP_NODELAY socket and nothing else, running
 // `true` in a fresh exec channel per call. Arguments: PORT USER KEY_FILE [SEQUENTIAL TOTAL IN_FLIGHT WARMUP].
-// Prints one JSON line: {"times": [ms of each sequential exec], "rate": execs/s with IN_FLIGHT channels open}.
+// Prints one JSON line: {"times": [ms of each sequential exec], "rate": execs/s with IN_FLIGHT channels open,
+// "cpuMs": machine CPU per exec meanwhile, "busy": the busy share of the machine meanwhile}.
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import ssh2 from "ssh2";
@@ -27,6 +28,6 @@ function once() {
   });
 }
 
-const { times, rate } = await sample(once, { sequential, total, inFlight, warmup });
+const result = await sample(once, { sequential, total, inFlight, warmup });
 client.end();
-process.stdout.write(`${JSON.stringify({ times, rate })}\n`);
+process.stdout.write(`${JSON.stringify(result)}\n`);
