@@ -89,7 +89,15 @@ function openBare(client: Client): Promise<ClientChannel | null> {
   if (!internals) return Promise.resolve(null);
   return new Promise((resolve) => {
     // ssh2 calls this on the open confirmation (with the channel) or on the failure.
-    const handler = (err: unknown, channel: ClientChannel) => resolve(err ? null : channel);
+    const handler = (err: unknown, channel: ClientChannel) => {
+      if (err) {
+        resolve(null);
+        return;
+      }
+      // Heard from the start, even between its arrival and whoever takes it; the command adds its own.
+      channel.on("error", () => undefined);
+      resolve(channel);
+    };
     (handler as unknown as { type: string }).type = "session";
     try {
       const localId = internals._chanMgr.add(handler);
