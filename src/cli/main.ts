@@ -1,28 +1,19 @@
 #!/usr/bin/env node
 import type { ParseArgsConfig } from "node:util";
 import { setFlagsFromString } from "node:v8";
-import pino from "pino";
 import {
   ConfigError,
   checkBindSafety,
   configWarnings,
-  describeSettings,
   loadSettingsReport,
-  type Settings,
   type SettingsReport,
   snapshotEnvironment,
 } from "../config/index.js";
-import type { LoopbackListener, OperatorConsole } from "../console/index.js";
-import { type Logger, silentLogger } from "../core/index.js";
-import {
-  answerOversized,
-  type HttpEdge,
-  type HttpEdgeOptions,
-  loadHttpEdge,
-  serveStdio,
-} from "../server/index.js";
-import { type BuiltServer, buildServer, packageVersion, readRuntimeInfo } from "./build.js";
+import { packageVersion, readRuntimeInfo } from "./build.js";
+import { checkConfig } from "./check-config.js";
+import { fail } from "./exit.js";
 import { flagTokens } from "./flags.js";
+import { serve } from "./serve.js";
 import { runVerifyAudit } from "./verify-audit.js";
 
 const USAGE = `usage: relay-shell [--check-config] [--verify-audit [--audit-path PATH] [--segment] [--json]] [--version] [--help]
@@ -104,11 +95,6 @@ function parseFlags(argv: readonly string[]): CliOptions | string {
     else options.json = true;
   }
   return options;
-}
-
-function fail(message: string, code = 2): never {
-  process.stderr.write(`relay_shell: ${message}\n`);
-  process.exit(code);
 }
 
 function loadOrExit(env: Readonly<Record<string, string | undefined>>): SettingsReport {
@@ -193,213 +179,11 @@ async function main(): Promise<void> {
   const warnings = configWarnings(settings, { euid: readRuntimeInfo().euid });
 
   if (parsed.checkConfig) {
-    let built: Awaited<ReturnType<typeof buildServer>>;
-    try {
-      built = await buildServer({ settings, env, logger: silentLogger });
-      await built.ready;
-    } catch (err) {
-      fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    const status = built.audit.status();
-    let operatorConsole: OperatorConsole | null = null;
-    try {
-      operatorConsole = await openConsole(settings, built, silentLogger);
-    } catch (err) {
-      built.close();
-      fail(`console: ${err instanceof Error ? err.message : String(err)}`);
-    }
-    if (settings.transport === "http") {
-      // Builds the edge without binding: opens the OAuth state dir and checks it like a start would.
-      try {
-        const { createHttpEdge } = await loadHttpEdge();
-        await createHttpEdge(httpEdgeOptions(built, settings, silentLogger, operatorConsole)).close();
-      } catch (err) {
-        built.close();
-        fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
-      }
-    }
-    built.close();
-    for (const [name, value] of Object.entries(describeSettings(settings))) {
-      process.stderr.write(`relay_shell: setting ${name}=${value === null ? "" : String(value)}\n`);
-    }
-    if (status.degraded) {
-      fail(
-        `audit sink degraded (${status.degradedReason}); refuse this configuration for production deployment.`,
-      );
-    }
-    process.stderr.write(
-      `relay_shell: config OK (transport=${settings.transport}, policy=${settings.policyMode}, audit=${settings.auditPath})\n`,
-    );
-    for (const warning of warnings) process.stderr.write(`relay_shell: warning: ${warning}\n`);
-    for (const name of report.unknown)
-      process.stderr.write(`relay_shell: unknown setting ignored: ${name}\n`);
+    await checkConfig(report, env, warnings);
     return;
   }
 
-  const logger: Logger = pino({ base: { svc: "relay-shell" } }, pino.destination(2));
-  let built: Awaited<ReturnType<typeof buildServer>>;
-  try {
-    built = await buildServer({ settings, env, logger, adoptOrphans: true });
-  } catch (err) {
-    fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  for (const warning of warnings) logger.warn({ warning }, "configuration warning");
-  for (const name of report.unknown) logger.warn({ setting: name }, "unknown setting ignored");
-  const serving = built;
-  // The parser loads in the background; without it no call can be classified, so the server stops.
-  built.ready.catch((err: unknown) => {
-    logger.error({ err: String(err) }, "the shell classifier failed to load");
-    serving.close();
-    process.stderr.write(
-      `relay_shell: build_server failed: ${err instanceof Error ? err.message : String(err)}\n`,
-    );
-    process.exit(2);
-  });
-  const status = built.audit.status();
-  if (status.degraded) logger.warn({ reason: status.degradedReason }, "audit sink degraded");
-  let operatorConsole: OperatorConsole | null = null;
-  try {
-    operatorConsole = await openConsole(settings, built, logger);
-  } catch (err) {
-    built.close();
-    fail(`console: ${err instanceof Error ? err.message : String(err)}`);
-  }
-
-  if (settings.transport === "http") {
-    await serveHttp(built, settings, logger, status.path, operatorConsole);
-    return;
-  }
-
-  // Over stdio the console has a loopback listener of its own.
-  let consoleListener: LoopbackListener | null = null;
-  if (operatorConsole) {
-    const { listenLoopback } = await import("../console/index.js");
-    try {
-      consoleListener = await listenLoopback(operatorConsole.handler, settings.consolePort, logger);
-    } catch (err) {
-      built.close();
-      fail(
-        `console: cannot listen on 127.0.0.1:${settings.consolePort}: ${err instanceof Error ? err.message : String(err)}`,
-        1,
-      );
-    }
-    logger.info({ origin: operatorConsole.origin, port: consoleListener.port }, "console serving");
-  }
-  const stop = stopOnSignal(async () => {
-    await consoleListener?.close();
-    built.close();
-    await built.server.close();
-  });
-  logger.info({ transport: settings.transport, policy: settings.policyMode, audit: status.path }, "serving");
-  try {
-    await serveStdio(built.server, {
-      maxMessageBytes: maxMessageBytes(settings.maxInput),
-      oversized: answerOversized(built.relay),
-      onError: (err) => logger.warn({ err: String(err) }, "unreadable message"),
-    });
-    stop(0);
-  } catch (err) {
-    logger.error({ err: String(err) }, "transport failed");
-    stop(1);
-  }
-}
-
-/** The console when it is on (loaded only then), or null; throws when it cannot start. */
-async function openConsole(
-  settings: Settings,
-  built: BuiltServer,
-  logger: Logger,
-): Promise<OperatorConsole | null> {
-  if (!settings.console) return null;
-  const { buildConsole } = await import("./console.js");
-  return buildConsole(settings, built, logger);
-}
-
-function httpEdgeOptions(
-  built: BuiltServer,
-  settings: Settings,
-  logger: Logger,
-  operatorConsole: OperatorConsole | null,
-): HttpEdgeOptions {
-  return {
-    ...(operatorConsole ? { console: operatorConsole.handler } : {}),
-    settings,
-    mcp: built.mcp,
-    calls: built.metrics,
-    gauges: built.gauges,
-    maxBodyBytes: maxMessageBytes(settings.maxInput),
-    logger,
-  };
-}
-
-/** Serve streamable HTTP until SIGINT/SIGTERM; a listener that cannot bind exits 1. */
-async function serveHttp(
-  built: BuiltServer,
-  settings: Settings,
-  logger: Logger,
-  auditPath: string,
-  operatorConsole: OperatorConsole | null,
-): Promise<void> {
-  let edge: HttpEdge;
-  try {
-    const { createHttpEdge } = await loadHttpEdge();
-    edge = createHttpEdge(httpEdgeOptions(built, settings, logger, operatorConsole));
-  } catch (err) {
-    built.close();
-    fail(`build_server failed: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const stop = stopOnSignal(async () => {
-    try {
-      await edge.close();
-    } finally {
-      built.close();
-    }
-  });
-  try {
-    const bound = await edge.listen();
-    logger.info(
-      {
-        transport: "http",
-        host: bound.host,
-        port: bound.port,
-        path: settings.httpPath,
-        oauth: settings.authEnabled,
-        console: operatorConsole?.origin ?? null,
-        policy: settings.policyMode,
-        audit: auditPath,
-      },
-      "serving",
-    );
-  } catch (err) {
-    logger.error({ err: String(err) }, "transport failed");
-    stop(1);
-  }
-}
-
-/**
- * The one way the server stops: SIGINT and SIGTERM stop it with 0, and the
- * returned function stops it with the code given. `shutdown` runs once, however
- * many signals arrive; the process exits when it settles, even if it failed.
- */
-function stopOnSignal(shutdown: () => Promise<void>): (code: number) => void {
-  let stopping = false;
-  const stop = (code: number): void => {
-    if (stopping) return;
-    stopping = true;
-    const exit = (): never => process.exit(code);
-    shutdown().then(exit, exit);
-  };
-  process.on("SIGINT", () => stop(0));
-  process.on("SIGTERM", () => stop(0));
-  return stop;
-}
-
-/**
- * The largest JSON-RPC line read whole: room for an input at the limit even
- * if every byte needs a 6-byte JSON escape, within V8's string limits.
- */
-function maxMessageBytes(maxInput: number): number {
-  return Math.min(256 * 1024 * 1024, Math.max(8 * 1024 * 1024, maxInput * 6 + 1024 * 1024));
+  await serve(report, env, warnings);
 }
 
 main().catch((err: unknown) => {
