@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { InFlightSample } from "./floors/sample.mjs";
+import { type InFlightSample, inFlightSample } from "./floors/sample.mjs";
 
 export const ROOT = resolve(import.meta.dirname, "..");
 export const SERVER_ENTRY = join(ROOT, "dist", "cli", "main.js");
@@ -78,16 +78,7 @@ export async function throughput(
   inFlight: number,
   once: () => Promise<unknown>,
 ): Promise<number> {
-  let next = 0;
-  const start = performance.now();
-  const worker = async () => {
-    while (next < total) {
-      next++;
-      await once();
-    }
-  };
-  await Promise.all(Array.from({ length: inFlight }, worker));
-  return total / ((performance.now() - start) / 1000);
+  return (await inFlightSample(once, total, inFlight)).rate;
 }
 
 /** How to start one MCP server over stdio. */

@@ -1,12 +1,4 @@
-export {
-  type AuditFollower,
-  type FollowChain,
-  type FollowedLine,
-  type FollowOptions,
-  type FollowPosition,
-  type FollowReset,
-  followAudit,
-} from "./follow.js";
+export { followAudit } from "./follow.js";
 export {
   type AuditFilter,
   type AuditOutcome,
@@ -15,6 +7,14 @@ export {
   outcomeOf,
   perMinuteByTier,
 } from "./follow-filter.js";
+export type {
+  AuditFollower,
+  FollowChain,
+  FollowedLine,
+  FollowOptions,
+  FollowPosition,
+  FollowReset,
+} from "./follow-types.js";
 export { redactArgs, redactString } from "./redact.js";
 export type {
   AuditAction,

@@ -9,6 +9,7 @@ import { parseForwardSpec } from "../../src/ssh/forward-spec.js";
 import { createKnownHostsStore } from "../../src/ssh/known-hosts-store.js";
 import { createSshPool, type SshLease, type SshPool } from "../../src/ssh/pool.js";
 import type { SshTarget } from "../../src/ssh/target.js";
+import { until } from "../../src/testing/processes.js";
 import {
   announceSkip,
   createSshFixture,
@@ -24,18 +25,6 @@ function manualClock(): Clock & { advance(ms: number): void } {
   return { now: () => t, monotonic: () => t, advance: (ms) => (t += ms) };
 }
 
-function waitFor(check: () => boolean, ms = 3000): Promise<void> {
-  const deadline = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const tick = () => {
-      if (check()) resolve();
-      else if (Date.now() > deadline) reject(new Error("condition not met in time"));
-      else setTimeout(tick, 10);
-    };
-    tick();
-  });
-}
-
 describe.skipIf(SSHD_MISSING)("ssh connection pool against a real sshd", () => {
   let fx: SshFixture;
   let sshd: Sshd;
@@ -43,17 +32,7 @@ describe.skipIf(SSHD_MISSING)("ssh connection pool against a real sshd", () => {
   let dial: Dialer;
   let dials = 0;
 
-  const target = (port: number, extra: Partial<SshTarget> = {}): SshTarget => ({
-    label: `p${port}`,
-    host: "127.0.0.1",
-    port,
-    user: fx.user,
-    identityFiles: [fx.clientKey],
-    identitiesRequired: true,
-    mode: "accept-new",
-    jump: [],
-    ...extra,
-  });
+  const target = (port: number, extra: Partial<SshTarget> = {}): SshTarget => fx.target(port, extra);
 
   const pool = (
     overrides: { maxConns?: number; idle?: number } = {},
@@ -188,7 +167,7 @@ describe.skipIf(SSHD_MISSING)("ssh connection pool against a real sshd", () => {
     const p = pool();
     const lease = await p.acquire(target(sshd.ports[3] ?? 0));
     sshd.dropConnections();
-    await waitFor(() => p.stats().open === 0);
+    await until(() => p.stats().open === 0, 3000);
     lease.release();
     const fresh = await p.acquire(target(sshd.ports[3] ?? 0));
     expect(fresh.reused).toBe(false);
@@ -311,7 +290,7 @@ describe.skipIf(SSHD_MISSING)("ssh connection pool against a real sshd", () => {
           closed = true;
         });
         held.release();
-        await waitFor(() => closed);
+        await until(() => closed, 3000);
         const again = await p.acquire(t);
         expect(again.client).toBe(lease.client);
         again.release();

@@ -12,6 +12,7 @@ import { openSshPty } from "../../src/ssh/pty.js";
 import { transferFiles } from "../../src/ssh/sftp-transfer.js";
 import { keepSpare, spareStatus } from "../../src/ssh/spare-session.js";
 import type { SshTarget } from "../../src/ssh/target.js";
+import { until } from "../../src/testing/processes.js";
 import {
   announceSkip,
   createSshFixture,
@@ -26,18 +27,6 @@ const { Server, utils } = ssh2;
 
 const clock: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
 
-function waitFor(check: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  return new Promise((resolve, reject) => {
-    const tick = () => {
-      if (check()) resolve();
-      else if (Date.now() > deadline) reject(new Error("condition not met in time"));
-      else setTimeout(tick, 10);
-    };
-    tick();
-  });
-}
-
 describe.skipIf(SSHD_MISSING)("a session opened ahead of the next exec, against a real sshd", () => {
   let fx: SshFixture;
   let plain: Sshd;
@@ -48,16 +37,7 @@ describe.skipIf(SSHD_MISSING)("a session opened ahead of the next exec, against 
   let dial: Dialer;
   const pools: SshPool[] = [];
 
-  const target = (port: number): SshTarget => ({
-    label: `p${port}`,
-    host: "127.0.0.1",
-    port,
-    user: fx.user,
-    identityFiles: [fx.clientKey],
-    identitiesRequired: true,
-    mode: "accept-new",
-    jump: [],
-  });
+  const target = (port: number): SshTarget => fx.target(port);
 
   const newPool = (): SshPool => {
     const pool = createSshPool(
@@ -90,7 +70,7 @@ describe.skipIf(SSHD_MISSING)("a session opened ahead of the next exec, against 
     const done = await run(pool, port, "true");
     expect(done.exitCode).toBe(0);
     for (let attempt = 0; attempt < 20; attempt++) {
-      await waitFor(() => spareStatus(done.client).state !== "opening");
+      await until(() => spareStatus(done.client).state !== "opening");
       if (spareStatus(done.client).state === "ready") return done.client;
       await new Promise((r) => setTimeout(r, 50));
       keepSpare(done.client);
@@ -117,12 +97,12 @@ describe.skipIf(SSHD_MISSING)("a session opened ahead of the next exec, against 
     const pool = newPool();
     const first = await run(pool, plain.port, "true");
     expect(first.exitCode).toBe(0);
-    await waitFor(() => spareStatus(first.client).state === "ready");
+    await until(() => spareStatus(first.client).state === "ready");
 
     const outcomes: RemoteOutcome[] = [];
     for (const command of ["printf out; printf err >&2; exit 3", "kill -KILL $$", "echo $((6 * 7))"]) {
       outcomes.push(await run(pool, plain.port, command));
-      await waitFor(() => spareStatus(first.client).state === "ready");
+      await until(() => spareStatus(first.client).state === "ready");
     }
     // If ssh2's internals change, the spares stop being used: this says so instead of a silent slowdown.
     expect(spareStatus(first.client).taken).toBe(3);
@@ -191,7 +171,7 @@ describe.skipIf(SSHD_MISSING)("a session opened ahead of the next exec, against 
   it("a connection dropped with a spare waiting is replaced, and the command still runs", async () => {
     const pool = newPool();
     const first = await run(pool, plain.port, "true");
-    await waitFor(() => spareStatus(first.client).state === "ready");
+    await until(() => spareStatus(first.client).state === "ready");
     plain.dropConnections();
     const next = await run(pool, plain.port, "echo again");
     expect(next).toMatchObject({ exitCode: 0, output: "again\n" });
@@ -308,8 +288,8 @@ describe("a spare the server takes away never changes an outcome", () => {
   it("forgets a spare the server closed and runs the command on a fresh channel", async () => {
     odd = await startOddServer("close-idle");
     const first = await runOn(odd.port, "one");
-    await waitFor(() => spareStatus(first.client).state === "ready");
-    await waitFor(() => spareStatus(first.client).state === "none");
+    await until(() => spareStatus(first.client).state === "ready");
+    await until(() => spareStatus(first.client).state === "none");
     const next = await runOn(odd.port, "two");
     expect(next).toMatchObject({ exitCode: 0, output: "two\n" });
     expect(next.client).toBe(first.client);
@@ -319,7 +299,7 @@ describe("a spare the server takes away never changes an outcome", () => {
   it("runs the command on a fresh channel when the server refuses it on the spare", async () => {
     odd = await startOddServer("refuse-even");
     const first = await runOn(odd.port, "a");
-    await waitFor(() => spareStatus(first.client).state === "ready");
+    await until(() => spareStatus(first.client).state === "ready");
     // The spare is the connection's second session: the server refuses the request on it.
     const second = await runOn(odd.port, "b");
     const third = await runOn(odd.port, "c");
