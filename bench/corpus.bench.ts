@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createClassifier } from "../src/policy/index.js";
+import { createClassifier, readOnlyProgramCount } from "../src/policy/index.js";
 import type { CorpusRow, Label } from "./corpus/extract.js";
 import type { BenchFigure } from "./types.js";
 
@@ -46,12 +46,13 @@ export async function corpusFigures(): Promise<BenchFigure[]> {
     readOnly.total += rates.get(l)?.total ?? 0;
   }
   return [
+    ...(await proofFigures()),
     {
       name: `tldr destructive subcommands flagged Tier >= 2 (${n("destructive")} rows)`,
       value: pct(rates.get("destructive")),
       unit: "%",
-      target: ">= 90",
-      met: pct(rates.get("destructive")) >= 90,
+      target: ">= 96",
+      met: pct(rates.get("destructive")) >= 96,
     },
     {
       name: `tldr read-only subcommands and help flagged Tier >= 2 (${readOnly.total} rows)`,
@@ -80,6 +81,83 @@ export async function corpusFigures(): Promise<BenchFigure[]> {
       unit: "%",
       target: "reported",
       met: null,
+    },
+  ];
+}
+
+/** One JSON object a line, from a committed corpus file. */
+function readJsonLines<T>(name: string): T[] {
+  const text = readFileSync(join(import.meta.dirname, "corpus", name), "utf8");
+  return text
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l) as T);
+}
+
+interface IncidentRow {
+  command: string;
+}
+
+interface BlindRow {
+  command: string;
+  accept: number[];
+  kind: string;
+}
+
+/**
+ * The Tier-0 proof (ADR 0033) on three corpora: the tldr-pages read-only and
+ * help rows the read-only table proves, the incident responder's diagnostics
+ * (bench/corpus/incident-reads.jsonl) and the labelled operations corpus
+ * (bench/corpus/blind-ops.jsonl), both written without sight of the classifier.
+ */
+export async function proofFigures(): Promise<BenchFigure[]> {
+  const classifier = await createClassifier();
+  const zero = (command: string) => classifier.classify(command).tier === 0;
+  const tldr = readCorpus().filter(
+    (r) => r.label === "readonly-verb" || r.label === "readonly" || r.label === "help",
+  );
+  const tldrZero = tldr.filter((r) => zero(r.command)).length;
+  const incident = readJsonLines<IncidentRow>("incident-reads.jsonl");
+  const incidentZero = incident.filter((r) => zero(r.command)).length;
+  const blind = readJsonLines<BlindRow>("blind-ops.jsonl");
+  const blindOk = blind.filter((r) => r.accept.includes(classifier.classify(r.command).tier)).length;
+  const blindWritesZero = blind.filter((r) => !r.accept.includes(0) && zero(r.command)).length;
+  const share = (a: number, b: number) => (100 * a) / b;
+  return [
+    {
+      name: "programs in the read-only table",
+      value: readOnlyProgramCount(),
+      unit: "",
+      target: ">= 200",
+      met: readOnlyProgramCount() >= 200,
+    },
+    {
+      name: `tldr read-only and help rows proven Tier 0 (${tldr.length} rows)`,
+      value: share(tldrZero, tldr.length),
+      unit: "%",
+      target: "reported",
+      met: null,
+    },
+    {
+      name: `incident diagnostics proven Tier 0 (${incident.length} rows)`,
+      value: share(incidentZero, incident.length),
+      unit: "%",
+      target: ">= 90",
+      met: share(incidentZero, incident.length) >= 90,
+    },
+    {
+      name: `operations corpus at an accepted tier (${blind.length} rows)`,
+      value: share(blindOk, blind.length),
+      unit: "%",
+      target: ">= 95",
+      met: share(blindOk, blind.length) >= 95,
+    },
+    {
+      name: "  rows that change, delete or run code, proven Tier 0",
+      value: blindWritesZero,
+      unit: "",
+      target: "0",
+      met: blindWritesZero === 0,
     },
   ];
 }

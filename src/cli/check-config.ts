@@ -1,6 +1,7 @@
 import { describeSettings, type Settings, type SettingsReport } from "../config/index.js";
 import type { OperatorConsole } from "../console/index.js";
 import { silentLogger } from "../core/index.js";
+import { modeSummary } from "../policy/index.js";
 import { loadHttpEdge } from "../server/index.js";
 import { buildServer } from "./build.js";
 import { fail } from "./exit.js";
@@ -54,6 +55,7 @@ export async function checkConfig(
   process.stderr.write(
     `relay_shell: config OK (transport=${settings.transport}, policy=${settings.policyMode}, audit=${settings.auditPath})\n`,
   );
+  process.stderr.write(`relay_shell: policy ${settings.policyMode}: ${modeSummary(settings.policyMode)}\n`);
   for (const warning of warnings) process.stderr.write(`relay_shell: warning: ${warning}\n`);
   for (const name of report.unknown) process.stderr.write(`relay_shell: unknown setting ignored: ${name}\n`);
 }

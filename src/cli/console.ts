@@ -9,6 +9,7 @@ import {
   runEnrolment,
 } from "../console/index.js";
 import { type Logger, silentLogger, systemClock } from "../core/index.js";
+import { modeSummary } from "../policy/index.js";
 import type { BuiltServer } from "./build.js";
 import { flagTokens } from "./flags.js";
 
@@ -117,6 +118,7 @@ function posture(settings: Settings, built: BuiltServer, euid: number): Posture 
   const audit = built.audit.status();
   return {
     mode: settings.policyMode,
+    modeText: modeSummary(settings.policyMode),
     denyList: settings.policyDeny !== null,
     allowList: settings.policyAllow !== null,
     broker: settings.confirmTier3,

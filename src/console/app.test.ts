@@ -6,6 +6,7 @@ import { type Posture, posturePage } from "./pages.js";
 
 const POSTURE: Posture = {
   mode: "open",
+  modeText: "every tier is admitted",
   denyList: false,
   allowList: false,
   broker: false,

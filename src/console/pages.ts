@@ -1,6 +1,8 @@
 /** What the first page shows: the relay's posture, read when the page is rendered. */
 export interface Posture {
   mode: string;
+  /** What the mode admits, in one sentence. */
+  modeText: string;
   denyList: boolean;
   allowList: boolean;
   broker: boolean;
@@ -146,6 +148,7 @@ export function posturePage(csrf: string, who: string, p: Posture): string {
 <h2>Posture</h2>
 <table class="posture">
 ${row("Policy mode", `<code>${esc(p.mode)}</code>`, "posture-mode")}
+${row("Admits", esc(p.modeText), "posture-mode-text")}
 ${row("Deny list", state(p.denyList, "on", "off"), "posture-deny")}
 ${row("Allow list", state(p.allowList, "on", "off", "muted"), "posture-allow")}
 ${row("Tier-3 confirmation broker", state(p.broker, "on", "off"), "posture-broker")}

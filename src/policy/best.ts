@@ -14,11 +14,32 @@ export function toPart(text: string): string {
   return `${oneLine.slice(0, cut)}…`;
 }
 
-/** The running maximum over all parts; on equal tiers the first part found stays. */
+/**
+ * The running maximum over all parts; on equal tiers the first part found stays.
+ *
+ * Beside the maximum it keeps the Tier-0 proof (ADR 0033): whether any part
+ * could not be proven to only read. Every place that meets a part of a command
+ * (a program, a wrapper, a redirection, an assignment) answers for it, and
+ * everything the classifier cannot vouch for (a program outside the read-only
+ * table, a write redirection, a parse error, the pattern tables, a program in
+ * another language) calls `doubt`. A text is Tier 0 when nothing raised it and
+ * nothing was doubted: a text in which nothing runs (blank, a comment) is too.
+ */
 export class Best {
   tier: Tier = 1;
   basis: Basis = "default";
   part = "";
+  private doubted = false;
+
+  /** Record one part's proof: proven read-only, or not. */
+  prove(ok: boolean): void {
+    if (!ok) this.doubted = true;
+  }
+
+  /** Some part cannot be proven read-only. */
+  doubt(): void {
+    this.doubted = true;
+  }
 
   consider(tier: Tier, basis: Basis, part: string): void {
     if (tier > this.tier) {
@@ -41,7 +62,13 @@ export class Best {
     return this.tier === 3;
   }
 
+  /** Every part seen so far is proven read-only. */
+  get readOnly(): boolean {
+    return !this.doubted && this.tier === 1 && this.basis === "default";
+  }
+
   result(): Classification {
+    if (this.readOnly) return { tier: 0, basis: "proven_read", part: "" };
     return { tier: this.tier, basis: this.basis, part: this.part };
   }
 }

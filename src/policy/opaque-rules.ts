@@ -3,6 +3,7 @@ import {
   analyzeInline,
   awkExecutes,
   awkProgram,
+  awkProgramFile,
   type Invocation,
   interpreterInvocation,
   interpreterName,
@@ -10,7 +11,8 @@ import {
   SHELLS,
   shellInvocation as shellInvocationOf,
 } from "./opaque.js";
-import type { StdinFeed } from "./script.js";
+import { SQL_CLIENTS } from "./rules/data.js";
+import type { Redirect, StdinFeed } from "./script.js";
 import { joinAll } from "./unwrap.js";
 import { DYNAMIC, type Word } from "./words.js";
 
@@ -31,6 +33,16 @@ import { DYNAMIC, type Word } from "./words.js";
  * Returns true when the command was handled here and the rule tables need not look.
  */
 export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: number): boolean {
+  if (unwraps === 0 && c.stdin === null) {
+    // `bash < f.sh`, `sudo mysql db < dump.sql`, `ssh host sh < f`: the file is this command's stdin,
+    // and the stdin of every command it wraps.
+    const input = c.index.inputRedirect(c.part);
+    if (input !== null) c.stdin = fileStdin(input);
+  }
+  if (SQL_CLIENTS.has(name) && unreadableStdin(c.stdin)) {
+    // A dump or script fed to a database client: what it drops or overwrites is not visible.
+    c.best.consider(2, "data_store_destruction", c.part);
+  }
   if (SHELLS.has(name)) {
     runInvocation(shellInvocationOf(args), "shell", c);
     return true;
@@ -43,8 +55,11 @@ export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: 
   if (interp !== null) {
     const inv = interpreterInvocation(interp, args);
     if (inv.kind === "subcommand") return false;
-    if (inv.kind === "module") argvHit(inv.argv, c, unwraps + 1);
-    else
+    if (inv.kind === "module") {
+      // `python3 -m http.server`, `-m pdb script.py`: a module that serves, debugs or runs other code.
+      if (RUNNING_MODULES.test(inv.argv[0]?.value ?? "")) c.best.consider(2, "opaque_program", c.part);
+      argvHit(inv.argv, c, unwraps + 1);
+    } else
       runInvocation(
         inv,
         interp === "python" || interp === "pypy" || interp === "ipython" ? "python" : "program",
@@ -77,6 +92,10 @@ export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: 
     case "mawk":
     case "nawk":
     case "busybox-awk": {
+      if (awkProgramFile(args)) {
+        c.best.consider(2, "script_file", c.part);
+        return true;
+      }
       const program = awkProgram(args);
       if (program !== null && (program.dynamic || awkExecutes(program.value))) inlineProgram(program, c);
       return true;
@@ -90,6 +109,13 @@ export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: 
       return false;
   }
 }
+
+/**
+ * Python modules run with -m that serve files or a port, debug, profile or trace another program,
+ * or open a REPL: what they do is not the module's name.
+ */
+const RUNNING_MODULES =
+  /^(?:http\.server|SimpleHTTPServer|CGIHTTPServer|smtpd|aiosmtpd|pydoc|pdb|ipdb|trace|cProfile|profile|runpy|code|idlelib|webbrowser|ftplib|xmlrpc\.server|wsgiref\.simple_server|asyncio|uvicorn|gunicorn|flask|django|celery)$/;
 
 function quoteForWindows(value: string): string {
   return /[\s;|&{}()]/.test(value) ? `"${value.replaceAll('"', "")}"` : value;
@@ -128,10 +154,34 @@ function runInvocation(inv: Invocation, kind: Reader, c: ArgvCtx): void {
   }
 }
 
+/** Stdin feeds that are a file redirected in with `<`: their text is not part of the call. */
+const FILE_FEEDS = new WeakSet<StdinFeed>();
+
+/** The stdin of a command whose input is redirected from a file (`< /dev/null` feeds nothing). */
+function fileStdin(r: Redirect): StdinCtx | null {
+  const target = r.target!;
+  if (!target.dynamic && target.value === "/dev/null") return null;
+  const feed: StdinFeed = { text: "", dynamic: target.dynamic || target.procSub, subst: target.subst };
+  FILE_FEEDS.add(feed);
+  return { piped: false, origin: null, feed, literal: null };
+}
+
+/** Stdin whose text cannot be read here: a file, or a pipe from anything but echo/printf/a here-doc. */
+function unreadableStdin(stdin: StdinCtx | null): boolean {
+  if (stdin === null) return false;
+  if (stdin.piped) return stdin.literal === null;
+  return stdin.feed !== null && FILE_FEEDS.has(stdin.feed);
+}
+
 /** A shell or interpreter that takes its program from stdin. */
 function stdinCode(kind: Reader, c: ArgvCtx): void {
   const stdin: StdinCtx | null = c.stdin;
   if (stdin === null) return; // interactive: what is typed later is classified when it is sent
+  if (stdin.feed !== null && FILE_FEEDS.has(stdin.feed)) {
+    // `bash < f.sh`, `python3 < x.py`: the program is a file fed in, unseen like a piped one.
+    c.best.consider(3, originBasis(c.index.originOfSubst(stdin.feed.subst), "piped_to_shell"), c.part);
+    return;
+  }
   if (stdin.piped) {
     // Echoed or here-doc text we can read is judged first, for a more telling basis.
     if (kind === "shell" && stdin.literal !== null && stdin.origin === null)

@@ -48,6 +48,7 @@ export function shellInvocation(args: Word[]): Invocation {
       return command ? { kind: "inline", code: next } : { kind: "file", path: next };
     }
     if (SHELL_VALUED.has(v)) {
+      if (v === "-o" && args[i + 1]?.value === "noexec") return { kind: "none" };
       i++;
       continue;
     }
@@ -56,6 +57,8 @@ export function shellInvocation(args: Word[]): Invocation {
       continue;
     }
     if ((v.startsWith("-") || v.startsWith("+")) && v.length > 1 && !args[i]!.dynamic) {
+      // -n (noexec) reads the script and runs nothing: a syntax check.
+      if (v.startsWith("-") && v.includes("n")) return { kind: "none" };
       if (v.includes("c")) command = true;
       if (v.includes("s")) stdin = true;
       continue;
@@ -82,6 +85,23 @@ interface InterpreterSpec {
    * it is the file (or a package script, which is just as unreadable here).
    */
   subcommands?: ReadonlySet<string>;
+  /** Subcommands whose next word is program text (`deno eval 'code'`). */
+  evalWords?: ReadonlySet<string>;
+  /** Options that only check the program's syntax and run nothing (`node --check`, `php -l`, `ruby -c`). */
+  check?: readonly string[];
+  /** Options whose value is a script file to run (`expect -f x`, `php -f x`, `guile -s x`). */
+  fileOptions?: readonly string[];
+  /** Letters that take the rest of a short cluster as their value (`perl -MFile::Path`, `ruby -rfileutils`). */
+  valuedLetters?: string;
+}
+
+/** An interpreter that takes `-e CODE` (or the options named) and a script file as its first operand. */
+function plainSpec(
+  inline: string[],
+  valued: string[] = [],
+  more: Partial<InterpreterSpec> = {},
+): InterpreterSpec {
+  return { inline, inlineLetters: "", valued, module: null, ...more };
 }
 
 const PY: InterpreterSpec = {
@@ -95,12 +115,15 @@ const PERL: InterpreterSpec = {
   inlineLetters: "eE",
   valued: ["-I", "-M", "-m", "-x"],
   module: null,
+  valuedLetters: "IMmxCdDFi",
 };
 const RUBY: InterpreterSpec = {
   inline: ["-e"],
   inlineLetters: "e",
   valued: ["-I", "-r", "-C", "-E"],
   module: null,
+  check: ["-c"],
+  valuedLetters: "IrCEFiKTWx",
 };
 const NODE: InterpreterSpec = {
   inline: ["-e", "--eval", "-p", "--print"],
@@ -116,6 +139,7 @@ const NODE: InterpreterSpec = {
     "--conditions",
   ],
   module: null,
+  check: ["-c", "--check"],
 };
 const BUN: InterpreterSpec = {
   ...NODE,
@@ -154,6 +178,19 @@ const PHP: InterpreterSpec = {
   inlineLetters: "",
   valued: ["-c", "-d", "-z"],
   module: null,
+  check: ["-l", "--syntax-check"],
+  fileOptions: ["-f", "--file"],
+};
+const DENO: InterpreterSpec = {
+  ...NODE,
+  check: [],
+  subcommands: new Set(
+    (
+      "test fmt lint check info doc compile install uninstall upgrade task bench coverage init repl " +
+      "types vendor cache add remove publish jupyter clean outdated completions help lsp"
+    ).split(" "),
+  ),
+  evalWords: new Set(["eval"]),
 };
 const LUA: InterpreterSpec = { inline: ["-e"], inlineLetters: "", valued: ["-l"], module: null };
 const RSCRIPT: InterpreterSpec = { inline: ["-e"], inlineLetters: "", valued: [], module: null };
@@ -175,6 +212,24 @@ const INTERPRETERS = new Map<string, InterpreterSpec>([
   ["osascript", OSASCRIPT],
   ["tclsh", { inline: [], inlineLetters: "", valued: [], module: null }],
   ["irb", { inline: [], inlineLetters: "", valued: [], module: null }],
+  ["wish", plainSpec([])],
+  ["deno", DENO],
+  ["tsx", NODE],
+  ["ts-node", NODE],
+  [
+    "julia",
+    plainSpec(["-e", "-E", "--eval", "--print"], ["-J", "-t", "-p"], { fileOptions: ["-L", "--load"] }),
+  ],
+  ["raku", plainSpec(["-e"], ["-I", "-M"], { inlineLetters: "e", check: ["-c"] })],
+  ["perl6", plainSpec(["-e"], ["-I", "-M"], { inlineLetters: "e", check: ["-c"] })],
+  ["elixir", plainSpec(["-e", "--eval"], ["--cookie", "--name", "--sname"], { fileOptions: ["-r", "-pr"] })],
+  ["escript", plainSpec([])],
+  ["guile", plainSpec(["-c"], ["-L", "-e", "-x"], { fileOptions: ["-s", "-l"] })],
+  ["racket", plainSpec(["-e"], ["-S", "-I"], { fileOptions: ["-f", "-r", "-t", "-u"] })],
+  ["expect", plainSpec(["-c"], [], { fileOptions: ["-f"] })],
+  ["groovy", plainSpec(["-e"], ["-cp", "-classpath", "--classpath"])],
+  ["jshell", plainSpec([], ["--class-path", "-R", "-J"])],
+  ["qjs", plainSpec(["-e", "--eval"], ["-I", "--include"])],
 ]);
 
 /** `python3.11` → `python`, `perl5.36` → `perl`. */
@@ -197,6 +252,11 @@ export function interpreterInvocation(name: string, args: Word[]): Invocation {
     }
     const eq = v.indexOf("=");
     const opt = v.startsWith("--") && eq > 0 ? v.slice(0, eq) : v;
+    if (spec.check?.includes(v)) return { kind: "none" };
+    if (spec.fileOptions?.includes(opt)) {
+      const path = opt !== v ? { ...w, value: v.slice(eq + 1) } : args[i + 1];
+      return path === undefined ? { kind: "none" } : { kind: "file", path };
+    }
     if (spec.inline.includes(opt)) {
       if (opt !== v) return { kind: "inline", code: { ...w, value: v.slice(eq + 1) } };
       const code = args[i + 1];
@@ -215,6 +275,7 @@ export function interpreterInvocation(name: string, args: Word[]): Invocation {
       if (!v.startsWith("--")) {
         const letters = v.slice(1);
         for (let k = 0; k < letters.length; k++) {
+          if (spec.valuedLetters?.includes(letters[k]!)) break;
           if (spec.inlineLetters.includes(letters[k]!)) {
             const rest = letters.slice(k + 1);
             if (rest !== "") return { kind: "inline", code: { ...w, value: rest } };
@@ -228,8 +289,12 @@ export function interpreterInvocation(name: string, args: Word[]): Invocation {
       }
       continue;
     }
+    if (spec.evalWords?.has(v)) {
+      const code = args[i + 1];
+      return code === undefined ? { kind: "none" } : { kind: "inline", code };
+    }
     if (spec.subcommands?.has(v)) {
-      if (v === "run") continue;
+      if (v === "run" || v === "serve") continue;
       return { kind: "subcommand" };
     }
     return { kind: "file", path: w };
@@ -241,7 +306,7 @@ export function interpreterInvocation(name: string, args: Word[]): Invocation {
 export function awkProgram(args: Word[]): Word | null {
   for (let i = 0; i < args.length; i++) {
     const v = args[i]!.value;
-    if (v === "-f" || v === "--file") return null;
+    if (v === "-f" || v === "--file" || v.startsWith("--file=")) return null;
     if (v === "-F" || v === "-v" || v === "--assign" || v === "--field-separator" || v === "-W") {
       i++;
       continue;
@@ -253,6 +318,11 @@ export function awkProgram(args: Word[]): Word | null {
   return null;
 }
 
+/** `awk -f prog.awk`, `gawk --file=x`: the program is a file this classifier cannot read. */
+export function awkProgramFile(args: Word[]): boolean {
+  return args.some((w) => w.value === "-f" || w.value === "--file" || w.value.startsWith("--file="));
+}
+
 export function awkExecutes(program: string): boolean {
   return (
     /\bsystem\s*\(/.test(program) ||
@@ -261,130 +331,8 @@ export function awkExecutes(program: string): boolean {
   );
 }
 
-export const DOWNLOADERS = new Set([
-  "curl",
-  "wget",
-  "wget2",
-  "fetch",
-  "aria2c",
-  "http",
-  "https",
-  "xh",
-  "lwp-request",
-  "lwp-download",
-  "get",
-  "nc",
-  "ncat",
-  "netcat",
-  "socat",
-  "tftp",
-  "ftp",
-  "invoke-webrequest",
-  "iwr",
-]);
-
-const ALWAYS_DECODES = new Set([
-  "gunzip",
-  "zcat",
-  "gzcat",
-  "bunzip2",
-  "bzcat",
-  "unxz",
-  "xzcat",
-  "unzstd",
-  "zstdcat",
-  "lz4cat",
-  "unlz4",
-  "uncompress",
-  "uudecode",
-  "lzcat",
-  "unlzma",
-  "brotli-d",
-]);
-
-const DECODE_FLAG = new Set([
-  "base64",
-  "base32",
-  "basenc",
-  "gzip",
-  "bzip2",
-  "xz",
-  "zstd",
-  "lz4",
-  "lzma",
-  "brotli",
-  "pigz",
-]);
-
-/** Does this argv turn encoded or compressed input into something else (base64 -d, xxd -r, openssl enc -d ...)? */
-export function isDecoder(name: string, args: string[]): boolean {
-  if (ALWAYS_DECODES.has(name)) return true;
-  if (DECODE_FLAG.has(name))
-    return args.some((a) => /^-[a-zA-Z]*[dD]/.test(a) || a === "--decode" || a === "--decompress");
-  if (name === "xxd") return args.some((a) => /^-[a-zA-Z]*r/.test(a));
-  if (name === "openssl")
-    return args.some((a) => a === "-d" || a === "-decrypt" || a === "-base64" || a === "base64");
-  if (name === "printf" || name === "echo")
-    return args.some((a) => /\\(?:x[0-9a-fA-F]|[0-7]{2,3}|u[0-9a-fA-F])/.test(a));
-  if (name === "rev" || name === "certutil") return true;
-  return false;
-}
-
-/** API calls that delete or destroy, in the inline-program languages we know. */
-const DESTRUCTIVE_CODE =
-  /(?:\brmtree\b|\bremove_tree\b|\bos\s*\.\s*(?:remove|unlink|rmdir|removedirs)\b|\bunlink(?:Sync)?\s*\(|\bunlink\s+[\w$@"']|\.unlink\s*\(|\brimraf\b|\bfs(?:\.promises)?\s*\.\s*(?:rm|rmSync|rmdir|rmdirSync|unlink|unlinkSync)\b|\.(?:rmSync|rmdirSync|unlinkSync|rm)\s*\(|\bFileUtils\s*\.\s*(?:rm|rm_r|rm_rf|rm_f|remove_dir|remove_entry)\b|\bFile\s*\.\s*delete\b|\bDir\s*\.\s*(?:rmdir|delete|unlink)\b|\brmdir\s*\(|\bdeleteRecursively\b|\bshred\b|\btruncate\s*\(|\bfork\s+while\s+fork\b|\bwhile\s*\(\s*(?:1|true)\s*\)\s*(?:\{\s*)?(?:os\.)?fork\b)/i;
-
-/** Calls that hand a string to a shell or exec: their string literals are commands. */
-const EXECUTES_CODE =
-  /(?:\bsystem\s*\(|\bpopen\s*\(|\bexec[a-z]*\s*\(|\bspawn[a-z]*\s*\(|\bsubprocess\b|\bcheck_output\b|\bcall\s*\(|\brun\s*\(|`|%x\s*[({[]|\bshell_exec\s*\(|\bpassthru\s*\(|\bproc_open\s*\(|\bchild_process\b|\bKernel\s*\.\s*(?:system|exec|spawn)\b|\bIO\s*\.\s*popen\b|\bexecSync\b|\bos\s*\.\s*system\b|\bsystem\s+["'])/;
-
-export interface InlineAnalysis {
-  destructive: boolean;
-  /** Candidate shell command lines found in string literals, when the program runs commands. */
-  commands: string[];
-}
-
-/**
- * Look inside an inline program. String literals are collected in one linear
- * scan; literals separated only by commas are joined with spaces so that
- * `["rm", "-rf", "/"]` is seen as the command line `rm -rf /`.
- */
-export function analyzeInline(code: string): InlineAnalysis {
-  const destructive = DESTRUCTIVE_CODE.test(code);
-  if (!EXECUTES_CODE.test(code)) return { destructive, commands: [] };
-  const commands: string[] = [];
-  let group: string[] = [];
-  let gapEnd = -1;
-  let i = 0;
-  while (i < code.length) {
-    const q = code[i]!;
-    if (q !== '"' && q !== "'" && q !== "`") {
-      i++;
-      continue;
-    }
-    let j = i + 1;
-    let lit = "";
-    while (j < code.length && code[j] !== q) {
-      if (code[j] === "\\" && j + 1 < code.length) {
-        lit += code[j + 1];
-        j += 2;
-      } else {
-        lit += code[j];
-        j++;
-      }
-    }
-    const between = gapEnd < 0 ? "" : code.slice(gapEnd, i);
-    if (group.length > 0 && !/^\s*,\s*$/.test(between)) {
-      commands.push(group.join(" "));
-      group = [];
-    }
-    group.push(lit);
-    gapEnd = j + 1;
-    i = j + 1;
-  }
-  if (group.length > 0) commands.push(group.join(" "));
-  return { destructive, commands };
-}
+export { DOWNLOADERS, isDecoder } from "./decoders.js";
+export { analyzeInline } from "./inline-code.js";
 
 /** Where a shell reads its program from stdin via a path: `bash /dev/stdin`, `source /proc/self/fd/0`. */
 export function isStdinPath(path: string): boolean {

@@ -106,6 +106,26 @@ function assertMaxProbe(maxProbe: number): void {
 }
 
 /**
+ * What a policy mode admits, in one sentence for `--check-config` and the
+ * console's posture page. `readonly` admits commands proven to only read
+ * (ADR 0033), which the Python relay-shell's `readonly` did not.
+ */
+export function modeSummary(mode: PolicyMode): string {
+  switch (mode) {
+    case "open":
+      return "every tier is admitted (notices name the risky ones)";
+    case "guarded":
+      return "Tier 0 and 1 are admitted; Tier 2 and 3 only on an RELAY_SHELL_POLICY_ALLOW match";
+    case "readonly":
+      return "only Tier 0 is admitted: the read-only tools and commands proven to only read (docs/policy.md, Tier 0); a deny pattern refuses commands altogether";
+    default: {
+      const unknown: never = mode;
+      throw new RangeError(`unknown policy mode: ${String(unknown)}`);
+    }
+  }
+}
+
+/**
  * Admission: the deny list first in every mode, then the mode. The
  * classification is carried into the decision whatever the answer, so a
  * refused call still records its tier.

@@ -7,6 +7,7 @@ import {
   normalizePath,
 } from "./paths.js";
 import { type Hit, hit } from "./rules/args.js";
+import { emptiedTier, isLoginGate } from "./rules/targets.js";
 import type { Redirect, Unit } from "./script.js";
 import { baseName, DYNAMIC } from "./words.js";
 
@@ -24,15 +25,18 @@ function emptiesTarget(r: Redirect, unit: Unit): boolean {
   const name = baseName(w[0]!).toLowerCase();
   if ((name === ":" || name === "true" || name === "false") && w.length === 1) return true;
   if (name === "cat" && w.length === 2 && w[1] === "/dev/null") return true;
-  if (name === "echo" && w.length === 2 && w[1] === "-n") return true;
+  // `echo > f` and `echo "" > f` leave one newline.
+  if (name === "echo" && (w.length === 1 || (w.length === 2 && (w[1] === "-n" || w[1] === "")))) return true;
   return name === "printf" && w.length === 2 && w[1] === "";
 }
 
 /**
  * Writes through a redirection: onto a block device (Tier 3), to the sysrq
- * trigger (Tier 3), emptying a system file (Tier 3), clobbering a program or
- * boot file (Tier 3), into /etc or login files (Tier 2, docs/wire-contract.md §5.7 rows 73/74),
- * into /proc/sys or /sys (Tier 2). Anything else, such as `> out.txt`, is data.
+ * trigger (Tier 3), emptying a system or database file (Tier 3), clobbering a
+ * program or boot file (Tier 3), into the files that gate logins (Tier 3,
+ * rules/targets.ts), into /etc or the account files (Tier 2, docs/wire-contract.md
+ * §5.7 rows 73/74), into /proc/sys or /sys (Tier 2), emptying any other file
+ * (Tier 2). Anything else, such as `echo x > out.txt`, is data.
  */
 export function redirectHit(r: Redirect, unit: Unit): Hit | null {
   if (!WRITES.has(r.op) || r.target === null) return null;
@@ -43,10 +47,16 @@ export function redirectHit(r: Redirect, unit: Unit): Hit | null {
   if (t === "/proc/sysrq-trigger") return hit(3, "power_kernel");
   if (t.startsWith("/proc/sys/") || t.startsWith("/sys/")) return hit(2, "host_change");
   const empties = emptiesTarget(r, unit);
+  if (isLoginGate(t)) return empties ? hit(3, "file_destruction") : hit(3, "account_access");
   if (isAuthPath(t)) return empties ? hit(3, "file_destruction") : hit(2, "account_access");
   if (isEtcPath(t)) return empties ? hit(3, "file_destruction") : hit(2, "config_change");
   if (isCriticalPath(t))
     return r.op === ">>" || r.op === "&>>" ? hit(2, "filesystem_change") : hit(3, "file_destruction");
+  // `: > f`, `cat /dev/null > f`: the file stays, its content is gone. A unit without words is a
+  // bare `> f` or a compound statement's redirection (`{ …; } > f`, whose commands print), which
+  // the parse does not tell apart: only a named command that prints nothing counts here.
+  if (empties && unit.words.length > 0 && !t.startsWith("/dev/") && !t.startsWith("/proc/"))
+    return hit(emptiedTier(t), "file_destruction");
   if (isSystemPath(t)) return hit(2, "filesystem_change");
   return null;
 }

@@ -1,5 +1,5 @@
 import { DOWNLOADERS, isDecoder } from "./opaque.js";
-import type { ParsedScript, PipeRef, Unit } from "./script.js";
+import type { ParsedScript, PipeRef, Redirect, Unit } from "./script.js";
 import { baseName } from "./words.js";
 
 /** Where executed content came from, when a downloader or decoder produced it. */
@@ -59,6 +59,7 @@ export class ScriptIndex {
   private readonly containerOrigin = new Map<number, Origin>();
   private readonly prefixOrigin = new Map<number, (Origin | null)[]>();
   private readonly producerText = new Map<string, string | null>();
+  private inputs: Map<string, Redirect> | null = null;
 
   constructor(script: ParsedScript) {
     this.script = script;
@@ -128,6 +129,23 @@ export class ScriptIndex {
     }
     this.producerText.set(key, text);
     return text;
+  }
+
+  /**
+   * The file a command reads on stdin through `<` (`bash < f.sh`, `mysql db < dump.sql`),
+   * looked up by the command's text (equal texts are equal commands); null when none.
+   */
+  inputRedirect(text: string): Redirect | null {
+    if (this.inputs === null) {
+      this.inputs = new Map();
+      for (const u of this.script.units) {
+        const r = u.redirects.find(
+          (x) => x.op === "<" && (x.fd === null || x.fd === "0") && x.target !== null,
+        );
+        if (r !== undefined && u.words.length > 0) this.inputs.set(u.text, r);
+      }
+    }
+    return this.inputs.get(text) ?? null;
   }
 
   /** Function definitions that call themselves in a pipeline or in the background: `:(){ :|:& };:`. */

@@ -54,6 +54,8 @@ export interface ParsedScript {
   dataRanges: [number, number][];
   /** Source ranges [start, end) of simple commands, to spot one the grammar carried over a line break. */
   commandRanges: [number, number][];
+  /** Assignments that are statements of their own (`PATH=/x`), in force for the commands after them. */
+  assigns: { name: string; value: Word }[];
 }
 
 /** A top-level command with no redirections, pipe or stdin: what a plain line or a program's call amounts to. */
@@ -63,5 +65,13 @@ export function plainUnit(words: Word[], text: string, assigns: Unit["assigns"] 
 
 /** A script of top-level units only, without functions, substitutions or errors. */
 export function flatScript(units: Unit[]): ParsedScript {
-  return { units, functions: [], parents: [], hasError: false, dataRanges: [], commandRanges: [] };
+  return {
+    units,
+    functions: [],
+    parents: [],
+    hasError: false,
+    dataRanges: [],
+    commandRanges: [],
+    assigns: [],
+  };
 }

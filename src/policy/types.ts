@@ -7,12 +7,15 @@ import type { Tier } from "../core/index.js";
 export type Basis =
   // fixed by the tool, text ignored or floored
   | "read_only_tool" // Tier 0 by tool name
+  | "proven_read" // Tier 0: every part of the command is proven to only read (ADR 0033)
   | "mutating_tool" // floor 2: the tool changes state by design (transfer, forward)
   | "default" // Tier 1: nothing matched
   // Tier 3 families
   | "storage_destruction" // mkfs, wipefs, dd/redirect onto block devices, zpool destroy, lvremove, shred ...
   | "file_destruction" // rm -r/-f, find -delete, rsync --delete, truncating system files ...
   | "data_store_destruction" // DROP/TRUNCATE, FLUSHALL, dropDatabase
+  | "remote_destruction" // an HTTP DELETE request (curl -X DELETE, http DELETE url)
+  | "system_removal" // removing a package the system needs to boot or manage itself (libc, systemd, coreutils, dpkg)
   | "history_destruction" // git push --force, reset --hard, clean -f, branch -D
   | "infrastructure_destruction" // terraform/pulumi destroy, kubectl delete namespace, docker volume rm/system prune
   | "power_kernel" // shutdown/reboot/halt/poweroff, sysrq, sysctl -w, init 0/6
@@ -42,6 +45,9 @@ export type Basis =
   | "host_change" // hostnamectl, timedatectl, sysctl read-write
   | "windows_stateful" // PowerShell / cmd Tier-2 rules (SSH targets)
   | "infrastructure_change" // terraform/tofu apply, pulumi up, cloud CLI create/update
+  | "process_change" // kill -HUP, plain kill PID, renice, ionice: signals a process or changes its priority
+  | "remote_change" // an HTTP request that sends data or uses POST/PUT/PATCH
+  | "data_store_change" // INSERT, UPDATE … WHERE, ALTER, CREATE, GRANT in a database client
   // nesting too deep to inspect (wrappers, re-parsed strings): treated as unseen
   | "nesting_limit"
   // parser fell back to the pattern tables
@@ -51,7 +57,8 @@ export type Basis =
   // programs the classifier cannot read
   | "script_file" // a script file handed to a shell or interpreter (bash f.sh, . f, python3 f.py)
   | "opaque_program" // a program without a grammar here, or Python code only known at run time
-  | "startup_env"; // an environment overlay that makes a shell, interpreter or the loader run code
+  | "startup_env" // an environment overlay that makes a shell, interpreter or the loader run code
+  | "interactive_program"; // a shell, REPL, console or debugger started on a terminal: its later input runs commands
 
 export interface Classification {
   tier: Tier;
@@ -95,7 +102,7 @@ export type { PolicyMode } from "../config/index.js";
 /** How a tool's tier is decided (docs/wire-contract.md §2.1 Tier column). */
 export type TierSpec =
   | { kind: "fixed"; tier: 0 | 1 | 2 } // fixed tier; text ignored for the tier, still fed to the deny list
-  | { kind: "heuristic"; floor: 1 | 2; windows: boolean };
+  | { kind: "heuristic"; floor: 0 | 1 | 2; windows: boolean };
 
 export interface PolicyDecision {
   allowed: boolean;

@@ -1,9 +1,9 @@
+import { CARRIERS } from "./carriers.js";
 import { hit } from "./rules/args.js";
 import type { Word } from "./words.js";
 import {
   argv,
   command,
-  containerExec,
   doas,
   env,
   find,
@@ -67,10 +67,6 @@ const WRAPPERS = new Map<string, Wrapper>([
       set("-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w", "--whitelist-environment"),
       "sgGw",
     ),
-  ],
-  [
-    "runuser",
-    suLike(PRIV, set("-u", "--user", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w"), "usgGw"),
   ],
   ["sg", suLike(null, NONE, "")],
   [
@@ -166,22 +162,13 @@ const WRAPPERS = new Map<string, Wrapper>([
   ["script", script],
   ["parallel", parallel],
   ["ssh", ssh],
-  [
-    "docker",
-    containerExec(
-      set("-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file", "--detach-keys"),
-      "uwe",
-    ),
-  ],
-  [
-    "podman",
-    containerExec(
-      set("-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file", "--detach-keys"),
-      "uwe",
-    ),
-  ],
-  ["kubectl", containerExec(set("-c", "--container", "-n", "--namespace", "-f", "--filename"), "cnf")],
 ]);
+
+// Carried commands (remote fan-out, containers, configuration management, runners): carriers.ts.
+for (const [name, carrier] of CARRIERS) {
+  if (WRAPPERS.has(name)) throw new Error(`wrapper table: ${name} defined twice`);
+  WRAPPERS.set(name, carrier);
+}
 
 export function unwrap(name: string, args: Word[]): Unwrapped | null {
   const w = WRAPPERS.get(name);

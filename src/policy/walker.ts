@@ -46,6 +46,7 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
   const parents: number[] = [];
   const dataRanges: [number, number][] = [];
   const commandRanges: [number, number][] = [];
+  const assigns: { name: string; value: Word }[] = [];
   let pipes = 0;
   const text = (n: SyntaxNode): string => tree.source.slice(n.start, n.end);
 
@@ -272,7 +273,7 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
         // where bash ends it at the line break; the glued-lines pass then judges the next line
         // on its own.
         commandRanges.push([node.start, node.end]);
-        assignment(node, ctx);
+        assigns.push(assignment(node, ctx));
         return;
       case "command_name":
         // Error recovery leaves bare command names under ERROR nodes.
@@ -298,5 +299,5 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
       pending = [];
     }
   }
-  return { units, functions, parents, hasError: tree.hasError, dataRanges, commandRanges };
+  return { units, functions, parents, hasError: tree.hasError, dataRanges, commandRanges, assigns };
 }

@@ -237,19 +237,6 @@ export const ssh: Wrapper = (args) => {
   return rest.length === 0 ? result({}) : result({ scripts: [joinAll(rest)] });
 };
 
-/** `docker exec [opts] CONTAINER cmd ...`, `kubectl exec POD -- cmd ...`. */
-export const containerExec = (valued: ReadonlySet<string>, letters: string): Wrapper => {
-  return (args) => {
-    const sub = args[0]?.value;
-    if (sub !== "exec") return null;
-    const rest = args.slice(1);
-    const dd = rest.findIndex((w) => w.value === "--");
-    if (dd >= 0) return result({ inners: argv(rest.slice(dd + 1)) });
-    const start = skipOptions(rest, valued, letters);
-    return result({ inners: argv(rest.slice(start + 1)) });
-  };
-};
-
 /** GNU parallel: the command is the words before `:::` (or one string to be parsed). */
 export const parallel: Wrapper = (args) => {
   const start = skipOptions(

@@ -4,7 +4,7 @@ import { describeError, markStage, type Tier, tierName, utf8Length } from "../co
 import { assessTier, type Classification, type Classifier, decide, targetLines } from "../policy/index.js";
 import { deniedText } from "./format.js";
 import type { Finish } from "./record.js";
-import type { Tool } from "./tool.js";
+import type { CallScope, TierFloor, Tool } from "./tool.js";
 
 /** Room for the tool name and a space in the deny probe (docs/wire-contract.md §14.9). */
 const PROBE_SLACK = 256;
@@ -37,7 +37,7 @@ interface Refused {
   text: string;
 }
 
-export type Admit = (tool: Tool, args: unknown) => Admitted | Refused;
+export type Admit = (tool: Tool, args: unknown, scope: CallScope) => Admitted | Refused;
 
 /** What the record of an admitted call starts from: the decision and the redacted arguments. */
 export function admittedBase(tool: Tool, admission: Admitted) {
@@ -81,9 +81,9 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     allow: settings.policyAllow,
     maxProbe: settings.maxInput + PROBE_SLACK,
   };
-  return (tool, args) => {
-    const policyText = tool.policyText(args);
-    const rawAuditArgs = tool.auditArgs(args);
+  return (tool, args, scope) => {
+    const policyText = tool.policyText(args, scope);
+    const rawAuditArgs = tool.auditArgs(args, scope);
     const auditArgs = redactArgs(rawAuditArgs);
 
     // Unscanned input counts as the highest tier (ADR 0003).
@@ -123,7 +123,22 @@ export function createAdmission(deps: AdmissionDeps): Admit {
 
     markStage("prepare");
     // The deny list first, then the mode.
-    const classification = assessTier(tool.tier, policyText, classifier, tool.programInput?.(args));
+    // The tool's floor (an interactive program, an edited terminal line); one it cannot compute refuses.
+    const floor = callFloor(tool, args, scope);
+    if (floor === undefined) {
+      return {
+        admitted: false,
+        auditArgs,
+        classification: { tier: 3, basis: "default", part: "" },
+        tier: 3,
+        reason: "floor unknown",
+        text: deniedText(3, "the least tier of the call could not be determined"),
+      };
+    }
+    const classification = raised(
+      assessTier(tool.tier, policyText, classifier, tool.programInput?.(args)),
+      floor,
+    );
     markStage("classify");
     const decision = decide(policyConfig, tool.name, policyText, classification, targets);
     markStage("policy");
@@ -137,11 +152,16 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     });
     if (!decision.allowed) return refuse(decision.reason);
 
-    // Nothing runs that cannot be recorded (ADR 0002); reserve is also the probe
-    // that admits the first call once the file takes records again (ADR 0014).
-    if (settings.auditFailClosed && decision.tier > 0 && !audit.reserve()) {
+    // Nothing runs that cannot be recorded (ADR 0002): a call that acts (runs a
+    // process, writes to a terminal, dials a host) whatever its tier; only the
+    // relay's own introspection keeps answering. reserve is also the probe that
+    // admits the first call once the file takes records again (ADR 0014).
+    const acts = decision.tier > 0 || !tool.introspection;
+    if (settings.auditFailClosed && acts && !audit.reserve()) {
       return refuse(
-        "the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses calls above Tier 0 until it can",
+        decision.tier > 0
+          ? "the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses calls above Tier 0 until it can"
+          : "the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses every call that acts until it can",
       );
     }
     markStage("audit_reserve");
@@ -155,6 +175,21 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       reason: decision.reason,
     };
   };
+}
+
+/** The tool's floor for this call: null when it has none, undefined when it failed to say (fail closed). */
+function callFloor(tool: Tool, args: unknown, scope: CallScope): TierFloor | null | undefined {
+  if (!tool.tierFloor) return null;
+  try {
+    return tool.tierFloor(args, scope);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The classification raised to the floor when the floor is higher; the classifier's verdict wins ties. */
+function raised(found: Classification, floor: TierFloor | null): Classification {
+  return floor !== null && floor.tier > found.tier ? floor : found;
 }
 
 /** The call's target lines, or null when the tool failed to name them (fail closed). */
@@ -196,7 +231,10 @@ export function classifyLoose(
   };
   visit(raw, 0);
   const spec = tool?.tier ?? { kind: "heuristic", floor: 1, windows: false };
-  return assessTier(spec, parts.join("\n"), classifier);
+  const found = assessTier(spec, parts.join("\n"), classifier);
+  // Strings pulled out of arguments that did not validate are not the program a tool would run:
+  // they can raise a tier, never prove a read (ADR 0033).
+  return found.tier === 0 && spec.kind === "heuristic" ? { tier: 1, basis: "default", part: "" } : found;
 }
 
 export type FollowUpVetter = (toolName: string, args: unknown, command: string) => string | null;
@@ -218,7 +256,8 @@ export function createFollowUpVetter(deps: AdmissionDeps & { tools: readonly Too
       if (!tool.followUp) return `${toolName} cannot run verify or rollback commands`;
       const parsed = tool.parse(tool.followUp(args, command));
       if (!parsed.ok) return `invalid arguments: ${parsed.problems.join("; ")}`;
-      const admission = admit(tool, parsed.args);
+      // The vetter runs on the arm step's behalf, with no client: only tools without per-client state can be armed.
+      const admission = admit(tool, parsed.args, { clientId: "" });
       if (admission.admitted) return null;
       return `${toolName} would refuse it as tier ${admission.tier} (${tierName(admission.tier)}): ${admission.reason}`;
     } catch (err) {

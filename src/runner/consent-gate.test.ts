@@ -45,13 +45,14 @@ const ctx: ToolContext = {
   progress: () => undefined,
 };
 
+/** A shell_exec call; at Tier 0 it is a command proven to only read (basis proven_read). */
 function call(command: string, tier: Tier, session = "s1", followUps?: FollowUpPlan): CallIdentity {
   return {
     tool: "shell_exec",
     policyText: command,
     auditArgs: { command },
     tier,
-    basis: "test",
+    basis: tier === 0 ? "proven_read" : "test",
     args: { command },
     session,
     ...(followUps ? { followUps } : {}),
@@ -116,9 +117,14 @@ describe("the consent gate", () => {
     return id;
   }
 
-  it("lets Tier 0 through and asks for everything else", async () => {
+  it("lets the fixed read-only tools through and asks for everything else, proven reads included", async () => {
     const gate = gateWith();
-    expect(await gate.check(call("ls", 0), ctx)).toEqual({ kind: "proceed" });
+    const info: CallIdentity = { ...call("", 0), tool: "server_info", basis: "read_only_tool" };
+    expect(await gate.check(info, ctx)).toEqual({ kind: "proceed" });
+    expect(await gate.check(call("ls", 0), ctx)).toMatchObject({
+      kind: "challenge",
+      action: "consent_request",
+    });
     const asked = await gate.check(call("echo hi", 1), ctx);
     expect(asked).toMatchObject({
       kind: "challenge",
@@ -201,42 +207,55 @@ describe("the consent gate", () => {
     expect((await gate.check(call("touch x", 2, "s1", plan), ctx)).kind).toBe("proceed");
   });
 
+  it("a signed Tier-1 call opens no lease", async () => {
+    const gate = gateWith({ leaseMode: "window" });
+    approve(await gate.check(call("touch a", 1), ctx));
+    expect((await gate.check(call("touch a", 1), ctx)).kind).toBe("proceed");
+    expect(store.listLeases()).toEqual({ ok: true, value: [] });
+    expect((await gate.check(call("cat b", 0), ctx)).kind).toBe("challenge");
+  });
+
   it("manual mode: every read is its own signed act", async () => {
     const gate = gateWith({ leaseMode: "manual" });
-    approve(await gate.check(call("cat a", 1), ctx));
-    expect((await gate.check(call("cat a", 1), ctx)).kind).toBe("proceed");
-    expect((await gate.check(call("cat b", 1), ctx)).kind).toBe("challenge");
+    approve(await gate.check(call("cat a", 0), ctx));
+    expect((await gate.check(call("cat a", 0), ctx)).kind).toBe("proceed");
+    expect((await gate.check(call("cat b", 0), ctx)).kind).toBe("challenge");
     expect(store.listLeases()).toEqual({ ok: true, value: [] });
   });
 
   it("window mode: a signed read opens a lease that ends at its TTL or its budget", async () => {
     const gate = gateWith({ leaseMode: "window", leaseTtlSeconds: 90, leaseBudget: 3 });
-    approve(await gate.check(call("cat a", 1), ctx));
-    expect(await gate.check(call("cat a", 1), ctx)).toMatchObject({
+    approve(await gate.check(call("cat a", 0), ctx));
+    expect(await gate.check(call("cat a", 0), ctx)).toMatchObject({
       kind: "proceed",
       action: "consent_execute",
     });
     for (const file of ["b", "c", "d"]) {
-      expect(await gate.check(call(`cat ${file}`, 1), ctx)).toMatchObject({ action: "consent_lease" });
+      expect(await gate.check(call(`cat ${file}`, 0), ctx)).toMatchObject({ action: "consent_lease" });
     }
-    expect((await gate.check(call("cat e", 1), ctx)).kind).toBe("challenge");
+    expect((await gate.check(call("cat e", 0), ctx)).kind).toBe("challenge");
 
     // A second lease, ended by time instead.
-    approve(await gate.check(call("cat f", 1), ctx));
-    expect((await gate.check(call("cat f", 1), ctx)).kind).toBe("proceed");
+    approve(await gate.check(call("cat f", 0), ctx));
+    expect((await gate.check(call("cat f", 0), ctx)).kind).toBe("proceed");
     clock.advance(89_000);
-    expect(await gate.check(call("cat g", 1), ctx)).toMatchObject({ action: "consent_lease" });
+    expect(await gate.check(call("cat g", 0), ctx)).toMatchObject({ action: "consent_lease" });
     clock.advance(2_000);
-    expect((await gate.check(call("cat h", 1), ctx)).kind).toBe("challenge");
+    expect((await gate.check(call("cat h", 0), ctx)).kind).toBe("challenge");
   });
 
   it("a lease serves reads of its own session only, and never a mutation", async () => {
     const gate = gateWith({ leaseMode: "window" });
-    approve(await gate.check(call("cat a", 1, "s1"), ctx));
-    await gate.check(call("cat a", 1, "s1"), ctx);
-    expect((await gate.check(call("cat b", 1, "s2"), ctx)).kind).toBe("challenge");
+    approve(await gate.check(call("cat a", 0, "s1"), ctx));
+    await gate.check(call("cat a", 0, "s1"), ctx);
+    expect((await gate.check(call("cat b", 0, "s2"), ctx)).kind).toBe("challenge");
     expect((await gate.check(call("touch b", 2, "s1"), ctx)).kind).toBe("challenge");
-    expect(await gate.check(call("cat b", 1, "s1"), ctx)).toMatchObject({ action: "consent_lease" });
+    // Tier 1 is not a read: it may write a file a later call runs (`printf … > s.sh`, then `bash < s.sh`).
+    expect((await gate.check(call("printf 'rm -rf x' > s.sh", 1, "s1"), ctx)).kind).toBe("challenge");
+    // A Tier-0 call that is not a proven read (a fixed tool's tier) does not take from the lease either.
+    const tool: CallIdentity = { ...call("", 0, "s1"), tool: "server_info", basis: "read_only_tool" };
+    expect(await gate.check(tool, ctx)).toEqual({ kind: "proceed" });
+    expect(await gate.check(call("cat b", 0, "s1"), ctx)).toMatchObject({ action: "consent_lease" });
   });
 
   it("session mode: the lease outlives the window but ends with the session or its idle time", async () => {
@@ -246,31 +265,31 @@ describe("the consent gate", () => {
       leaseBudget: 100,
       sessionIdleSeconds: 600,
     });
-    approve(await gate.check(call("cat a", 1), ctx));
-    await gate.check(call("cat a", 1), ctx);
+    approve(await gate.check(call("cat a", 0), ctx));
+    await gate.check(call("cat a", 0), ctx);
     clock.advance(500_000);
-    expect(await gate.check(call("cat b", 1), ctx)).toMatchObject({ action: "consent_lease" });
+    expect(await gate.check(call("cat b", 0), ctx)).toMatchObject({ action: "consent_lease" });
     clock.advance(601_000);
-    expect((await gate.check(call("cat c", 1), ctx)).kind).toBe("challenge");
+    expect((await gate.check(call("cat c", 0), ctx)).kind).toBe("challenge");
 
-    approve(await gate.check(call("cat d", 1, "s2"), ctx));
-    await gate.check(call("cat d", 1, "s2"), ctx);
-    expect(await gate.check(call("cat e", 1, "s2"), ctx)).toMatchObject({ action: "consent_lease" });
+    approve(await gate.check(call("cat d", 0, "s2"), ctx));
+    await gate.check(call("cat d", 0, "s2"), ctx);
+    expect(await gate.check(call("cat e", 0, "s2"), ctx)).toMatchObject({ action: "consent_lease" });
     gate.endSession("s2");
-    expect((await gate.check(call("cat f", 1, "s2"), ctx)).kind).toBe("challenge");
+    expect((await gate.check(call("cat f", 0, "s2"), ctx)).kind).toBe("challenge");
   });
 
   it("never honours a lease row it did not open, nor a budget raised in the database", async () => {
     const gate = gateWith({ leaseMode: "window", leaseBudget: 2 });
-    approve(await gate.check(call("cat a", 1), ctx));
-    await gate.check(call("cat a", 1), ctx);
+    approve(await gate.check(call("cat a", 0), ctx));
+    await gate.check(call("cat a", 0), ctx);
     const Database = (await import("better-sqlite3")).default;
     const raw = new Database(join(dir, "consent.db"));
     raw.prepare("UPDATE leases SET remaining = 1000").run();
     raw.close();
-    expect(await gate.check(call("cat b", 1), ctx)).toMatchObject({ action: "consent_lease" });
-    expect(await gate.check(call("cat c", 1), ctx)).toMatchObject({ action: "consent_lease" });
-    expect((await gate.check(call("cat d", 1), ctx)).kind).toBe("challenge");
+    expect(await gate.check(call("cat b", 0), ctx)).toMatchObject({ action: "consent_lease" });
+    expect(await gate.check(call("cat c", 0), ctx)).toMatchObject({ action: "consent_lease" });
+    expect((await gate.check(call("cat d", 0), ctx)).kind).toBe("challenge");
 
     // A lease written into the store by someone else, for another session.
     const opened = store.touchSession("s9", "client-a");
@@ -283,25 +302,25 @@ describe("the consent gate", () => {
       expiresAt: clock.now() + 60_000,
       remaining: 50,
     });
-    expect((await gate.check(call("cat e", 1, "s9"), ctx)).kind).toBe("challenge");
+    expect((await gate.check(call("cat e", 0, "s9"), ctx)).kind).toBe("challenge");
   });
 
   it("takes reads from the store in blocks, yet a revocation by the operator holds on the very next read", async () => {
     const gate = gateWith({ leaseMode: "window", leaseBudget: 100 });
-    approve(await gate.check(call("cat a", 1), ctx));
-    await gate.check(call("cat a", 1), ctx);
+    approve(await gate.check(call("cat a", 0), ctx));
+    await gate.check(call("cat a", 0), ctx);
     const operator = openSqliteStore(join(dir, "consent.db"), { clock, ids: cryptoIds, busyTimeoutMs: 500 });
     if (!operator.ok) throw new Error(operator.detail);
     try {
-      expect(await gate.check(call("cat b", 1), ctx)).toMatchObject({ action: "consent_lease" });
+      expect(await gate.check(call("cat b", 0), ctx)).toMatchObject({ action: "consent_lease" });
       const seen = operator.value.changeCounter();
       // Reads served from the block taken by "cat b" commit nothing.
       for (const file of ["c", "d", "e"]) {
-        expect(await gate.check(call(`cat ${file}`, 1), ctx)).toMatchObject({ action: "consent_lease" });
+        expect(await gate.check(call(`cat ${file}`, 0), ctx)).toMatchObject({ action: "consent_lease" });
       }
       expect(operator.value.changeCounter()).toEqual(seen);
       expect(operator.value.revokeAll()).toMatchObject({ ok: true, value: 1 });
-      expect((await gate.check(call("cat f", 1), ctx)).kind).toBe("challenge");
+      expect((await gate.check(call("cat f", 0), ctx)).kind).toBe("challenge");
     } finally {
       operator.value.close();
     }

@@ -11,6 +11,14 @@ import {
 import type { Clock, Tier } from "../core/index.js";
 import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 
+/**
+ * A read, as consent counts it: a command the classifier proved to only read (Tier 0,
+ * `proven_read`). A Tier-1 command is not one: it may write a file that a later call runs.
+ */
+function isRead(call: CallIdentity): boolean {
+  return call.tier === 0 && call.basis === "proven_read";
+}
+
 /** The act a call would perform, or why it cannot be described for a signature. */
 type ActResult = { ok: true; act: ConsentAct } | { ok: false; reason: string };
 
@@ -197,7 +205,8 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       key: verified.key,
       channel: verified.channel,
     };
-    if (call.tier === 1 && settings.leaseMode !== "manual") {
+    // Only a read opens a lease, and a read is what the classifier proved: Tier 0 (ADR 0033).
+    if (isRead(call) && settings.leaseMode !== "manual") {
       const lease = store.openLease({
         session: call.session,
         openedBy: request.id,
@@ -270,7 +279,9 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       store.endSession(session);
     },
     async check(call, ctx) {
-      if (call.tier === 0) return { kind: "proceed" };
+      // The fixed read-only tools pass; a command proven to only read is a read, and reads need a
+      // lease or a signature like any act (docs/consent.md).
+      if (call.tier === 0 && !isRead(call)) return { kind: "proceed" };
       pruneNow(clock.now());
       const session = call.session;
       let clientId = clients.get(session);
@@ -280,8 +291,8 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       }
 
       // A read may ride on a lease this consent session opened with a signed read (taking a read
-      // also marks the session as seen).
-      if (call.tier === 1 && settings.leaseMode !== "manual") {
+      // also marks the session as seen). Anything above Tier 0 may write, so it never does.
+      if (isRead(call) && settings.leaseMode !== "manual") {
         const leased = leasedRead(session, clock.now());
         if (leased) return leased;
       }

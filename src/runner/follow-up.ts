@@ -161,7 +161,7 @@ async function runStep(
   }
 
   // The same admission as any call: the deny list first, then the mode; no gate.
-  const admission = deps.admit(tool, parsed.args);
+  const admission = deps.admit(tool, parsed.args, { clientId: ctx.clientId });
   if (!admission.admitted) {
     record(ctx, { ...refusalRecord(tool, admission), action });
     return {
@@ -176,6 +176,7 @@ async function runStep(
     signal: new AbortController().signal,
     requestId: ctx.requestId,
     clientId: ctx.clientId,
+    admitted: { policyText: admission.policyText, tier: admission.tier },
     progress: () => undefined,
   };
   const work = await performWork(tool, parsed.args, toolCtx, settings);

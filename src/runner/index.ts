@@ -11,6 +11,7 @@ export {
   commandOutcome,
   defineTool,
   type Gate,
+  type TierFloor,
   type Tool,
   type ToolContext,
   type ToolOutcome,

@@ -181,7 +181,7 @@ export function attachNotices(text: string, notices: readonly string[], json: bo
  */
 function auditLostNotice(failClosed: boolean): string {
   const after = failClosed
-    ? "calls above Tier 0 are refused until the file takes records again"
+    ? "calls that act (every call but the relay's own introspection) are refused until the file takes records again"
     : "RELAY_SHELL_AUDIT_FAIL_CLOSED is off, so calls keep running while it cannot";
   return `[NOTICE audit this call ran, but its audit record could not be written to the audit file (a copy went to the server's stderr); ${after}]`;
 }

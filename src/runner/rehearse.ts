@@ -24,7 +24,7 @@ export function rehearseCall(
   try {
     const parsed = tool?.parse(rawArgs);
     if (!tool || !parsed?.ok) return;
-    const admission = deps.admit(tool, parsed.args);
+    const admission = deps.admit(tool, parsed.args, { clientId: "" });
     if (!admission.admitted) return;
     const work = shapeWork(tool, parsed.args, { body: "", exitCode: 0 }, deps.settings);
     const finished = recordOf(admittedBase(tool, admission), work, tool.auditAction);

@@ -127,12 +127,15 @@ export function createRelay(deps: RelayDeps): Relay {
     const args = parsed.args;
 
     // 2-5. Policy text and targets, input bound, classification, deny list, mode, fail-closed audit.
-    const admission = admit(tool, args);
+    const admission = admit(tool, args, { clientId: ctx.clientId });
     if (!admission.admitted) return finish(ctx, refusalRecord(tool, admission));
     const base = admittedBase(tool, admission);
 
     // 6. Gates add friction to what policy admitted; they never widen it.
-    const toolCtx = toolContextOf(ctx);
+    const toolCtx: ToolContext = {
+      ...toolContextOf(ctx),
+      admitted: { policyText: admission.policyText, tier: admission.tier },
+    };
     let action: AuditAction | undefined = tool.auditAction;
     let confirmed = false;
     let consented = false;

@@ -1,7 +1,7 @@
 import type { AuditAction } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Tier } from "../core/index.js";
-import type { PolicyTarget, ProgramInput, TierSpec } from "../policy/index.js";
+import type { Classification, PolicyTarget, ProgramInput, TierSpec } from "../policy/index.js";
 import type { FanoutOutcome } from "./fanout.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
 
@@ -34,6 +34,13 @@ export interface ToolContext {
   clientId: string;
   /** Present when the consent gate let this call run on a signed approval. */
   consent?: ConsentCapability;
+  /**
+   * What admission judged for this call: its policy text and tier. A tool
+   * whose policy text depends on state the relay keeps (the line pending on a
+   * terminal) checks that it still holds before it acts, since a gate may
+   * have waited in between.
+   */
+  admitted?: { policyText: string; tier: Tier };
   /** Report progress to the client (MCP progress notifications); a no-op when it asked for none. */
   progress(done: number, total: number, message?: string): void;
 }
@@ -115,6 +122,17 @@ export interface ToolAnnotations {
   openWorldHint: boolean;
 }
 
+/**
+ * Who is calling, for a tool whose policy text reads state the relay keeps for
+ * a client (a session's pending line): it must never read another client's.
+ */
+export interface CallScope {
+  clientId: string;
+}
+
+/** A tier the call has at least whatever its text says, and why (an interactive program, an edited line). */
+export type TierFloor = Classification;
+
 /** A tool is data: the runner does the deciding, bounding, auditing and formatting. */
 export interface ToolDef<P extends ParamTable> {
   name: string;
@@ -123,10 +141,25 @@ export interface ToolDef<P extends ParamTable> {
   params: P;
   tier: TierSpec;
   annotations: ToolAnnotations;
+  /**
+   * The tool only answers from the relay's own state: it starts no process,
+   * writes to no terminal, dials no host and hands nothing to another program
+   * (server_info, audit_tail, session_list). Only such a tool keeps answering
+   * while the audit log cannot be written; every other tool acts, whatever its
+   * tier, and is refused then (fail closed: a tool that does not say so acts).
+   */
+  introspection?: boolean;
   /** Output budget in bytes before clamp_output. */
   budget(args: ArgsOf<P>): number;
   /** Every byte the executor will consume (docs/wire-contract.md §5.4). */
-  policyText(args: ArgsOf<P>): string;
+  policyText(args: ArgsOf<P>, scope: CallScope): string;
+  /**
+   * A tier the call has at least, whatever the classifier finds in its text:
+   * starting a shell or a console, a terminal line edited by control keys.
+   * Admission raises the classification to it when it is higher (the runner
+   * stays the one place that decides). null = no floor beyond the tool's.
+   */
+  tierFloor?(args: ArgsOf<P>, scope: CallScope): TierFloor | null;
   /**
    * The same bytes in their parts, for a tool that runs a program in a known
    * language: the classifier reads the program as that language, with its
@@ -135,7 +168,7 @@ export interface ToolDef<P extends ParamTable> {
    */
   programInput?(args: ArgsOf<P>): ProgramInput;
   /** The target and parameters to record (raw; the runner redacts). */
-  auditArgs(args: ArgsOf<P>): Record<string, unknown>;
+  auditArgs(args: ArgsOf<P>, scope: CallScope): Record<string, unknown>;
   /**
    * Where the call acts beyond its policy text (working directory, hosts,
    * users, paths, listen address, interpreter): the deny list sees each as its
@@ -168,13 +201,15 @@ export interface Tool {
   readonly description: string;
   readonly tier: TierSpec;
   readonly annotations: ToolAnnotations;
+  readonly introspection: boolean;
   readonly inputSchema: ReturnType<typeof toInputSchema>;
   readonly resultFields: Record<string, Record<string, unknown>>;
   parse: ArgParser<unknown>["parse"];
   budget(args: unknown): number;
-  policyText(args: unknown): string;
+  policyText(args: unknown, scope: CallScope): string;
+  readonly tierFloor?: (args: unknown, scope: CallScope) => TierFloor | null;
   readonly programInput?: (args: unknown) => ProgramInput;
-  auditArgs(args: unknown): Record<string, unknown>;
+  auditArgs(args: unknown, scope: CallScope): Record<string, unknown>;
   readonly targets?: (args: unknown) => PolicyTarget[];
   readonly followUp?: (args: unknown, command: string) => unknown;
   readonly auditAction?: AuditAction;
@@ -189,19 +224,22 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
   const followUp = def.followUp;
   const targets = def.targets;
   const programInput = def.programInput;
+  const tierFloor = def.tierFloor;
   return {
     name: def.name,
     title: def.title,
     description: def.description,
     tier: def.tier,
     annotations: def.annotations,
+    introspection: def.introspection ?? false,
     inputSchema: toInputSchema(def.params),
     resultFields: def.resultFields ?? {},
     parse: (raw) => parser.parse(raw),
     budget: (args) => def.budget(typed(args)),
-    policyText: (args) => def.policyText(typed(args)),
+    policyText: (args, scope) => def.policyText(typed(args), scope),
+    ...(tierFloor ? { tierFloor: (args: unknown, scope: CallScope) => tierFloor(typed(args), scope) } : {}),
     ...(programInput ? { programInput: (args: unknown) => programInput(typed(args)) } : {}),
-    auditArgs: (args) => def.auditArgs(typed(args)),
+    auditArgs: (args, scope) => def.auditArgs(typed(args), scope),
     ...(targets ? { targets: (args: unknown) => targets(typed(args)) } : {}),
     ...(followUp ? { followUp: (args: unknown, command: string) => followUp(typed(args), command) } : {}),
     ...(def.auditAction ? { auditAction: def.auditAction } : {}),

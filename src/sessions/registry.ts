@@ -4,6 +4,7 @@ import { openRecording, type Recording } from "./recording.js";
 import { createBlockPool } from "./ring-buffer.js";
 import { Session } from "./session.js";
 import { resolveSignalName } from "./signals.js";
+import { EMPTY_LINE } from "./terminal-line.js";
 import { clampTerminalSize } from "./terminal-size.js";
 import type {
   AddedSession,
@@ -180,11 +181,20 @@ export function createSessionRegistry(
       return { id, recording: recording?.path ?? "" };
     },
 
-    send(id, clientId, data) {
+    send(id, clientId, data, line) {
       const session = live(id, clientId);
       session.touch();
       session.write(data);
+      // Only what reached the terminal moves its line on: a refused or failed send changes nothing.
+      if (line) session.line = line;
       return data.length;
+    },
+
+    pendingLine(id, clientId) {
+      const session = sessions.get(id);
+      if (!session || session.ended || session.closing) return EMPTY_LINE;
+      if (session.owner !== "" && session.owner !== clientId) return EMPTY_LINE;
+      return session.line;
     },
 
     async recv(id, clientId, request) {

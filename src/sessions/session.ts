@@ -2,6 +2,7 @@ import type { Clock } from "../core/index.js";
 import { openSequenceStart, utf8Length } from "../core/index.js";
 import type { Recording } from "./recording.js";
 import { type BlockPool, RingBuffer } from "./ring-buffer.js";
+import { EMPTY_LINE, type PendingLine } from "./terminal-line.js";
 import type {
   AddSessionRequest,
   RecvResult,
@@ -43,6 +44,8 @@ export class Session {
   exitCode: number | null = null;
   /** Reads currently waiting: the idle sweep leaves such a session alone. */
   waiting = 0;
+  /** What was sent since the last Enter: the start of the line the terminal will run next. */
+  line: PendingLine = EMPTY_LINE;
   #closing: Promise<void> | null = null;
   readonly #ring: RingBuffer;
   #decoder = new Utf8StreamDecoder();

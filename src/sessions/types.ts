@@ -1,5 +1,6 @@
 import type { TerminalEvents } from "../core/index.js";
 import type { Subreaper } from "../proc/index.js";
+import type { PendingLine } from "./terminal-line.js";
 export type SessionKind = "local" | "ssh";
 
 /** What a transport reports to the session that owns it. */
@@ -145,8 +146,18 @@ export interface SessionRegistry {
    * SessionError is thrown.
    */
   add(request: AddSessionRequest): Promise<AddedSession>;
-  /** Write keystrokes; returns the number of bytes written. */
-  send(id: string, clientId: string, data: Uint8Array): number;
+  /**
+   * Write keystrokes; returns the number of bytes written. `line` is what is
+   * pending on the terminal after them (terminal-line.ts): it replaces the
+   * session's pending line only once the bytes were written.
+   */
+  send(id: string, clientId: string, data: Uint8Array, line?: PendingLine): number;
+  /**
+   * What was sent to a session since its last Enter, as `clientId` may see it:
+   * the empty line for a session that is unknown, another client's, or ended
+   * (a send to it is refused anyway).
+   */
+  pendingLine(id: string, clientId: string): PendingLine;
   recv(id: string, clientId: string, request: RecvRequest): Promise<RecvResult>;
   /** Returns the size applied. */
   resize(id: string, clientId: string, cols: number, rows: number): { cols: number; rows: number };

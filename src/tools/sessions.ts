@@ -1,13 +1,16 @@
 import type { Settings } from "../config/index.js";
 import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, splitShellWords } from "../exec/index.js";
-import type { TierSpec } from "../policy/index.js";
-import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
+import { findInteractiveProgram, type TierSpec } from "../policy/index.js";
+import { annotationsFor, defineTool, type TierFloor, type Tool } from "../runner/index.js";
 import {
+  assembleLine,
   clampTerminalSize,
   type DescendantReaper,
+  type LineAssembly,
   openLocalPty,
   type SessionRegistry,
+  showLine,
 } from "../sessions/index.js";
 import { COMMAND_TIER, CWD_PARAM, ENV_JSON_PARAM, joinProbe } from "./shell.js";
 import { cwdTargets } from "./targets.js";
@@ -35,6 +38,23 @@ export const SESSION_RESULT_FIELDS = {
 
 const SESSION_ID = { type: "string", description: "the id shell_spawn (or ssh_spawn) returned" } as const;
 const encoder = new TextEncoder();
+
+/**
+ * Starting a program whose later input runs commands (a shell, a REPL, a
+ * database console, a debugger) on a terminal is at least Tier 2: what it
+ * will run is only seen a line at a time afterwards (ADR 0034).
+ */
+export function interactiveFloor(command: string): TierFloor | null {
+  const part = findInteractiveProgram(command);
+  return part === null ? null : { tier: 2, basis: "interactive_program", part };
+}
+
+/** An edited or overlong terminal line is opaque: at least Tier 2, whatever its text says. */
+function lineFloor(line: LineAssembly): TierFloor | null {
+  if (line.opacity === "") return null;
+  const why = line.opacity === "edited" ? "line edited by control keys" : "line longer than the relay keeps";
+  return { tier: 2, basis: "opaque_program", part: showLine(`${why}: ${line.text}`) };
+}
 
 /** The argv a local session starts: the command split into words like a shell would, or bash when blank. */
 export function argvOf(command: string): string[] {
@@ -75,6 +95,7 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     },
     budget: () => 4096,
     policyText: (a) => joinProbe(a.command, a.env_json),
+    tierFloor: (a) => interactiveFloor(a.command.trim() === "" ? DEFAULT_ARGV.join(" ") : a.command),
     // An empty command starts bash, which the policy text does not show.
     targets: (a) => [
       ...cwdTargets(a.cwd),
@@ -119,13 +140,19 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     },
   });
 
+  // The line a send completes, from what the terminal was given since its last Enter (ADR 0034).
+  const lineOf = (a: { session_id: string; data: string; enter: boolean }, clientId: string) =>
+    assembleLine(sessions.pendingLine(a.session_id, clientId), a.data, a.enter);
+
   const sessionSend = defineTool({
     name: "session_send",
     title: "Type into a session",
     description:
       "Send keystrokes to a session started by shell_spawn or ssh_spawn, followed by a newline unless " +
       "enter=false (control characters such as \\u0003 for Ctrl-C pass through). Reports the bytes written; " +
-      "read the effect with session_recv. The text is classified like a command.",
+      "read the effect with session_recv. What is judged is the line the terminal will run: the text sent " +
+      "since the last Enter plus this one, classified like a command; control keys that can edit a line make " +
+      "it opaque (at least Tier 2) until the next Enter.",
     params: {
       session_id: SESSION_ID,
       data: { type: "string", description: "text to type" },
@@ -135,11 +162,28 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
     resultFields: { bytes: { type: "integer", description: "UTF-8 bytes written, newline included" } },
     budget: () => 2048,
-    policyText: (a) => a.data,
-    auditArgs: (a) => ({ session_id: a.session_id, data: a.data, enter: a.enter }),
+    policyText: (a, scope) => lineOf(a, scope.clientId).text,
+    tierFloor: (a, scope) => lineFloor(lineOf(a, scope.clientId)),
+    auditArgs: (a, scope) => {
+      // The line as the terminal gets it, when it is more than this piece.
+      const line = lineOf(a, scope.clientId).raw;
+      return { session_id: a.session_id, data: a.data, enter: a.enter, ...(line !== a.data ? { line } : {}) };
+    },
     async run(a, ctx) {
+      const line = lineOf(a, ctx.clientId);
+      // Another send moved the line on while this one waited for a gate: what was judged is not what would run.
+      const judged = ctx.admitted;
+      if (
+        judged !== undefined &&
+        (line.text !== judged.policyText || (lineFloor(line)?.tier ?? 0) > judged.tier)
+      ) {
+        throw new RelayError(
+          "SessionError",
+          `the line pending on ${a.session_id} changed while this send waited; nothing was sent`,
+        );
+      }
       const bytes = encoder.encode(a.enter ? `${a.data}\n` : a.data);
-      const written = sessions.send(a.session_id, ctx.clientId, bytes);
+      const written = sessions.send(a.session_id, ctx.clientId, bytes, line.rest);
       return { body: `sent ${written} bytes to ${a.session_id}`, fields: { bytes: written } };
     },
   });
@@ -161,6 +205,7 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       },
     },
     tier: READ_ONLY,
+    introspection: true,
     annotations: annotationsFor(READ_ONLY, { openWorld: false, idempotent: false }),
     resultFields: {
       ended: { type: "boolean", description: "the session has ended and all its output was read" },
@@ -241,6 +286,7 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       "recording path. Listing first removes expired sessions.",
     params: {},
     tier: READ_ONLY,
+    introspection: true,
     annotations: annotationsFor(READ_ONLY, { openWorld: false, idempotent: false }),
     budget: () => 65536,
     policyText: () => "",

@@ -21,7 +21,7 @@ function inputOf(name: string, raw: Record<string, unknown>) {
   const t = tool(name);
   const parsed = t.parse(raw);
   if (!parsed.ok) throw new Error(parsed.problems.join("; "));
-  return { input: t.programInput!(parsed.args), policyText: t.policyText(parsed.args) };
+  return { input: t.programInput!(parsed.args), policyText: t.policyText(parsed.args, { clientId: "" }) };
 }
 
 /** The policy text rebuilt from the parts, once each: nothing the deny list sees escapes the classifier. */

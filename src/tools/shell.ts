@@ -13,7 +13,8 @@ export interface ShellToolDeps {
 }
 
 /** Commands, scripts, keystrokes and spawned programs are classified like commands: benign input is Tier 1. */
-export const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: false };
+/** Command text: Tier 0 when the classifier proves it only reads (ADR 0033), else what it finds, at least 1. */
+export const COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 0, windows: false };
 
 /** The working directory of a local process (shell_exec, shell_script, shell_spawn). */
 export const CWD_PARAM = {

@@ -1,6 +1,6 @@
 import type { Settings } from "../config/index.js";
 import type { ProcessRunner } from "../exec/index.js";
-import { type PolicyTarget, type TierSpec, widenHostTokens } from "../policy/index.js";
+import { type PolicyTarget, type ProgramInput, type TierSpec, widenHostTokens } from "../policy/index.js";
 import type { ConnectionOverrides, HostKeyReport, SshService, SshTarget } from "../ssh/index.js";
 import { withAddressForms } from "./targets.js";
 
@@ -12,8 +12,16 @@ export interface SshToolDeps {
   baseEnv: Readonly<Record<string, string | undefined>>;
 }
 
-/** Remote command text: the Windows/PowerShell rules apply too (docs/wire-contract.md §11.7). */
-export const REMOTE_COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: true };
+/**
+ * Remote command text: the Windows/PowerShell rules apply too (docs/wire-contract.md §11.7).
+ * Tier 0 when the command alone (not the host line of the probe) is proven to only read (ADR 0033).
+ */
+export const REMOTE_COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 0, windows: true };
+
+/** What a remote command tool classifies: the command, without the host names the probe adds. */
+export function remoteProgram(command: string): ProgramInput {
+  return { language: "shell", program: command, stdin: "", env: "" };
+}
 
 /** The target host parameter of the single-host SSH tools. */
 export const HOST_PARAM = {

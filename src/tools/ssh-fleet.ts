@@ -3,7 +3,7 @@ import { splitHostList, type TierSpec } from "../policy/index.js";
 import { annotationsFor, clampOutput, defineTool, fanoutShare, type Tool } from "../runner/index.js";
 import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
 import { clampTimeout } from "./shell.js";
-import { REMOTE_COMMAND_TIER, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
+import { REMOTE_COMMAND_TIER, remoteProgram, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
 
 const HOST_CAP = 100;
 const NO_HOSTS = "[no hosts configured; pass hosts= or add an inventory]";
@@ -43,6 +43,7 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       concurrency: { type: "integer", description: "hosts in flight at once, 1..32", default: 8 },
     },
     tier: REMOTE_COMMAND_TIER,
+    programInput: (a) => remoteProgram(a.command),
     annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
     resultFields: {
       host_count: { type: "integer", description: "hosts in the call" },

@@ -119,6 +119,7 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       "and owner.",
     params: {},
     tier: READ_ONLY,
+    introspection: true,
     annotations: annotationsFor(READ_ONLY, { openWorld: false, idempotent: false }),
     budget: () => 8192,
     policyText: () => "",

@@ -3,10 +3,12 @@ import { buildEnv } from "../exec/index.js";
 import { splitHostList, type TierSpec, widenHostTokens } from "../policy/index.js";
 import { annotationsFor, clampOutput, commandOutcome, defineTool, type Tool } from "../runner/index.js";
 import { toListing } from "../ssh/index.js";
-import { REMOTE_COMMAND_TIER, type SshToolDeps } from "./ssh-common.js";
+import type { SshToolDeps } from "./ssh-common.js";
 import { withAddressForms } from "./targets.js";
 
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
+/** ssh-keyscan dials hosts the caller names: never Tier 0, whatever its text (docs/wire-contract.md §2.1). */
+const KEYSCAN_TIER: TierSpec = { kind: "heuristic", floor: 1, windows: true };
 const KEYSCAN_CAP = 32;
 const KEYSCAN_HOST = /^[A-Za-z0-9._\-[\]:]+$/;
 const KEY_TYPES = ["dsa", "ecdsa", "ed25519", "rsa"] as const;
@@ -69,8 +71,8 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
       },
       timeout: { type: "integer", description: "seconds per host, 1..60", default: 10 },
     },
-    tier: REMOTE_COMMAND_TIER,
-    annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
+    tier: KEYSCAN_TIER,
+    annotations: annotationsFor(KEYSCAN_TIER, { openWorld: true }),
     resultFields: {
       duration_ms: { type: "number", description: "wall time of ssh-keyscan" },
       output_bytes: { type: "integer", description: "bytes ssh-keyscan wrote in all" },
@@ -122,6 +124,7 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
       "by name: name, hostname, user, port, identity_file, jump, source. Read-only.",
     params: {},
     tier: READ_ONLY,
+    introspection: true,
     annotations: annotationsFor(READ_ONLY, { openWorld: false }),
     resultFields: { host_count: { type: "integer", description: "entries listed" } },
     budget: () => 32768,

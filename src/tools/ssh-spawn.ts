@@ -2,7 +2,7 @@ import type { Settings } from "../config/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { clampTerminalSize, type SessionRegistry } from "../sessions/index.js";
 import { openSshPty, type SshService } from "../ssh/index.js";
-import { SESSION_RESULT_FIELDS } from "./sessions.js";
+import { interactiveFloor, SESSION_RESULT_FIELDS } from "./sessions.js";
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
@@ -52,6 +52,11 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
     },
     budget: () => 4096,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
+    // No command is the login shell; a command is run by it, so what it starts is read as shell text.
+    tierFloor: (a) =>
+      a.command.trim() === ""
+        ? { tier: 2, basis: "interactive_program", part: "login shell" }
+        : interactiveFloor(a.command),
     targets: (a) => sshTargets(ssh, a.host, a),
     auditArgs: (a) => {
       const size = clampTerminalSize(a.cols, a.rows);

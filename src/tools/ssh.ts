@@ -8,6 +8,7 @@ import {
   connectionFields,
   HOST_PARAM,
   REMOTE_COMMAND_TIER,
+  remoteProgram,
   type SshToolDeps,
   sshProbe,
   sshTargets,
@@ -39,6 +40,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
       ...CONNECTION_PARAMS,
     },
     tier: REMOTE_COMMAND_TIER,
+    programInput: (a) => remoteProgram(a.command),
     annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
     resultFields: {
       duration_ms: { type: "number", description: "wall time including connecting" },

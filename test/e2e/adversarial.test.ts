@@ -68,9 +68,11 @@ describe("classification through the server under a deny-all list", () => {
   });
 
   it.each([
-    ["echo reboot", 1],
-    ["grep shutdown /var/log/syslog", 1],
-    ["man mkfs", 1],
+    ["echo reboot", 0],
+    ["grep shutdown /var/log/syslog", 0],
+    ["man mkfs", 0],
+    ["rm notes.txt", 1],
+    ["echo x > notes.txt", 1],
     ["systemctl restart nginx", 2],
     ["sudo ls /root", 2],
     ["git push -f origin main", 3],

@@ -19,6 +19,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
+/** A call that acts, refused while its record cannot be written: at Tier 1 today, at Tier 0 once `ls` is a proven read. */
+const ACTS_REFUSED =
+  /^\[DENIED tier [01] \([A-Z_]+\): the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses (calls above Tier 0|every call that acts) until it can\]$/;
+
 /** `relay-shell --verify-audit` on a file, as an operator runs it. */
 function verifyAudit(path: string, extra: string[] = []): { code: number | null; out: string } {
   const r = spawnSync(process.execPath, [SERVER_ENTRY, "--verify-audit", "--audit-path", path, ...extra], {
@@ -118,6 +122,9 @@ describe("the audit file on a 256 KiB tmpfs that fills up", () => {
     const refused = await s.call("shell_exec", { command: `touch ${join(canaries, "refused")}` });
     expect(refused.text).toMatch(/^\[DENIED tier 1 \(REVERSIBLE\): the audit log cannot be written/);
     expect(existsSync(join(canaries, "refused"))).toBe(false);
+    // A read runs a process too: refused whatever its tier (Tier 0 once reads are proven).
+    const read = await s.call("shell_exec", { command: "ls /" });
+    expect(read.text).toMatch(ACTS_REFUSED);
     const info = await auditInfo(s);
     expect(info.degraded).toBe(true);
     expect(info.degraded_reason).toMatch(/cannot reserve room for audit records in .*ENOSPC/);
@@ -183,6 +190,13 @@ describe("a link put in place of the audit file after a rotation", () => {
     const refused = await s.call("shell_exec", { command: `touch ${canary}` });
     expect(refused.text).toMatch(/^\[DENIED tier 1 \(REVERSIBLE\): the audit log cannot be written/);
     expect(existsSync(canary)).toBe(false);
+    // Every call that runs a process is refused, whatever its tier; the relay's own introspection answers.
+    const read = await s.call("shell_exec", { command: "ls /" });
+    expect(read.text).toMatch(ACTS_REFUSED);
+    expect(read.structured.exit_code).toBeNull();
+    // Their own records cannot be written either: they say so in a notice.
+    expect((await s.call("session_list")).text).toMatch(/^\[\]\n\[NOTICE audit this call ran/);
+    expect((await s.call("server_info")).text).toMatch(/^\{/);
     expect((await auditInfo(s)).degraded_reason).toMatch(
       /is a symbolic link, not a regular file; it is not followed/,
     );

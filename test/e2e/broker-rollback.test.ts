@@ -67,7 +67,8 @@ describe("rollback/verify pairing", () => {
     expect(readFileSync(join(dir, "victim.txt"), "utf8")).toBe("precious\n");
     expect(r.structured).toMatchObject({
       action: "confirm_execute",
-      verify: { action: "confirm_verify", ran: true, tier: 1, exit_code: 1, failed: true },
+      // The verify step only tests a file: proven to only read, Tier 0.
+      verify: { action: "confirm_verify", ran: true, tier: 0, exit_code: 1, failed: true },
       rollback: { action: "confirm_rollback", ran: true, tier: 1, exit_code: 0, failed: false },
     });
 
@@ -90,7 +91,7 @@ describe("rollback/verify pairing", () => {
     expect(execute).toMatchObject({ tier: 3, exit_code: 0, output_sha256: sha256("[exit 0]\n") });
     expect(verify).toMatchObject({
       tool: "shell_exec",
-      tier: 1,
+      tier: 0,
       exit_code: 1,
       output_sha256: sha256("[exit 1]\n"),
       args: { command: "test -e victim.txt", cwd: dir, stdin: "" },

@@ -159,7 +159,11 @@ describe("relay-shell CLI", () => {
     });
 
     it.each([
-      ["an edited line", (l: string[]) => l.map((x, i) => (i === 1 ? x.replace('"tier":1', '"tier":0') : x))],
+      [
+        "an edited line",
+        (l: string[]) =>
+          l.map((x, i) => (i === 1 ? x.replace(/"tier":(\d)/, (_m, d) => `"tier":${d === "0" ? 1 : 0}`) : x)),
+      ],
       ["a dropped line", (l: string[]) => l.filter((_, i) => i !== 1)],
       ["a reordered pair", (l: string[]) => [l[0], l[2], l[1], l[3]] as string[]],
       ["an inserted line", (l: string[]) => [l[0], l[1], l[1], l[2], l[3]] as string[]],

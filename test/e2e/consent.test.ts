@@ -1,5 +1,5 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/consent/index.js";
@@ -311,6 +311,38 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent waits, leases and revocat
     } finally {
       await relay.close();
       await other.close();
+    }
+  });
+
+  it("lets a lease carry proven reads only: a script written and fed to a shell each need a signature", async () => {
+    const relay = await world.startRelay({
+      RELAY_SHELL_CONSENT_LEASE_MODE: "window",
+      RELAY_SHELL_CONSENT_LEASE_BUDGET: "10",
+    });
+    const leased = () => world.records().filter((r) => r.action === "consent_lease").length;
+    const before = leased();
+    try {
+      const canary = join(world.work, "lease-canary");
+      mkdirSync(canary, { recursive: true });
+      writeFileSync(join(canary, "keep"), "x");
+      approve(world, consentId((await relay.call("shell_exec", { command: "ls", cwd: world.work })).text));
+      expect((await relay.call("shell_exec", { command: "ls", cwd: world.work })).text).toMatch(
+        /^\[exit 0\]/,
+      );
+      // A read rides the lease.
+      expect((await relay.call("shell_exec", { command: "ls -la", cwd: world.work })).text).toMatch(
+        /^\[exit 0\]/,
+      );
+      // Writing a script is not a read, nor is feeding one to a shell: both ask for a signature.
+      const script = join(world.work, "s.sh");
+      consentId((await relay.call("shell_exec", { command: `printf 'rm -rf ${canary}' > ${script}` })).text);
+      writeFileSync(script, `rm -rf ${canary}\n`);
+      consentId((await relay.call("shell_exec", { command: `bash < ${script}` })).text);
+      consentId((await relay.call("shell_exec", { command: `sh ${script}` })).text);
+      expect(existsSync(join(canary, "keep"))).toBe(true);
+      expect(leased() - before).toBe(1);
+    } finally {
+      await relay.close();
     }
   });
 

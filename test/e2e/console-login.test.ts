@@ -104,6 +104,7 @@ describe.skipIf(SKIP !== null)("operator console over stdio (built server, real 
     expect(new URL(browser.page.url()).pathname).toBe("/console");
     const text = async (id: string) => ((await browser.page.textContent(`#${id} td`)) ?? "").trim();
     expect(await text("posture-mode")).toBe("guarded");
+    expect(await text("posture-mode-text")).toMatch(/^Tier 0 and 1 are admitted/);
     expect(await text("posture-deny")).toBe("on");
     expect(await text("posture-broker")).toBe("off");
     expect(await text("posture-consent")).toBe("off");

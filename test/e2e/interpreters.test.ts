@@ -189,10 +189,10 @@ describe("guarded mode refuses programs it cannot read or that delete", () => {
     expect(r.structured).toMatchObject({ tier: 1, basis: "default" });
   });
 
-  it("python3 --version runs at Tier 1", async () => {
+  it("python3 --version runs at Tier 0: asking an interpreter for its version runs no program", async () => {
     const r = await s.call("shell_exec", { command: "python3 --version" });
     expect(r.text).toMatch(/^\[exit 0\]\nPython 3\./);
-    expect(r.structured).toMatchObject({ tier: 1 });
+    expect(r.structured).toMatchObject({ tier: 0, basis: "proven_read" });
   });
 });
 

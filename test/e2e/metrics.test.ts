@@ -95,11 +95,12 @@ describe("GET /metrics on the HTTP transport", () => {
     const after = (await scrape()).text;
 
     const delta = (series: string) => sample(after, series) - sample(before, series);
-    expect(delta(calls("ok", 1, "shell_exec"))).toBe(2);
+    // echo and true are proven to only read: Tier 0 (docs/policy.md, Tier 0).
+    expect(delta(calls("ok", 0, "shell_exec"))).toBe(2);
     expect(
-      sample(after, calls("denied", 1, "shell_exec")) + sample(after, calls("denied", 3, "shell_exec")),
+      sample(after, calls("denied", 0, "shell_exec")) + sample(after, calls("denied", 3, "shell_exec")),
     ).toBe(1);
-    expect(delta(calls("error", 1, "shell_exec"))).toBe(1);
+    expect(delta(calls("error", 0, "shell_exec"))).toBe(1);
     expect(delta(calls("ok", 0, "prompt:operating_guide"))).toBe(1);
     expect(delta('relay_shell_tool_call_duration_seconds_count{tool="shell_exec"}')).toBe(4);
     expect(delta('relay_shell_tool_call_duration_seconds_bucket{le="+Inf",tool="shell_exec"}')).toBe(4);

@@ -471,7 +471,7 @@ describe("OAuth 2.1 over HTTP (built server)", () => {
       const r = await fetch(`${server.base}/metrics`);
       expect(r.status).toBe(200);
       expect(await r.text()).toContain(
-        'relay_shell_tool_calls_total{mode="open",outcome="ok",tier="1",tool="shell_exec"}',
+        'relay_shell_tool_calls_total{mode="open",outcome="ok",tier="0",tool="shell_exec"}',
       );
     });
 

@@ -87,8 +87,9 @@ const COMMANDS: ReadonlyArray<readonly [string, string, string]> = [
 describe("secrets stay out of the audit file (refused calls)", () => {
   let s: TestServer;
   beforeAll(async () => {
-    // readonly: nothing runs, and every refusal is still recorded with its arguments.
-    s = await startServer({ RELAY_SHELL_POLICY_MODE: "readonly" });
+    // A deny-all list: nothing runs (readonly would admit the proven reads among these), and every
+    // refusal is still recorded with its arguments.
+    s = await startServer({ RELAY_SHELL_POLICY_MODE: "readonly", RELAY_SHELL_POLICY_DENY: "." });
   });
   afterAll(async () => {
     await s?.close();

@@ -32,6 +32,8 @@ describe("session limit, recordings and guarded keystrokes", () => {
     s = await startServer({
       RELAY_SHELL_MAX_SESSIONS: "2",
       RELAY_SHELL_POLICY_MODE: "guarded",
+      // An interactive shell is Tier 2 (ADR 0034): the operator allows this one by name.
+      RELAY_SHELL_POLICY_ALLOW: "^shell_spawn bash --norc --noprofile\n",
       RELAY_SHELL_SESSION_RECORD_DIR: recordDir,
     });
   });
@@ -151,8 +153,9 @@ describe("readonly mode", () => {
     expect(r.text).toBe("[DENIED tier 3 (IRREVERSIBLE): readonly mode refuses Tier 3 (IRREVERSIBLE)]");
     expect(s.records().at(-1)).toMatchObject({ tool: "session_send", tier: 3, denied: true });
     expect((await s.call("shell_spawn", {})).text).toBe(
-      "[DENIED tier 1 (REVERSIBLE): readonly mode refuses Tier 1 (REVERSIBLE)]",
+      "[DENIED tier 2 (STATEFUL): readonly mode refuses Tier 2 (STATEFUL)]",
     );
+    expect(s.records().at(-1)).toMatchObject({ tool: "shell_spawn", tier: 2, denied: true });
     expect((await s.call("session_list")).text).toBe("[]");
     expect(existsSync(canary)).toBe(true);
   });

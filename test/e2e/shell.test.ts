@@ -65,7 +65,7 @@ describe("shell tools over stdio", () => {
     expect(r.text).toBe(`[exit 0]\n${marker}\n`);
     expect(r.structured).toMatchObject({
       tool: "shell_exec",
-      tier: 1,
+      tier: 0,
       exit_code: 0,
       denied: false,
       truncated: false,

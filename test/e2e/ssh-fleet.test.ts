@@ -117,7 +117,7 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
     const record = s.records().at(-1);
     expect(record).toMatchObject({
       tool: "ssh_fanout",
-      tier: 1,
+      tier: 0,
       exit_code: null,
       args: { command: COMMAND, hosts: "", timeout: 60, concurrency: 8 },
     });

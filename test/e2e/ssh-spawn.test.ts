@@ -72,9 +72,10 @@ describe.skipIf(SSHD_MISSING)("ssh_spawn over stdio against real sshd", () => {
 
   it("opens a remote terminal driven by the session tools", async () => {
     const id = await spawnSsh({ cols: 100, rows: 30 });
+    // The login shell: its later input runs commands (ADR 0034).
     expect(s.records().at(-1)).toMatchObject({
       tool: "ssh_spawn",
-      tier: 1,
+      tier: 2,
       args: {
         host: "web",
         command: "shell",

@@ -91,7 +91,7 @@ describe.skipIf(SSHD_MISSING)("ssh_exec over stdio against real sshd", () => {
     expect(first.text).toBe("[exit 3]\nhello\n");
     expect(first.structured).toMatchObject({
       tool: "ssh_exec",
-      tier: 1,
+      tier: 0,
       exit_code: 3,
       connection_reused: false,
       host_key: {

@@ -39,11 +39,13 @@ const TIER3_ROWS = POSIX_ROWS.filter((r) => r.tier === 3);
 const golden = fc.constantFrom(...POSIX_ROWS.map((r) => r.text));
 
 describe("classify: result shape", () => {
-  it("never throws, never returns Tier 0, and keeps part within 120 characters", () => {
+  it("never throws, gives Tier 0 only as a proven read, and keeps part within 120 characters", () => {
     fc.assert(
       fc.property(anyText, fc.boolean(), (text, windows) => {
         const r = classifier.classify(text, { windows });
-        expect([1, 2, 3]).toContain(r.tier);
+        expect([0, 1, 2, 3]).toContain(r.tier);
+        if (r.tier === 0)
+          expect({ basis: r.basis, part: r.part }).toEqual({ basis: "proven_read", part: "" });
         expect(Object.keys(BASIS_TEXT)).toContain(r.basis);
         expect(r.part.length).toBeLessThanOrEqual(120);
       }),
@@ -133,7 +135,7 @@ describe("classify: composition properties", () => {
     expect(tier("printf 'rm -rf /' | sh | cat && true")).toBe(3);
     expect(tier("printf '\\x72\\x6d' | sh | a && a")).toBe(3);
     expect(tier("curl -s x | cat | sh || true")).toBe(3);
-    expect(tier("echo hi | cat | grep h && ls")).toBe(1);
+    expect(tier("echo hi | cat | grep h && ls")).toBe(0);
   });
 
   it("a negated command keeps its here-doc as its stdin", () => {
@@ -145,7 +147,11 @@ describe("classify: composition properties", () => {
     expect(tier('! python3 <<EOF\nimport shutil\nshutil.rmtree("/x")\nEOF')).toBe(3);
     expect(tier("! sh <<EOF | cat\nreboot\nEOF")).toBe(3);
     // Data for a command that does not run it stays data.
-    expect(classifier.classify("! cat <<EOF\nreboot\nEOF")).toEqual({ tier: 1, basis: "default", part: "" });
+    expect(classifier.classify("! cat <<EOF\nreboot\nEOF")).toEqual({
+      tier: 0,
+      basis: "proven_read",
+      part: "",
+    });
   });
 
   it("an assignment ending in `$` does not carry the next line into it", () => {
@@ -164,7 +170,7 @@ describe("classify: composition properties", () => {
       expect(tier(text), text).toBe(3);
     }
     // A line break inside a quoted value is data, as before.
-    expect(tier('a="$\nrm -rf /"')).toBe(1);
+    expect(tier('a="$\nrm -rf /"')).toBe(0);
   });
 
   it("some concrete hiding attempts stay Tier 3", () => {

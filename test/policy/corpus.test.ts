@@ -16,6 +16,9 @@ const KNOWN: ReadonlyMap<string, string> = new Map([
   ["toybox rm path/to/file", "multi-call binary"],
   // The kernel tools are Tier 2 as a whole (power_kernel); a read-only verb lowers only the subcommand families.
   ["kernel-install inspect path/to/kernel_image", "kernel tool"],
+  // A script named by its file runs its own code to print its help: Tier 2 (script_file), by kind.
+  ["mqtt_check.py --help", "script file"],
+  ["ntfs-read.py --help", "script file"],
 ]);
 
 let classifier: Classifier;

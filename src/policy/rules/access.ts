@@ -16,7 +16,13 @@ const FIREWALL = hit(2, "firewall_change");
 /** `passwd` alone changes the caller's own password interactively (Tier 1, docs/wire-contract.md §5.7 row 51); with arguments it targets accounts. */
 function passwd({ args }: RuleInput): Hit | null {
   if (args.length === 0) return null;
-  if (args.values.every((v) => v === "-S" || v === "--status" || v === "-a" || v === "--all")) return null;
+  // `passwd -S USER` reports the account's status; the user is an operand.
+  const options = args.values.filter((v) => v.startsWith("-"));
+  if (
+    options.length > 0 &&
+    options.every((v) => v === "-S" || v === "--status" || v === "-a" || v === "--all")
+  )
+    return null;
   return ACCOUNT;
 }
 
@@ -36,7 +42,30 @@ function sudoedit({ args }: RuleInput): Hit | null {
   return args.operands().some(isAuthPath) ? hit(2, "account_access") : hit(2, "privilege_escalation");
 }
 
-/** iptables/ip6tables/ebtables/arptables: -F, -X and a DROP/REJECT default policy are lock-outs. */
+/** Options that narrow a rule to some traffic; `-i lo` and a port other than SSH's leave the session alone. */
+const SELECTORS = /^(?:-s|--source|--src|-d|--destination|--dst|-m|--match|--uid-owner|-o|--out-interface)$/;
+
+/**
+ * An appended or inserted rule that drops or rejects on INPUT or OUTPUT and
+ * is narrowed by nothing (`-A INPUT -j DROP`), by an interface other than
+ * loopback, or to the SSH port, cuts the session off.
+ */
+function blanketDrop(v: readonly string[]): boolean {
+  const at = v.findIndex((x) => /^-[AI]$|^--(?:append|insert)$/.test(x));
+  if (at < 0 || !/^(?:input|output)$/i.test(v[at + 1] ?? "")) return false;
+  const j = v.findIndex((x) => x === "-j" || x === "--jump");
+  if (j < 0 || !/^(?:drop|reject)$/i.test(v[j + 1] ?? "")) return false;
+  const port = v.findIndex((x) => /^--d(?:estination-)?ports?$|^--dport$/.test(x));
+  if (port >= 0)
+    return (
+      /^(?:22|ssh)(?::|,|$)/.test(v[port + 1] ?? "") || /(?:^|,)(?:22|ssh)(?:,|$)/.test(v[port + 1] ?? "")
+    );
+  const iface = v.findIndex((x) => x === "-i" || x === "--in-interface");
+  if (iface >= 0 && v[iface + 1] === "lo") return false;
+  return !v.some((x) => SELECTORS.test(x)) && !v.some((x) => x === "-p" || x === "--protocol");
+}
+
+/** iptables/ip6tables/ebtables/arptables: -F, -X, a DROP/REJECT default policy and blanket drops are lock-outs. */
 function iptables({ args }: RuleInput): Hit | null {
   const clusters = args.clusters();
   if (clusters.some((c) => /[FX]/.test(c)) || args.long("flush") || args.long("delete-chain")) return LOCKOUT;
@@ -44,6 +73,7 @@ function iptables({ args }: RuleInput): Hit | null {
   for (let i = 0; i < v.length; i++) {
     if ((v[i] === "-P" || v[i] === "--policy") && /^(?:drop|reject)$/i.test(v[i + 2] ?? "")) return LOCKOUT;
   }
+  if (blanketDrop(v)) return LOCKOUT;
   if (clusters.some((c) => /[AIDRNEP]/.test(c)) || args.long("append") || args.long("insert"))
     return FIREWALL;
   return null;
@@ -61,12 +91,32 @@ function nft({ args }: RuleInput): Hit | null {
     const [w, next] = [words[i], words[i + 1]];
     if (w === "flush" && (next === "ruleset" || next === "table" || next === "chain")) return LOCKOUT;
     if ((w === "delete" || w === "destroy") && (next === "table" || next === "chain")) return LOCKOUT;
+    // A base chain whose policy drops (`policy drop;`) refuses everything no rule accepts.
+    if (w === "policy" && next === "drop") return LOCKOUT;
   }
+  if (nftBlanketDrop(words)) return LOCKOUT;
   return words.some((w) =>
     ["add", "insert", "create", "replace", "delete", "flush", "destroy", "reset"].includes(w),
   )
     ? FIREWALL
     : null;
+}
+
+/**
+ * `nft add rule inet filter input drop`, `… input tcp dport 22 drop`: a rule on
+ * an input or output chain whose verdict is drop or reject with no match, or
+ * matching the SSH port.
+ */
+function nftBlanketDrop(words: readonly string[]): boolean {
+  const at = words.findIndex((w, i) => (w === "add" || w === "insert") && words[i + 1] === "rule");
+  if (at < 0) return false;
+  const chain = words[at + 4] ?? "";
+  const body = words.slice(at + 5);
+  const verdict = body[body.length - 1];
+  if (!/input|output/.test(chain) || (verdict !== "drop" && verdict !== "reject")) return false;
+  const dport = body.indexOf("dport");
+  if (dport >= 0) return /^(?:22|ssh|\{?22,?)$/.test(body[dport + 1] ?? "");
+  return body.filter((w) => w !== "counter" && w !== "log").length === 1;
 }
 
 const IP_VALUED = new Set([
@@ -94,7 +144,11 @@ function ip({ args }: RuleInput): Hit | null {
   const [object, verb] = ops;
   const rest = ops.slice(2);
   if (isAbbrev(object, "link")) {
-    if (isAbbrev(verb, "delete", 1) || (isAbbrev(verb, "set", 1) && rest.includes("down"))) return LOCKOUT;
+    if (
+      isAbbrev(verb, "delete", 1) ||
+      (isAbbrev(verb, "set", 1) && (rest.includes("down") || rest.includes("netns")))
+    )
+      return LOCKOUT;
     return isAbbrev(verb, "set", 1) || isAbbrev(verb, "add", 1) || isAbbrev(verb, "change", 1)
       ? FIREWALL
       : null;

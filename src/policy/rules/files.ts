@@ -5,8 +5,10 @@ import {
   isEtcPath,
   isSystemPath,
   isTopLevelTree,
+  normalizePath,
 } from "../paths.js";
 import { type Args, type Hit, hit, type RuleInput, table } from "./args.js";
+import { emptiedTier, isDatabasePath, isLoginGate } from "./targets.js";
 
 /**
  * File destruction (Tier 3) and the Tier-2 file-system families: config
@@ -65,7 +67,7 @@ function truncate({ args }: RuleInput): Hit | null {
   const size = args.optionValue("-s", "--size");
   if (size === undefined && !args.short("r") && !args.long("reference")) return null;
   if (size?.startsWith("+")) return null;
-  return args.operands().some((t) => isSystemPath(t) || isAuthPath(t))
+  return args.operands().some((t) => isSystemPath(t) || isAuthPath(t) || isDatabasePath(t))
     ? hit(3, "file_destruction")
     : hit(2, "file_destruction");
 }
@@ -79,15 +81,58 @@ function rsync({ args }: RuleInput): Hit | null {
 }
 
 function writesSystem(args: Args): Hit | null {
-  const targets = args.operands();
+  return writesPaths(args.operands());
+}
+
+/** What writing (or removing) these paths does: devices, login gates, account files, /etc, system trees. */
+function writesPaths(targets: readonly string[]): Hit | null {
   if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
+  if (targets.some((t) => isLoginGate(t))) return hit(3, "account_access");
   if (targets.some((t) => isAuthPath(t))) return hit(2, "account_access");
   if (targets.some((t) => isEtcPath(t))) return hit(2, "config_change");
   if (targets.some((t) => isSystemPath(t))) return hit(2, "filesystem_change");
   return null;
 }
 
-/** mv onto /dev/null destroys the source (and, as root, replaces the device node). */
+/** The destination of cp, mv or install: `-t DIR` / `--target-directory=DIR`, else the last operand. */
+function destination(args: Args): { dest: string | undefined; sources: string[] } {
+  const ops: string[] = [];
+  let dest: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const v = args.values[i]!;
+    if (i < args.optionEnd && (v === "-t" || v === "--target-directory")) dest = args.values[++i];
+    else if (i < args.optionEnd && v.startsWith("--target-directory=")) dest = v.slice(19);
+    else if (i < args.optionEnd && /^-t./.test(v)) dest = v.slice(2);
+    else if (i !== args.optionEnd && !(i < args.optionEnd && v.startsWith("-") && v.length > 1)) ops.push(v);
+  }
+  if (dest !== undefined) return { dest, sources: ops };
+  return { dest: ops.length >= 2 ? ops[ops.length - 1] : undefined, sources: ops.slice(0, -1) };
+}
+
+/** Directories every local user can write: a copy of system configuration there can be read or swapped. */
+const SHARED_TMP = /^\/(?:tmp|var\/tmp|dev\/shm)(?:\/|$)/;
+
+/**
+ * cp and install write only their destination: a config copied out of /etc
+ * into a home directory changes nothing (`cp /etc/nginx/nginx.conf ~/`).
+ * Copied into a directory every local user can write, the copy is theirs to
+ * read or replace, so the sources count there as before (docs/wire-contract.md
+ * §5.7 keeps `cp -a /etc/x /tmp` at config_change). `cp /dev/null f` empties f.
+ */
+function cp({ args }: RuleInput): Hit | null {
+  const { dest, sources } = destination(args);
+  if (dest === undefined) return null;
+  const d = normalizePath(dest);
+  if (sources.length > 0 && sources.every((s) => s === "/dev/null") && !d.startsWith("/dev/"))
+    return hit(emptiedTier(d), "file_destruction");
+  const written = writesPaths([d]);
+  if (written !== null || !SHARED_TMP.test(d)) return written;
+  const copied = writesPaths(sources.filter((s) => !isBlockDevice(s)));
+  // The copy changes no login gate: at most the Tier-2 account family, as for any account file.
+  return copied?.basis === "account_access" ? hit(2, "account_access") : copied;
+}
+
+/** mv onto /dev/null destroys the source (and, as root, replaces the device node); the sources leave their place. */
 function mv({ args }: RuleInput): Hit | null {
   const targets = args.operands();
   if (targets.length >= 2 && targets[targets.length - 1] === "/dev/null") return hit(3, "file_destruction");
@@ -126,6 +171,7 @@ function sed({ args }: RuleInput): Hit | null {
   }
   if (!inPlace) return null;
   const targets = args.operands();
+  if (targets.some((t) => isLoginGate(t))) return hit(3, "account_access");
   if (targets.some((t) => isAuthPath(t))) return hit(2, "account_access");
   return hit(2, "config_change");
 }
@@ -135,6 +181,7 @@ function tee({ args }: RuleInput): Hit | null {
   const targets = args.operands();
   if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
   if (targets.some((t) => t === "/proc/sysrq-trigger")) return hit(3, "power_kernel");
+  if (targets.some((t) => isLoginGate(t))) return hit(3, "account_access");
   if (targets.some((t) => isAuthPath(t))) return hit(2, "account_access");
   if (targets.some((t) => isEtcPath(t))) return hit(2, "config_change");
   if (targets.some((t) => t.startsWith("/proc/sys/") || t.startsWith("/sys/"))) return hit(2, "host_change");
@@ -152,10 +199,6 @@ function mount({ name, args }: RuleInput): Hit | null {
     return /remount/.test(opts) || args.has("--move", "--rbind") ? hit(2, "filesystem_change") : null;
   }
   return args.short("fl") || args.long("force") || args.long("lazy") ? hit(2, "filesystem_change") : null;
-}
-
-function cp({ args }: RuleInput): Hit | null {
-  return writesSystem(args);
 }
 
 /**

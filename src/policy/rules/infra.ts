@@ -52,13 +52,31 @@ const KUBE_VALUED = new Set([
 const KUBE_BROAD =
   /^(?:ns|namespaces?|pv|persistentvolumes?|pvc|persistentvolumeclaims?|no|nodes?|crds?|customresourcedefinitions?)$/;
 
+/** Pods: a controller starts a replacement, so deleting one by name or label is how a pod is restarted. */
+const KUBE_POD = /^(?:po|pods?)$/;
+
+/**
+ * `kubectl delete`: every resource it names is gone with its configuration
+ * and, for volumes, namespaces and stateful sets, its data (Tier 3). Pods,
+ * named or selected by label, are the exception: their controller replaces
+ * them (Tier 2, docs/wire-contract.md §5.7 keeps `kubectl delete pod x` there).
+ * What a manifest (`-f`, `-k`) names is not visible, so it counts as any resource.
+ */
 function kubeDelete(a: Args): Hit {
   if (a.long("all") || a.long("all-namespaces") || a.short("A")) return DESTROY;
-  for (const v of a.operands()) {
+  if (a.optionValue("-f", "--filename", "-k", "--kustomize") !== undefined) return DESTROY;
+  const ops = a.operands();
+  if (ops.length === 0) return CONTAINER;
+  for (const v of ops) {
     const kinds = v.toLowerCase().split("/")[0]!.split(",");
     if (kinds.some((k) => KUBE_BROAD.test(k.split(".")[0]!))) return DESTROY;
   }
-  return CONTAINER;
+  // `kubectl delete pod a b`, `kubectl delete pod/a pod/b`: the kind is the first word or each prefix.
+  const first = ops[0]!.toLowerCase();
+  const pods = first.includes("/")
+    ? ops.every((o) => KUBE_POD.test(o.toLowerCase().split("/")[0]!.split(".")[0]!))
+    : first.split(",").every((k) => KUBE_POD.test(k.split(".")[0]!));
+  return pods ? CONTAINER : DESTROY;
 }
 
 function kubectl({ args }: RuleInput): Hit | null {
@@ -91,11 +109,41 @@ function kubectl({ args }: RuleInput): Hit | null {
   return changes.includes(verb) ? CONTAINER : null;
 }
 
+/**
+ * `helm uninstall` deletes every resource of the release, its secrets and
+ * config maps and, with most charts, the volumes its stateful sets claimed:
+ * Tier 3. Installing, upgrading and rolling back are Tier 2.
+ */
 function helm({ args }: RuleInput): Hit | null {
   const verb = args.subcommand(KUBE_VALUED)?.value.toLowerCase();
-  // An uninstalled release comes back with `helm install`; persistent volume claims survive it.
-  const changes = ["install", "upgrade", "rollback", "uninstall", "delete", "del", "un", "remove"];
-  return verb !== undefined && changes.includes(verb) ? CONTAINER : null;
+  if (verb === undefined) return null;
+  if (["uninstall", "delete", "del", "un", "remove"].includes(verb)) return DESTROY;
+  return ["install", "upgrade", "rollback"].includes(verb) ? CONTAINER : null;
+}
+
+/** eksctl: `delete` removes clusters, node groups and their nodes; create, scale, upgrade change them. */
+function eksctl({ args }: RuleInput): Hit | null {
+  const verb = args.subcommand()?.value.toLowerCase();
+  if (verb === "delete") return DESTROY;
+  const changes = ["create", "upgrade", "scale", "update", "set", "unset", "drain", "enable", "register"];
+  return verb !== undefined && changes.includes(verb) ? INFRA : null;
+}
+
+/** kubeadm: `reset` wipes the node's cluster state (etcd data on a control plane); init, join, upgrade change it. */
+function kubeadm({ args }: RuleInput): Hit | null {
+  const found = args.subcommand(new Set(["--kubeconfig", "--rootfs", "-v", "--v"]));
+  if (found === null) return null;
+  const verb = found.value.toLowerCase();
+  if (verb === "reset") return DESTROY;
+  const next = args
+    .from(found.index + 1)
+    .subcommand()
+    ?.value.toLowerCase();
+  if (verb === "init" || verb === "join") return INFRA;
+  if (verb === "upgrade") return next === "apply" || next === "node" ? INFRA : null;
+  if (verb === "certs") return next === "renew" ? INFRA : null;
+  if (verb === "token") return next === "create" || next === "delete" ? INFRA : null;
+  return null;
 }
 
 const DOCKER_VALUED = new Set(["-H", "--host", "-c", "--context", "--config", "-l", "--log-level"]);
@@ -184,7 +232,9 @@ function virsh({ args }: RuleInput): Hit | null {
   if (verb === undefined) return null;
   if (verb === "vol-delete" || verb === "pool-delete" || verb === "vol-wipe") return DESTROY;
   if (verb === "undefine") return args.long("remove-all-storage") || args.long("storage") ? DESTROY : INFRA;
-  const changes = ["destroy", "shutdown", "reboot", "reset", "start", "suspend", "define", "create", "edit"];
+  // `destroy` pulls the guest's power cord and `reset` presses its reset button: unsaved data is lost.
+  if (verb === "destroy" || verb === "reset") return hit(3, "power_kernel");
+  const changes = ["shutdown", "reboot", "start", "suspend", "define", "create", "edit"];
   return changes.includes(verb) ? INFRA : null;
 }
 
@@ -229,7 +279,12 @@ function cloud({ name, args }: RuleInput): Hit | null {
     if ((ops[1] === "rm" && args.long("recursive")) || (ops[1] === "rb" && args.long("force")))
       return DESTROY;
     if (ops[1] === "sync" && args.long("delete")) return DESTROY;
-    return ops[1] === "rm" || ops[1] === "rb" || ops[1] === "mv" ? INFRA : null;
+    if (ops[1] === "rm" || ops[1] === "rb" || ops[1] === "mv" || ops[1] === "mb") return INFRA;
+    // `aws s3 cp|sync SRC s3://…` writes (or overwrites) objects; to a local path it downloads.
+    const dest = ops[ops.length - 1];
+    return (ops[1] === "cp" || ops[1] === "sync") && ops.length >= 4 && dest?.startsWith("s3://") === true
+      ? INFRA
+      : null;
   }
   if (name === "gsutil" || name === "rclone") {
     const verb = ops[0];
@@ -240,7 +295,14 @@ function cloud({ name, args }: RuleInput): Hit | null {
       ((verb === "rm" || verb === "delete") && args.short("ra"))
     )
       return DESTROY;
-    return verb === "rm" || verb === "delete" || verb === "deletefile" || verb === "mv" || verb === "move"
+    if (verb === "rm" || verb === "delete" || verb === "deletefile" || verb === "mv" || verb === "move")
+      return INFRA;
+    // `gsutil cp f gs://b/`, `rclone copy dir remote:x`: objects written or overwritten at the destination.
+    const dest = ops[ops.length - 1] ?? "";
+    const remote = name === "gsutil" ? dest.startsWith("gs://") : /^[\w-]+:/.test(dest);
+    return (verb === "cp" || verb === "copy" || verb === "rsync" || verb === "copyto") &&
+      ops.length >= 3 &&
+      remote
       ? INFRA
       : null;
   }
@@ -255,6 +317,8 @@ export const INFRA_RULES = table([
   ["pulumi", pulumi],
   [["kubectl", "oc", "k3s", "microk8s.kubectl"], kubectl],
   ["helm", helm],
+  ["eksctl", eksctl],
+  ["kubeadm", kubeadm],
   [["docker", "podman", "nerdctl", "docker-compose", "podman-compose", "finch"], docker],
   ["vagrant", vagrant],
   ["virsh", virsh],

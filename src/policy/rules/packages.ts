@@ -1,4 +1,4 @@
-import { type Hit, hit, type Rule, type RuleInput, table } from "./args.js";
+import { type Args, type Hit, hit, type Rule, type RuleInput, table } from "./args.js";
 
 /**
  * Packages of every manager, and scheduled jobs: Tier 2. What they change is
@@ -7,6 +7,84 @@ import { type Hit, hit, type Rule, type RuleInput, table } from "./args.js";
  */
 
 const PACKAGE = hit(2, "package_change");
+
+/**
+ * Packages the host cannot lose: the SSH server and the network stack (the
+ * operator is cut off: network_lockout), sudo and PAM (nobody becomes root or
+ * logs in: account_access), the kernel and boot loader (the next boot fails:
+ * power_kernel), and libc, init, the shell, coreutils and the package managers
+ * themselves (nothing runs, or nothing can reinstall them: system_removal).
+ * Removing one with any manager is Tier 3.
+ */
+const NETWORK_PACKAGE =
+  /^(?:openssh-server|openssh|openssh-sshd|ssh|sshd|dropbear|dropbear-bin|tinysshd|network-manager|networkmanager|netplan\.io|netplan|ifupdown2?|iproute2?|netbase|systemd-networkd|wpasupplicant|wpa_supplicant|isc-dhcp-client|dhcpcd5?|dhclient|tailscale|wireguard-tools)$/;
+const ACCESS_PACKAGE =
+  /^(?:sudo|sudo-ldap|doas|opendoas|libpam-modules|libpam-modules-bin|libpam-runtime|libpam0g|pam|linux-pam|login|passwd|shadow|shadow-utils)$/;
+const BOOT_PACKAGE =
+  /^(?:linux-image|linux-modules|grub|shim)|^(?:linux|linux-lts|linux-zen|linux-hardened|linux-generic|linux-virtual|linux-aws|linux-azure|linux-gcp|linux-kvm|linux-firmware|kernel|kernel-core|kernel-default|kernel-modules|initramfs-tools|dracut|mkinitcpio)$/;
+const SYSTEM_PACKAGE =
+  /^(?:systemd|systemd-sysv|libsystemd0|init|sysvinit-core|openrc|libc6|libc-bin|glibc|glibc-common|musl|bash|dash|coreutils|util-linux|base-files|base|filesystem|dpkg|rpm|apt|dnf|yum|pacman|zypper|apk-tools|busybox|tar|gzip|findutils|grep|sed)$/;
+
+/** `openssh-server:amd64`, `sudo=1.9.5-1`, `glibc-2.34-1.x86_64` → the bare package name. */
+function packageName(word: string): string {
+  return word
+    .toLowerCase()
+    .replace(/[:=].*$/, "")
+    .replace(/-\d[\w.+~:-]*$/, "");
+}
+
+/** The Tier-3 verdict for removing these packages, or null when none is critical. */
+function criticalRemoval(packages: readonly string[]): Hit | null {
+  const names = packages.map(packageName);
+  if (names.some((n) => NETWORK_PACKAGE.test(n))) return hit(3, "network_lockout");
+  if (names.some((n) => ACCESS_PACKAGE.test(n))) return hit(3, "account_access");
+  if (names.some((n) => BOOT_PACKAGE.test(n))) return hit(3, "power_kernel");
+  if (names.some((n) => SYSTEM_PACKAGE.test(n))) return hit(3, "system_removal");
+  return null;
+}
+
+/** Operands after the verb, skipping options (`apt-get remove --purge -y openssh-server`). */
+function packagesAfter(args: Args, index: number): string[] {
+  return args.from(index + 1).operands();
+}
+
+/**
+ * A manager whose verb removes (`apt remove`, `dnf erase`, `zypper rm`, `apk del`),
+ * or `apt install pkg-` (a trailing minus removes): Tier 3 for a critical package,
+ * else what the manager's table gives.
+ */
+function removing(base: Rule, removeVerbs: string[], valued: string[] = [], minusRemoves = false): Rule {
+  const verbsSet = new Set(removeVerbs);
+  const valuedSet = new Set(valued);
+  return (input: RuleInput): Hit | null => {
+    const found = input.args.subcommand(valuedSet);
+    if (found !== null) {
+      const verb = found.value.toLowerCase();
+      const pkgs = packagesAfter(input.args, found.index);
+      const removed = verbsSet.has(verb)
+        ? pkgs
+        : minusRemoves && verb === "install"
+          ? pkgs.filter((p) => p.endsWith("-")).map((p) => p.slice(0, -1))
+          : [];
+      const critical = criticalRemoval(removed);
+      if (critical !== null) return critical;
+    }
+    return base(input);
+  };
+}
+
+/** `dnf history`, `dnf history list|info|summary`: the transaction log, read; undo, redo and rollback act. */
+function historyReads(base: Rule): Rule {
+  return (input) => {
+    const at = input.args.values.indexOf("history");
+    if (at >= 0) {
+      const next = input.args.values.slice(at + 1).find((v) => !v.startsWith("-"));
+      if (next === undefined || /^(?:list|info|summary|userinstalled|stats|package-list)$/.test(next))
+        return null;
+    }
+    return base(input);
+  };
+}
 
 /** A manager whose first operand is the verb. */
 function verbs(changing: string[], valued: string[] = []): Rule {
@@ -102,6 +180,10 @@ function npm(input: RuleInput): Hit | null {
 
 /** pacman: the operation is the upper-case letter; `-Ss`, `-Si`, `-Sl`, `-Sg`, `-Sp` only query. */
 function pacman({ args }: RuleInput): Hit | null {
+  if (args.clusters().some((c) => c.includes("R")) || args.long("remove")) {
+    const critical = criticalRemoval(args.operands());
+    if (critical !== null) return critical;
+  }
   for (const c of args.clusters()) {
     if (/[RUD]/.test(c)) return PACKAGE;
     if (c.includes("S")) return /[silgp]/.test(c.replace("S", "")) && !/[yu]/.test(c) ? null : PACKAGE;
@@ -111,6 +193,10 @@ function pacman({ args }: RuleInput): Hit | null {
 }
 
 function dpkg({ args }: RuleInput): Hit | null {
+  if (args.clusters().some((c) => /^[rP]$/.test(c)) || args.long("remove") || args.long("purge")) {
+    const critical = criticalRemoval(args.operands());
+    if (critical !== null) return critical;
+  }
   if (args.clusters().some((c) => /^[irPV]$/.test(c) || c === "-configure")) return PACKAGE;
   const writes = [
     "install",
@@ -126,6 +212,10 @@ function dpkg({ args }: RuleInput): Hit | null {
 }
 
 function rpm({ args }: RuleInput): Hit | null {
+  if (args.clusters().some((c) => c.startsWith("e")) || args.long("erase")) {
+    const critical = criticalRemoval(args.operands());
+    if (critical !== null) return critical;
+  }
   if (args.clusters().some((c) => /^[iUFe]/.test(c))) return PACKAGE;
   const writes = [
     "install",
@@ -139,6 +229,10 @@ function rpm({ args }: RuleInput): Hit | null {
     "setugids",
   ];
   return args.longs().some((l) => writes.includes(l)) ? PACKAGE : null;
+}
+
+function zypperRemoving(changing: string[]): Rule {
+  return removing(verbs(changing), ["rm", "remove"]);
 }
 
 /** `python -m pip install x` reaches here as pip via the interpreter unwrapping. */
@@ -168,13 +262,30 @@ function at({ name, args }: RuleInput): Hit | null {
 }
 
 export const PACKAGE_RULES = table([
-  [["apt", "apt-get", "aptitude", "nala"], verbs(APT, ["-o", "-c", "-t"])],
+  [
+    ["apt", "apt-get", "aptitude", "nala"],
+    removing(
+      verbs(APT, ["-o", "-c", "-t"]),
+      ["remove", "purge", "autoremove", "autopurge"],
+      ["-o", "-c", "-t"],
+      true,
+    ),
+  ],
   ["apt-mark", verbs(["hold", "unhold", "auto", "manual", "install", "remove", "purge"])],
   [["add-apt-repository", "apt-add-repository"], () => PACKAGE],
-  [["yum", "dnf", "microdnf", "tdnf", "dnf5"], verbs(YUM, ["-c", "--releasever", "--installroot", "-x"])],
+  [
+    ["yum", "dnf", "microdnf", "tdnf", "dnf5"],
+    historyReads(
+      removing(
+        verbs(YUM, ["-c", "--releasever", "--installroot", "-x"]),
+        ["remove", "erase", "autoremove", "rm"],
+        ["-c", "--releasever", "--installroot", "-x"],
+      ),
+    ),
+  ],
   [
     "zypper",
-    verbs([
+    zypperRemoving([
       "in",
       "install",
       "rm",
@@ -191,7 +302,7 @@ export const PACKAGE_RULES = table([
     ]),
   ],
   [["pacman", "yay", "paru"], pacman],
-  ["apk", verbs(["add", "del", "upgrade", "fix", "update"])],
+  ["apk", removing(verbs(["add", "del", "upgrade", "fix", "update"]), ["del"])],
   [
     "snap",
     verbs([
@@ -275,19 +386,8 @@ export const PACKAGE_RULES = table([
   ["nix", verbs(["profile"])],
   ["port", verbs(["install", "uninstall", "upgrade", "selfupdate", "activate", "deactivate"])],
   ["opkg", verbs(["install", "remove", "upgrade", "update"])],
-  [
-    [
-      "xbps-install",
-      "xbps-remove",
-      "emerge",
-      "pkg_add",
-      "pkg_delete",
-      "installpkg",
-      "removepkg",
-      "upgradepkg",
-    ],
-    () => PACKAGE,
-  ],
+  [["xbps-install", "emerge", "pkg_add", "installpkg", "upgradepkg"], () => PACKAGE],
+  [["xbps-remove", "pkg_delete", "removepkg"], ({ args }) => criticalRemoval(args.operands()) ?? PACKAGE],
   ["pkg", verbs(["install", "delete", "remove", "upgrade", "autoremove", "add"])],
   [
     "update-alternatives",

@@ -10,15 +10,27 @@ import { type Args, always, type Hit, hit, type Rule, table } from "./args.js";
 const DESTROY = hit(3, "storage_destruction");
 
 /** Listing modes of partition tools only read the table. */
+/** A partition editor is a read only with listing options; the devices it names are operands. */
 function partitionEditor(readOnly: string[]): Rule {
-  return ({ args }) =>
-    args.values.length > 0 && args.values.every((v) => readOnly.includes(v)) ? null : DESTROY;
+  return ({ args }) => {
+    const options = args.values.filter((v) => v.startsWith("-"));
+    return options.length > 0 && options.every((v) => readOnly.includes(v)) ? null : DESTROY;
+  };
 }
 
 function sgdisk({ args }: { args: Args }): Hit | null {
-  const reads = ["-p", "--print", "-v", "--verify", "-i", "--info", "-O", "--print-mbr"];
+  // -b/--backup saves the table to a file: it reads the disk.
+  const reads = ["-p", "--print", "-v", "--verify", "-i", "--info", "-O", "--print-mbr", "-b", "--backup"];
   const opts = args.values.filter((v) => v.startsWith("-"));
-  return opts.length > 0 && opts.every((v) => reads.includes(v) || /^--info=/.test(v)) ? null : DESTROY;
+  return opts.length > 0 && opts.every((v) => reads.includes(v) || /^--(?:info|backup)=/.test(v))
+    ? null
+    : DESTROY;
+}
+
+/** wipefs without -a/--all or -o/--offset only lists the signatures it finds. */
+function wipefs({ args }: { args: Args }): Hit | null {
+  const erases = args.short("ao") || args.long("all") || args.long("offset") || args.long("types");
+  return erases ? DESTROY : null;
 }
 
 function parted({ args }: { args: Args }): Hit | null {
@@ -59,6 +71,8 @@ function zfs({ name, args }: { name: string; args: Args }): Hit | null {
   if (sub === "destroy") return DESTROY;
   if (name === "zpool" && (sub === "labelclear" || sub === "create")) return DESTROY;
   if (name === "zfs" && sub === "rollback") return DESTROY;
+  // `zfs receive -F` rolls the target back and destroys snapshots the stream does not have.
+  if (name === "zfs" && (sub === "receive" || sub === "recv") && args.short("F")) return DESTROY;
   return null;
 }
 
@@ -71,6 +85,9 @@ function btrfs({ args }: { args: Args }): Hit | null {
   if (isPrefix(group, "subvolume", 2) && isPrefix(verb, "delete", 1)) return DESTROY;
   if (isPrefix(group, "device", 3) && (isPrefix(verb, "delete", 1) || isPrefix(verb, "remove", 1)))
     return DESTROY;
+  // `btrfs check --repair` is documented as possibly making things worse; `rescue` rewrites metadata.
+  if (isPrefix(group, "check", 2) && args.long("repair")) return DESTROY;
+  if (isPrefix(group, "rescue", 3) && verb !== "help") return DESTROY;
   return null;
 }
 
@@ -92,12 +109,62 @@ function nvme({ args }: { args: Args }): Hit | null {
   return sub === "format" || sub === "sanitize" || sub === "delete-ns" ? DESTROY : null;
 }
 
+/**
+ * mdadm: creating over disks or zeroing superblocks destroys arrays; failing
+ * or removing a member (manage mode: `mdadm /dev/md0 --fail /dev/sdb1`, `-f`,
+ * `-r`) leaves the array without redundancy or takes a disk out of it;
+ * stopping an array takes its file systems away until it is assembled again.
+ */
 function mdadm({ args }: { args: Args }): Hit | null {
-  return args.long("zero-superblock") || args.long("create") || args.short("C") ? DESTROY : null;
+  if (args.long("zero-superblock") || args.long("create") || args.short("C")) return DESTROY;
+  if (args.long("fail") || args.long("set-faulty") || args.long("remove")) return DESTROY;
+  const otherMode = args.short("ABFGI") || args.long("assemble") || args.long("build") || args.long("grow");
+  if (!otherMode && (args.has("-f") || args.has("-r"))) return DESTROY;
+  return args.has("-S") || args.long("stop") ? hit(2, "storage_destruction") : null;
 }
+
+/** Shrinking a logical volume cuts off the file system on it; merging a snapshot reverts its origin. */
+function lvresize({ args }: { args: Args }): Hit | null {
+  const size = args.optionValue("-L", "--size", "-l", "--extents");
+  return size?.startsWith("-") ? DESTROY : null;
+}
+
+const LVM_DESTROYERS = new Set(["lvremove", "vgremove", "pvremove", "lvreduce", "vgreduce", "pvcreate"]);
 
 function badblocks({ args }: { args: Args }): Hit | null {
   return args.short("w") ? DESTROY : null;
+}
+
+/**
+ * File-system repair rewrites metadata to make the file system consistent:
+ * what it cannot reconcile it drops (orphaned inodes go to lost+found or
+ * away). Answering every question yes (`-y`), the automatic modes (`-p`,
+ * `-a`) and `ntfsfix` are Tier 2; `-n` (and fsck's `-N`) only report; without
+ * either the tool asks on a terminal. `xfs_repair -L` zeroes the log and
+ * loses the metadata changes in it (Tier 3).
+ */
+const REPAIR = hit(2, "filesystem_change");
+
+function fsck({ args }: { args: Args }): Hit | null {
+  if (args.short("nN") || args.long("no-action") || args.long("dry-run")) return null;
+  const repairs = args.short("ypa") || args.long("repair") || args.long("yes") || args.long("auto");
+  return repairs && (args.operands().length > 0 || args.short("A")) ? REPAIR : null;
+}
+
+function xfsRepair({ args }: { args: Args }): Hit | null {
+  if (args.short("n")) return null;
+  if (args.short("L")) return DESTROY;
+  return args.operands().length > 0 ? REPAIR : null;
+}
+
+function ntfsfix({ args }: { args: Args }): Hit | null {
+  if (args.short("n") || args.long("no-action")) return null;
+  return args.operands().length > 0 ? REPAIR : null;
+}
+
+/** journalctl --vacuum-size/-time/-files deletes archived journal files; every other form reads. */
+function journalctl({ args }: { args: Args }): Hit | null {
+  return args.longs().some((l) => l.startsWith("vacuum")) ? hit(2, "file_destruction") : null;
 }
 
 export const STORAGE_RULES = table([
@@ -117,7 +184,7 @@ export const STORAGE_RULES = table([
     always(3, "storage_destruction"),
   ],
   [
-    ["wipefs", "blkdiscard", "shred", "srm", "wipe", "sg_format", "blkzone", "flashrom", "pvremove"],
+    ["blkdiscard", "shred", "srm", "wipe", "sg_format", "blkzone", "flashrom", "pvremove"],
     always(3, "storage_destruction"),
   ],
   [["lvremove", "vgremove", "lvreduce", "pvcreate", "vgreduce"], always(3, "storage_destruction")],
@@ -142,6 +209,10 @@ export const STORAGE_RULES = table([
     ]),
   ],
   ["sgdisk", sgdisk],
+  ["wipefs", wipefs],
+  ["lvresize", lvresize],
+  ["lvconvert", ({ args }) => (args.long("merge") ? DESTROY : null)],
+  ["lvm", ({ args }) => (LVM_DESTROYERS.has(args.lower(0) ?? "") ? DESTROY : null)],
   ["parted", parted],
   ["dd", dd],
   [["zfs", "zpool"], zfs],
@@ -151,4 +222,8 @@ export const STORAGE_RULES = table([
   ["nvme", nvme],
   ["mdadm", mdadm],
   ["badblocks", badblocks],
+  [["fsck", "e2fsck", "dosfsck", "fsck.vfat", "fsck.fat", "fsck.msdos", "fsck.exfat"], fsck],
+  ["xfs_repair", xfsRepair],
+  ["ntfsfix", ntfsfix],
+  ["journalctl", journalctl],
 ]);

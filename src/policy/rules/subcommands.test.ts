@@ -76,7 +76,7 @@ describe("destructive subcommands of tools no table names", () => {
 
   it("names the subcommand rule when nothing else decided", () => {
     expect(classifier.classify("glab repo delete owner/repo")).toEqual({
-      tier: 2,
+      tier: 3,
       basis: "destructive_subcommand",
       part: "glab repo delete owner/repo",
     });
@@ -135,6 +135,12 @@ describe("help, version and read-only subcommands", () => {
     "uv pip show requests",
     "launchctl list",
     "git worktree list",
+    // A help request right after a Tier-3 verb names no object: the verb's help is printed.
+    "gh repo delete --help",
+    "terraform destroy --help",
+    "docker system prune --help",
+    "zfs destroy -h",
+    "btrfs subvolume delete --help",
   ])("%s stays below Tier 2", (text) => {
     expect(classifier.classify(text).tier).toBeLessThan(2);
   });
@@ -152,7 +158,6 @@ describe("help, version and read-only subcommands", () => {
     ["kubectl delete --help && reboot", 3],
     ["$TOOL delete --help", 3],
     ["shred secrets.txt --help", 3],
-    ["gh repo delete --help", 3],
     ["kubectl delete --help > /etc/motd", 2],
     ["sudo kubectl delete --help", 2],
     ["docker run ubuntu --help", 2],

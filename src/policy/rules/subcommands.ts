@@ -1,5 +1,7 @@
 import type { Basis } from "../types.js";
 import { type Args, type Hit, hit } from "./args.js";
+import { isDryRun } from "./dry-run.js";
+import { hasTableRule } from "./index.js";
 
 /**
  * The long tail of command-line tools: thousands of CLIs the rule tables do
@@ -23,12 +25,27 @@ function words(...lists: string[]): ReadonlySet<string> {
   return new Set(lists.flatMap((l) => l.split(" ")));
 }
 
-/** Verbs that delete, uninstall, stop or revoke whatever they are pointed at. */
-const DESTRUCTIVE_VERBS: ReadonlySet<string> = words(
-  "delete del remove rm rmi rmdir destroy uninstall autoremove purge prune wipe erase expunge nuke",
-  "drop kill terminate reset revoke unregister deregister obliterate teardown undeploy unpublish",
+/**
+ * Verbs that destroy what they name: the object and its data are gone, and no
+ * `install` or `create` brings the same data back (`gh repo delete`,
+ * `heroku apps:destroy`, `consul kv delete`).
+ */
+const DESTROYING_VERBS: ReadonlySet<string> = words(
+  "delete del rm rmi destroy purge prune wipe erase expunge nuke drop terminate obliterate teardown",
+);
+
+/**
+ * Verbs that take something away that can be put back: a package reinstalled,
+ * a process restarted, a registration or grant made again (`brew uninstall`,
+ * `tmux kill-server`, `vault token revoke`).
+ */
+const UNDOING_VERBS: ReadonlySet<string> = words(
+  "remove rmdir uninstall autoremove kill reset revoke unregister deregister undeploy unpublish",
   "deprovision",
 );
+
+/** Verbs that delete, uninstall, stop or revoke whatever they are pointed at. */
+const DESTRUCTIVE_VERBS: ReadonlySet<string> = new Set([...DESTROYING_VERBS, ...UNDOING_VERBS]);
 
 /**
  * Long options that delete (`--delete`, `--remove-all`, `--purge`, `--deleteProperty`).
@@ -68,6 +85,7 @@ const GROUP_NOUNS: ReadonlySet<string> = words(
   "token tokens workspace workspaces stack stacks rollout extension extensions formula cask channel",
   "channels server servers subnet subnets port ports kv store storage disk disks device devices unit",
   "units job jobs task tasks queue queues topic topics model models dataset datasets",
+  "nodegroup nodegroups namespace namespaces release releases",
 );
 
 /**
@@ -102,6 +120,8 @@ const DATA_OPERANDS: ReadonlySet<string> = words(
   "hexdump od strings vi vim nvim nano emacs code open xdg-open",
   // names of processes, users, hosts
   "kill pkill killall id groups finger ping host dig nslookup whois sleep seq timeout",
+  // URLs and request items (http.ts reads their methods)
+  "curl wget wget2 http https xh xhs",
 );
 
 /** Verdicts a subcommand form may lower: the Tier-2 families a table gives for a whole tool. */
@@ -160,8 +180,29 @@ export function subcommandPath(args: Args): string[] {
   return out;
 }
 
-/** `delete`, `kill-server`, `apps:destroy` … in the subcommand path of a program that has subcommands. */
-function destructiveSubcommand(name: string, args: Args, path = subcommandPath(args)): Hit | null {
+/**
+ * Windows' own tools (`vssadmin delete shadows`, `sc delete`, `reg delete`): the Windows rules
+ * (windows.ts) judge them on SSH targets with their own basis; here they keep the Tier-2 verdict.
+ */
+const WINDOWS_NATIVE: ReadonlySet<string> = words(
+  "vssadmin reg sc wmic bcdedit wbadmin schtasks netsh net diskpart cipher dism wevtutil bitsadmin",
+);
+
+const DESTROYING = hit(3, "destructive_subcommand");
+const UNDOING = hit(2, "destructive_subcommand");
+
+/**
+ * `delete`, `kill-server`, `apps:destroy` … in the subcommand path of a program that has subcommands.
+ * A verb that destroys what it names is Tier 3 for a program no table knows (`strong`); the gentler
+ * verbs, and every verb of a program a table has judged, are Tier 2. A deleting long option alone
+ * (`--delete`) names no object, so it stays Tier 2.
+ */
+function destructiveSubcommand(
+  name: string,
+  args: Args,
+  path: readonly string[],
+  strong: boolean,
+): Hit | null {
   if (DATA_OPERANDS.has(name)) return null;
   let deleting = false;
   for (let i = 0; i < args.optionEnd; i++) {
@@ -172,10 +213,12 @@ function destructiveSubcommand(name: string, args: Args, path = subcommandPath(a
   }
   for (const word of path) {
     const segments = segmentsOf(word);
-    if (verbIn(segments, DESTRUCTIVE_VERBS)) return hit(2, "destructive_subcommand");
+    if (verbIn(segments, DESTRUCTIVE_VERBS)) {
+      return strong && verbIn(segments, DESTROYING_VERBS) ? DESTROYING : UNDOING;
+    }
     if (verbIn(segments, RUNNER_VERBS) || verbIn(segments, READ_ONLY_VERBS)) return null;
   }
-  return deleting ? hit(2, "destructive_subcommand") : null;
+  return deleting ? UNDOING : null;
 }
 
 /**
@@ -203,6 +246,35 @@ export function helpRequest(name: string, args: Args): "whole" | "subcommand" | 
 }
 
 /**
+ * Verbs that end a subcommand path and take their object after them; besides
+ * DESTRUCTIVE_VERBS, the storage and history verbs the tables know.
+ */
+const OBJECT_VERBS: ReadonlySet<string> = words(
+  "labelclear rollback zap format luksformat lukserase clean flush sanitize zero-superblock",
+);
+
+/**
+ * A help request right after a destructive verb, with no object named
+ * (`terraform destroy --help`, `docker system prune --help`, `zfs destroy -h`,
+ * `git help push`): the verb has nothing to act on, and every program with
+ * subcommands prints the verb's help. A Tier-3 verdict is cancelled too;
+ * with an object after the verb (`kubectl delete namespace prod --help`) it
+ * stays, as do the power programs and the file tools (BSD `rm x --help`
+ * deletes x).
+ */
+function verbHelp(name: string, args: Args): boolean {
+  if (DATA_OPERANDS.has(name) || H_IS_HALT.test(name)) return false;
+  const v = args.values;
+  const before = (v[0] === "help" ? v.slice(1) : v.slice(0, -1)).map((w) => w.toLowerCase());
+  // `eksctl delete cluster --help`: a kind of object after the verb still names none.
+  let end = before.length;
+  while (end > 1 && GROUP_NOUNS.has(before[end - 1]!)) end--;
+  const last = before[end - 1];
+  if (last === undefined) return false;
+  return verbIn(segmentsOf(last), DESTRUCTIVE_VERBS) || OBJECT_VERBS.has(last);
+}
+
+/**
  * A read-only verb leads the subcommand path, after nothing but group nouns
  * (`launchctl list`, `conda env list`, `uv pip show x`). The nouns are listed
  * because a verb before the read-only word makes it an operand:
@@ -225,13 +297,16 @@ function readOnlySubcommand(name: string, path: readonly string[]): boolean {
  */
 export function subcommandVerdict(name: string, args: Args, table: Hit | null): Hit | null {
   if (args.length === 0) return table;
+  // A documented dry run reports the act and does not do it (dry-run.ts lists the trusted flags).
+  if (isDryRun(name, args)) return null;
   const help = helpRequest(name, args);
   if (help === "whole") return null;
   const lowerable = table === null || (table.tier <= 2 && SUBCOMMAND_FAMILIES.has(table.basis));
-  if (help === "subcommand" && lowerable) return null;
+  if (help === "subcommand" && (lowerable || verbHelp(name, args))) return null;
   const path = subcommandPath(args);
   if (lowerable && table !== null && readOnlySubcommand(name, path)) return null;
-  const generic = destructiveSubcommand(name, args, path);
+  const strong = table === null && !hasTableRule(name) && !WINDOWS_NATIVE.has(name.replace(/\.exe$/, ""));
+  const generic = destructiveSubcommand(name, args, path, strong);
   if (generic === null) return table;
   return table !== null && table.tier >= generic.tier ? table : generic;
 }

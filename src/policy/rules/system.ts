@@ -202,19 +202,99 @@ function kill({ args }: RuleInput): Hit | null {
       pids.push(a);
     }
   }
-  const sig = (signal ?? "TERM").toUpperCase().replace(/^SIG/, "");
+  const sig = signalName(signal ?? "TERM");
   if (sig === "0") return null;
   if (pids.some((p) => p === "1" || p === "-1")) return hit(3, "process_kill");
-  return sig === "KILL" || sig === "9" ? hit(2, "process_kill") : null;
+  if (pids.length === 0) return null;
+  return isKill(sig) ? hit(2, "process_kill") : PROCESS_CHANGE;
 }
+
+/**
+ * A signal that ends the process or makes it act: any but 0 (a probe). Plain
+ * `kill PID` (TERM), HUP and STOP reach one process and it can be started
+ * again (Tier 2, process_change); KILL gives it no chance to clean up
+ * (Tier 2, process_kill).
+ */
+const PROCESS_CHANGE = hit(2, "process_change");
+
+/** `-9`, `KILL`, `SIGKILL`, `sigkill` → `9` / `KILL`. */
+function signalName(s: string): string {
+  return s.toUpperCase().replace(/^SIG/, "");
+}
+
+function isKill(sig: string): boolean {
+  return sig === "KILL" || sig === "9";
+}
+
+/** Signals that only ask a daemon to reload, reopen logs or report (`pkill -HUP nginx`). */
+const GENTLE_SIGNAL = /^(?:HUP|1|USR1|10|USR2|12|WINCH|28|CONT|18|CHLD|17|URG|23)$/;
+
+/**
+ * The signal killall or pkill sends: `-9`, `-KILL`, `-SIGKILL`, `-s KILL`,
+ * `--signal=KILL`; null when none is given (TERM). pkill's other short
+ * options are letters (`-f`, `-x`), never a digit or an upper-case name.
+ */
+const SIGNAL_OPTION = /^-(?:\d+|[Ss][Ii][Gg]\w+|[A-Z]{2}[A-Z0-9+]*)$/;
+
+function selectorSignal(args: Args, dashS: boolean): string | null {
+  const v = args.values;
+  for (let i = 0; i < args.optionEnd; i++) {
+    const a = v[i]!;
+    if ((dashS && a === "-s") || a === "--signal") return signalName(v[i + 1] ?? "");
+    if (a.startsWith("--signal=")) return signalName(a.slice(9));
+    if (SIGNAL_OPTION.test(a)) return signalName(a.slice(1));
+  }
+  return null;
+}
+
+/**
+ * killall and pkill select processes by name or owner, so they reach every
+ * match: a SIGKILL to all of them, every process of a user (`-u`), a pattern
+ * that matches nearly everything or a critical daemon is Tier 3; a reload
+ * signal is a process change; anything else is Tier 2.
+ */
+function selectorVerdict(sig: string | null, broad: boolean): Hit | null {
+  if (sig === "0") return null;
+  if (broad || (sig !== null && isKill(sig))) return hit(3, "process_kill");
+  if (sig !== null && GENTLE_SIGNAL.test(sig)) return PROCESS_CHANGE;
+  return hit(2, "process_kill");
+}
+
+const KILLALL_VALUED = new Set([
+  "-u",
+  "--user",
+  "-s",
+  "--signal",
+  "-o",
+  "--older-than",
+  "-y",
+  "--younger-than",
+  "-n",
+  "--ns",
+  "-Z",
+  "--context",
+]);
 
 function killall({ args }: RuleInput): Hit | null {
   if (args.short("l") || args.long("list")) return null;
   const regex = args.short("r") || args.long("regexp");
-  const names = args.operands();
-  if (names.some((n) => CRITICAL_PROCESS.test(n))) return hit(3, "process_kill");
-  if (regex && names.some(broadPattern)) return hit(3, "process_kill");
-  return hit(2, "process_kill");
+  const names: string[] = [];
+  let user = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args.values[i]!;
+    if (i > args.optionEnd || !(a.startsWith("-") && a.length > 1)) {
+      if (a !== "--") names.push(a);
+    } else if (KILLALL_VALUED.has(a)) {
+      user ||= a === "-u" || a === "--user";
+      i++;
+    } else user ||= a.startsWith("--user=");
+  }
+  // `killall -u bob` with no name is every process bob owns.
+  const broad =
+    (user && names.length === 0) ||
+    names.some((n) => CRITICAL_PROCESS.test(n)) ||
+    (regex && names.some(broadPattern));
+  return selectorVerdict(selectorSignal(args, true), broad);
 }
 
 function broadPattern(p: string): boolean {
@@ -259,10 +339,32 @@ function pkill({ args }: RuleInput): Hit | null {
       pattern = a;
     }
   }
-  if (pattern === null)
-    return user === "root" || user === "0" ? hit(3, "process_kill") : hit(2, "process_kill");
-  if (broadPattern(pattern) || CRITICAL_PROCESS.test(pattern)) return hit(3, "process_kill");
-  return hit(2, "process_kill");
+  // `pkill -u bob` with no pattern is every process bob owns.
+  const broad = pattern === null ? user !== null : broadPattern(pattern) || CRITICAL_PROCESS.test(pattern);
+  // pkill's `-s` is a session id; its signal is `--signal` or `-SIG`.
+  return selectorVerdict(selectorSignal(args, false), broad);
+}
+
+/**
+ * renice, ionice, chrt and taskset change how an existing process is
+ * scheduled (`renice -n 10 -p 123`, `ionice -c3 -p 123`); without a new value
+ * `ionice -p`, `chrt -p PID` and `taskset -p PID` only print it.
+ */
+function renice({ args }: RuleInput): Hit | null {
+  return args.operands().length > 0 || args.optionValue("-n", "--priority") !== undefined
+    ? PROCESS_CHANGE
+    : null;
+}
+
+function ionice({ args }: RuleInput): Hit | null {
+  const sets = args.optionValue("-c", "--class", "-n", "--classdata") !== undefined || args.short("t");
+  return sets ? PROCESS_CHANGE : null;
+}
+
+/** `chrt -p PRIO PID`, `taskset -p MASK PID`: two operands set, one reads. */
+function schedulerSet({ args }: RuleInput): Hit | null {
+  if (!args.clusters().some((c) => c.includes("p")) && !args.long("pid")) return null;
+  return args.operands().length >= 2 ? PROCESS_CHANGE : null;
 }
 
 function hostname({ args }: RuleInput): Hit | null {
@@ -277,6 +379,53 @@ function setVerb(prefix: RegExp) {
 function date({ args }: RuleInput): Hit | null {
   if (args.short("s") || args.long("set")) return hit(2, "host_change");
   return args.operands().some((o) => /^\d{8,12}(?:\.\d\d)?$/.test(o)) ? hit(2, "host_change") : null;
+}
+
+const IPMI_VALUED = new Set("IHUPfkyLApCNRoObBtTlme".split("").map((l) => `-${l}`));
+
+/**
+ * ipmitool drives the machine's BMC, out of band: powering off, cycling or
+ * resetting the chassis, resetting the BMC itself and raw commands (which can
+ * do any of that) take the host, or the only console left, away (Tier 3);
+ * powering on, a boot device for the next boot, BMC users and LAN settings
+ * change it (Tier 2). Sensors, FRU, SDR and status read.
+ */
+function ipmitool({ args }: RuleInput): Hit | null {
+  const words: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const v = args.values[i]!;
+    if (IPMI_VALUED.has(v)) i++;
+    else if (!v.startsWith("-")) words.push(v.toLowerCase());
+  }
+  const [a, b, c] = words;
+  if (a === "raw" || a === "i2c" || (a === "mc" && b === "reset")) return POWER;
+  // `ipmitool power off` is short for `ipmitool chassis power off`.
+  const action = a === "power" ? b : a === "chassis" && b === "power" ? c : undefined;
+  if (action !== undefined) {
+    if (/^(?:off|cycle|reset|soft|diag)$/.test(action)) return POWER;
+    return action === "on" ? hit(2, "power_kernel") : null;
+  }
+  if (a === "chassis" && (b === "bootdev" || b === "bootparam" || b === "policy"))
+    return hit(2, "power_kernel");
+  if (a === "user" && /^(?:set|enable|disable|priv)$/.test(b ?? "")) return hit(3, "account_access");
+  if ((a === "lan" || a === "sol" || a === "channel") && b === "set") return hit(2, "firewall_change");
+  if (a === "sel" && b === "clear") return hit(2, "file_destruction");
+  return null;
+}
+
+/** racadm (Dell iDRAC): server power actions and resetting the controller or the system. */
+function racadm({ args }: RuleInput): Hit | null {
+  const ops = args.operands().map((v) => v.toLowerCase());
+  const i = ops.findIndex((o) => /^(?:serveraction|racreset|racresetcfg|systemerase|set|config)$/.test(o));
+  if (i < 0) return null;
+  const [verb, action] = [ops[i], ops[i + 1]];
+  if (verb === "serveraction") {
+    if (action === "powerup") return hit(2, "power_kernel");
+    return action === undefined || action === "powerstatus" ? null : POWER;
+  }
+  if (verb === "racreset" || verb === "racresetcfg") return POWER;
+  if (verb === "systemerase") return hit(3, "storage_destruction");
+  return hit(2, "host_change");
 }
 
 export const SYSTEM_RULES = table([
@@ -307,15 +456,29 @@ export const SYSTEM_RULES = table([
     ["chkconfig", "update-rc.d", "rc-update", "sv", "initctl", "launchctl", "systemd-run"],
     always(2, "service_change"),
   ],
-  [["swapoff", "swapon", "setenforce", "sysctl-set"], always(2, "host_change")],
+  [["swapoff", "setenforce", "sysctl-set"], always(2, "host_change")],
+  // swapon lists the swap areas with --show or -s/--summary and nothing else; any other form enables one.
+  [
+    ["swapon"],
+    ({ args }) =>
+      args.length > 0 &&
+      args.values.every((v) => /^(?:-s|--summary|--show(?:=.*)?|--bytes|--noheadings|--raw)$/.test(v))
+        ? null
+        : hit(2, "host_change"),
+  ],
   ["kill", kill],
   ["killall", killall],
   ["pkill", pkill],
   [["fuser"], ({ args }) => (args.short("k") || args.long("kill") ? hit(2, "process_kill") : null)],
   [["skill", "snice"], always(2, "process_kill")],
+  ["renice", renice],
+  ["ionice", ionice],
+  [["chrt", "taskset"], schedulerSet],
   ["hostname", hostname],
   ["hostnamectl", setVerb(/^(?:set-|hostname$)/)],
   ["timedatectl", setVerb(/^set-/)],
   ["localectl", setVerb(/^set-/)],
   ["date", date],
+  ["ipmitool", ipmitool],
+  ["racadm", racadm],
 ]);

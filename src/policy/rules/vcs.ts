@@ -90,7 +90,9 @@ function git({ args }: RuleInput): Hit | null {
     case "gc":
       return a.longs().includes("prune") ? CHANGE : null;
     case "update-ref":
-      return a.short("d") ? CHANGE : null;
+      // `-d` deletes the ref outright (no reflog entry to restore it from); `--stdin` may delete any.
+      if (a.short("d") || a.long("stdin")) return DESTROY;
+      return a.operands().length >= 2 ? CHANGE : null;
     case "tag":
       return a.length === 0 || a.short("l") || a.long("list") ? null : CHANGE;
     case "commit":

@@ -169,8 +169,8 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
   sh("perl", 3, "file_destruction", "system('rm -rf /srv')"),
   sh("bash", 3, "file_destruction", "rm -rf /srv"),
   sh("psql", 3, "data_store_destruction", "DROP DATABASE prod;"),
-  sh("cat", 1, "default", "print('hello')"),
-  sh("python3 --version", 1, "default"),
+  sh("cat", 0, "proven_read", "print('hello')"),
+  sh("python3 --version", 0, "proven_read"),
   // a bash script whose commands read the rest of it
   bash("python3 -\nimport shutil\nshutil.rmtree('/srv')", 3, "file_destruction"),
   bash("python3 - <<'EOF'\nprint(1)\nEOF", 2, "inline_interpreter"),
@@ -194,7 +194,7 @@ export const PROGRAM_ROWS: readonly ProgramRow[] = [
   sh("export PYTHONSTARTUP=/tmp/x.py; python3 -V", 2, "startup_env"),
   sh("declare -x ENV=/tmp/x.sh", 2, "startup_env"),
   sh("FOO=1 LANG=C ls", 1, "default"),
-  sh("echo LD_PRELOAD=/tmp/x.so", 1, "default"),
+  sh("echo LD_PRELOAD=/tmp/x.so", 0, "proven_read"),
   // script files handed to an interpreter
   sh("bash file.sh", 2, "script_file"),
   sh("sh ./f", 2, "script_file"),
