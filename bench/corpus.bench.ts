@@ -6,11 +6,16 @@ import type { BenchFigure } from "./types.js";
 
 /** The labelled tldr-pages rows (bench/corpus/README.md), read from the committed file. */
 export function readCorpus(): CorpusRow[] {
-  const text = readFileSync(join(import.meta.dirname, "corpus", "tldr-subcommands.jsonl"), "utf8");
+  return readJsonLines<CorpusRow>("tldr-subcommands.jsonl");
+}
+
+/** One JSON object a line, from a committed corpus file. */
+function readJsonLines<T>(name: string): T[] {
+  const text = readFileSync(join(import.meta.dirname, "corpus", name), "utf8");
   return text
     .split("\n")
     .filter((l) => l !== "")
-    .map((l) => JSON.parse(l) as CorpusRow);
+    .map((l) => JSON.parse(l) as T);
 }
 
 interface Rate {
@@ -83,15 +88,6 @@ export async function corpusFigures(): Promise<BenchFigure[]> {
       met: null,
     },
   ];
-}
-
-/** One JSON object a line, from a committed corpus file. */
-function readJsonLines<T>(name: string): T[] {
-  const text = readFileSync(join(import.meta.dirname, "corpus", name), "utf8");
-  return text
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((l) => JSON.parse(l) as T);
 }
 
 interface IncidentRow {

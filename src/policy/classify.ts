@@ -37,6 +37,8 @@ interface Run {
   python: PythonSyntax;
   rules: ReadonlyMap<string, Rule>;
   windows: boolean;
+  /** The command starts on a terminal (ClassifyOptions.terminal). */
+  terminal: boolean;
   budget: { bytes: number };
   /**
    * Bytes the recovery pass over later lines may parse, what they nest
@@ -51,6 +53,7 @@ function scopeAt(run: Run, depth: number): Scope {
   return {
     rules: run.rules,
     windows: run.windows,
+    terminal: run.terminal,
     nested: (text, best, part, stdin) => nestedScript(run, depth + 1, text, best, part, stdin),
     nestedWindows: (text, best, part) => {
       if (!spend(run, depth + 1, text, best, part)) return;
@@ -366,22 +369,31 @@ function classifyText(
     python,
     rules,
     windows,
+    terminal: options?.terminal === true,
     budget: { bytes: reparseBudget(text.length) },
     recovery: { bytes: reparseBudget(text.length) },
     stdin: { feed: null, readAsPython: false },
   };
   const best = new Best();
   if (options?.input !== undefined) {
+    loginShell(run, options.input.program, best);
     inputInto(run, options.input, best);
     if (windows && !best.done) windowsInto(run, 0, options.input.program, best);
     return best.result();
   }
   // tree-sitter reads a NUL as the end of input; what follows must not become invisible.
   const { body, values, env } = splitEnvOverlay(text.includes("\0") ? text.replaceAll("\0", " ") : text);
+  loginShell(run, body, best);
   scriptInto(run, 0, body, best, null);
   envInto(run, values, env, best);
   if (windows && !best.done) windowsInto(run, 0, text, best);
   return best.result();
+}
+
+/** A terminal started with no command is a login shell: everything it will run is typed later. */
+function loginShell(run: Run, program: string, best: Best): void {
+  if (run.terminal && program.trim() === "")
+    best.consider(2, "interactive_program", "a shell (no command given)");
 }
 
 /**

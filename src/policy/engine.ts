@@ -1,5 +1,6 @@
 import type { Best } from "./best.js";
 import { startupHookInUnit } from "./env-hooks.js";
+import { startsBareShell, startsConsole } from "./interactive.js";
 import { SHELLS } from "./opaque.js";
 import { classifyOpaque } from "./opaque-rules.js";
 import {
@@ -47,6 +48,8 @@ export interface StdinCtx {
 export interface Scope {
   rules: ReadonlyMap<string, Rule>;
   windows: boolean;
+  /** The command starts on a terminal: a program that reads commands from it is interactive. */
+  terminal: boolean;
   /** Parse `text` as a script one level deeper and add its findings to `best`. */
   nested(text: string, best: Best, part: string, stdin: StdinCtx | null): void;
   /** Classify PowerShell/cmd text one level deeper. */
@@ -135,6 +138,9 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
     return;
   }
   const args = words.slice(1);
+  // On a terminal, a shell, REPL or console reads its commands from what the caller types later.
+  const values = args.map((w) => w.value);
+  if (c.scope.terminal && startsConsole(path, values)) c.best.consider(2, "interactive_program", c.part);
   if (classifyOpaque(name, args, c, unwraps)) {
     // Shells, interpreters, eval, source: what they run is not a read the table can prove. awk reads
     // its program, which the table checks for its own writes and executions.
@@ -148,6 +154,17 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   const wrapped = unwrap(name, args);
   if (wrapped !== null) {
     if (wrapped.base !== null) c.best.consider(wrapped.base.tier, wrapped.base.basis, c.part);
+    const bare = wrapped.inners.length === 0 && wrapped.scripts.length === 0;
+    if (
+      c.scope.terminal &&
+      bare &&
+      startsBareShell(
+        name,
+        args.map((w) => w.value),
+      )
+    ) {
+      c.best.consider(2, "interactive_program", c.part);
+    }
     // A wrapper that only bounds or times its command is proven when its own options are; the
     // command it carries is proven on its own below. Any other wrapper (sudo, ssh, nohup …) is not.
     c.best.prove(transparentWrapper(name, args));

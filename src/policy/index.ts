@@ -1,6 +1,5 @@
 export { BASIS_TEXT } from "./basis-text.js";
 export { createClassifier } from "./classify.js";
-export { findInteractiveProgram } from "./interactive.js";
 export { canonicalIpForms, splitHostList, widenHostTokens } from "./ip-widen.js";
 export {
   assessTier,

@@ -1,7 +1,22 @@
-import { describe, expect, it } from "vitest";
-import { findInteractiveProgram, simpleCommands } from "./interactive.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type Classifier, createClassifier } from "./index.js";
+
+/**
+ * A command started on a terminal (shell_spawn, ssh_spawn) is judged by the
+ * classifier with the `terminal` option: a program whose later input runs
+ * commands is at least Tier 2 (`interactive_program`), found on the
+ * classifier's own parse, through its wrappers and carriers (ADR 0034).
+ */
+let classifier: Classifier;
+
+beforeAll(async () => {
+  classifier = await createClassifier();
+});
+
+const onTerminal = (command: string) => classifier.classify(command, { terminal: true });
 
 const interactive = [
+  "",
   "bash",
   "/bin/bash",
   "bash -l",
@@ -73,7 +88,6 @@ const interactive = [
 ];
 
 const oneShot = [
-  "",
   "ls /",
   "top",
   "htop",
@@ -111,35 +125,32 @@ const oneShot = [
   "ls # bash",
 ];
 
-describe("findInteractiveProgram", () => {
+describe("a command started on a terminal", () => {
   it.each(interactive)("%s starts a program whose later input runs commands", (command) => {
-    expect(findInteractiveProgram(command)).not.toBeNull();
+    expect(onTerminal(command).tier).toBeGreaterThanOrEqual(2);
+    const basis = onTerminal(command).basis;
+    // The start is interactive; a higher verdict (privilege, a dynamic name) may name another basis.
+    if (onTerminal(command).tier === 2 && !/^(?:sudo|su|doas)\b/.test(command.trim()))
+      expect(basis).toBe("interactive_program");
   });
 
   it.each(oneShot)("%s does not", (command) => {
-    expect(findInteractiveProgram(command)).toBeNull();
+    expect(onTerminal(command).basis).not.toBe("interactive_program");
   });
 
-  it("names the simple command that starts it, cut to 120 characters", () => {
-    expect(findInteractiveProgram("cd /srv && sudo -u app psql appdb")).toBe("sudo -u app psql appdb");
-    expect(findInteractiveProgram(`bash ${"-l ".repeat(100)}`)?.length).toBe(120);
+  it("names the simple command that starts it", () => {
+    expect(onTerminal("cd /srv && sudo -u app psql appdb").part).toBe("sudo -u app psql appdb");
+    expect(onTerminal("").part).toBe("a shell (no command given)");
+  });
+
+  it("does not apply to commands that are not started on a terminal", () => {
+    expect(classifier.classify("psql").basis).not.toBe("interactive_program");
+    expect(classifier.classify("").tier).toBe(0);
   });
 
   it("is linear on deep or long input and never throws", () => {
-    expect(findInteractiveProgram("$(".repeat(10_000))).toBeNull();
-    expect(findInteractiveProgram("'".repeat(100_001))).toBeNull();
-    expect(findInteractiveProgram("a ".repeat(200_000))).toBeNull();
-  });
-});
-
-describe("simpleCommands", () => {
-  it("splits at operators, reads substitutions as commands of their own and drops redirection targets", () => {
-    expect(simpleCommands("a 1>out b | c 2>&1; d $(e f) `g`")).toEqual([
-      ["a", "b"],
-      ["c"],
-      ["e", "f"],
-      ["g"],
-      ["d", "$", "$"],
-    ]);
+    expect(() => onTerminal("$(".repeat(10_000))).not.toThrow();
+    expect(() => onTerminal("'".repeat(100_001))).not.toThrow();
+    expect(onTerminal("a ".repeat(200_000)).basis).not.toBe("interactive_program");
   });
 });

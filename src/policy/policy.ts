@@ -194,6 +194,7 @@ export function assessTier(
   }
   const found = classifier.classify(text, {
     windows: spec.windows,
+    ...(spec.terminal === true ? { terminal: true } : {}),
     ...(input !== undefined ? { input } : {}),
   });
   if (found.tier >= spec.floor) return found;

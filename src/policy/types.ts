@@ -77,6 +77,12 @@ export interface ClassifyOptions {
    * joined text.
    */
   input?: ProgramInput;
+  /**
+   * The command starts on a terminal whose later input the caller types (shell_spawn,
+   * ssh_spawn): a program that reads commands from it, or a blank command (a login shell),
+   * is at least Tier 2 (`interactive_program`).
+   */
+  terminal?: boolean;
 }
 
 /** The language a program is written in: shell (sh, bash) or Python. */
@@ -102,7 +108,7 @@ export type { PolicyMode } from "../config/index.js";
 /** How a tool's tier is decided (docs/wire-contract.md §2.1 Tier column). */
 export type TierSpec =
   | { kind: "fixed"; tier: 0 | 1 | 2 } // fixed tier; text ignored for the tier, still fed to the deny list
-  | { kind: "heuristic"; floor: 0 | 1 | 2; windows: boolean };
+  | { kind: "heuristic"; floor: 0 | 1 | 2; windows: boolean; terminal?: boolean };
 
 export interface PolicyDecision {
   allowed: boolean;

@@ -9,6 +9,47 @@ import { type Classifier, createClassifier, type PolicyTarget } from "../policy/
 import { createAdmission } from "./admission.js";
 import { defineTool, type TierFloor } from "./tool.js";
 
+type TextTool = { text: string };
+
+/** Admission of a one-parameter test tool (`text` is its policy text), with the hooks a test gives it. */
+function testAdmission(
+  dir: string,
+  classifier: Classifier,
+  env: Record<string, string>,
+  hooks: {
+    targets?: (a: TextTool) => PolicyTarget[];
+    tierFloor?: (a: TextTool, scope: { clientId: string }) => TierFloor | null;
+  },
+) {
+  const auditPath = join(dir, "audit.jsonl");
+  const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath, ...env }, { cwd: dir });
+  const audit = createAuditLog(
+    { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
+    { clock: systemClock },
+  );
+  const tool = defineTool({
+    name: "t",
+    title: "t",
+    description: "test tool",
+    params: { text: { type: "string", description: "text" } },
+    tier: { kind: "heuristic", floor: 1, windows: false },
+    annotations: {
+      readOnlyHint: false,
+      destructiveHint: true,
+      idempotentHint: false,
+      openWorldHint: false,
+    },
+    budget: () => 1024,
+    policyText: (a) => a.text,
+    auditArgs: (a) => ({ text: a.text }),
+    ...(hooks.targets ? { targets: hooks.targets } : {}),
+    ...(hooks.tierFloor ? { tierFloor: hooks.tierFloor } : {}),
+    run: async () => ({ body: "" }),
+  });
+  const admit = createAdmission({ settings, classifier, audit });
+  return (text: string, clientId = "") => admit(tool, { text }, { clientId });
+}
+
 describe("admission sees the targets of a call (ADR 0020)", () => {
   let dir: string;
   let classifier: Classifier;
@@ -19,32 +60,8 @@ describe("admission sees the targets of a call (ADR 0020)", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   function admitWith(env: Record<string, string>, targets: (text: string) => PolicyTarget[]) {
-    const auditPath = join(dir, "audit.jsonl");
-    const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath, ...env }, { cwd: dir });
-    const audit = createAuditLog(
-      { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
-      { clock: systemClock },
-    );
-    const tool = defineTool({
-      name: "t",
-      title: "t",
-      description: "test tool",
-      params: { text: { type: "string", description: "text" } },
-      tier: { kind: "heuristic", floor: 1, windows: false },
-      annotations: {
-        readOnlyHint: false,
-        destructiveHint: true,
-        idempotentHint: false,
-        openWorldHint: false,
-      },
-      budget: () => 1024,
-      policyText: (a) => a.text,
-      auditArgs: (a) => ({ text: a.text }),
-      targets: (a) => targets(a.text),
-      run: async () => ({ body: "" }),
-    });
-    const admit = createAdmission({ settings, classifier, audit });
-    return (text: string) => admit(tool, { text }, { clientId: "" });
+    const admit = testAdmission(dir, classifier, env, { targets: (a) => targets(a.text) });
+    return (text: string) => admit(text);
   }
 
   it("refuses on a target line and admits when none matches", () => {
@@ -92,32 +109,7 @@ describe("admission raises a call to its tool's floor", () => {
     env: Record<string, string>,
     floor: (text: string, clientId: string) => TierFloor | null,
   ) {
-    const auditPath = join(dir, "audit.jsonl");
-    const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath, ...env }, { cwd: dir });
-    const audit = createAuditLog(
-      { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
-      { clock: systemClock },
-    );
-    const tool = defineTool({
-      name: "t",
-      title: "t",
-      description: "test tool",
-      params: { text: { type: "string", description: "text" } },
-      tier: { kind: "heuristic", floor: 1, windows: false },
-      annotations: {
-        readOnlyHint: false,
-        destructiveHint: true,
-        idempotentHint: false,
-        openWorldHint: false,
-      },
-      budget: () => 1024,
-      policyText: (a) => a.text,
-      tierFloor: (a, scope) => floor(a.text, scope.clientId),
-      auditArgs: (a) => ({ text: a.text }),
-      run: async () => ({ body: "" }),
-    });
-    const admit = createAdmission({ settings, classifier, audit });
-    return (text: string, clientId = "") => admit(tool, { text }, { clientId });
+    return testAdmission(dir, classifier, env, { tierFloor: (a, scope) => floor(a.text, scope.clientId) });
   }
 
   const interactive: TierFloor = { tier: 2, basis: "interactive_program", part: "bash" };

@@ -1,7 +1,7 @@
 import type { Settings } from "../config/index.js";
 import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, splitShellWords } from "../exec/index.js";
-import { findInteractiveProgram, type TierSpec } from "../policy/index.js";
+import type { TierSpec } from "../policy/index.js";
 import { annotationsFor, defineTool, type TierFloor, type Tool } from "../runner/index.js";
 import {
   assembleLine,
@@ -40,14 +40,12 @@ const SESSION_ID = { type: "string", description: "the id shell_spawn (or ssh_sp
 const encoder = new TextEncoder();
 
 /**
- * Starting a program whose later input runs commands (a shell, a REPL, a
- * database console, a debugger) on a terminal is at least Tier 2: what it
- * will run is only seen a line at a time afterwards (ADR 0034).
+ * A command started on a terminal: starting a program whose later input runs
+ * commands (a shell, a REPL, a database console, a debugger), or none (a
+ * login shell), is at least Tier 2, since what it will run is only seen a line
+ * at a time afterwards (ADR 0034). The classifier decides, on its own parse.
  */
-export function interactiveFloor(command: string): TierFloor | null {
-  const part = findInteractiveProgram(command);
-  return part === null ? null : { tier: 2, basis: "interactive_program", part };
-}
+const TERMINAL_TIER: TierSpec = { kind: "heuristic", floor: 0, windows: false, terminal: true };
 
 /** An edited or overlong terminal line is opaque: at least Tier 2, whatever its text says. */
 function lineFloor(line: LineAssembly): TierFloor | null {
@@ -88,14 +86,13 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       cwd: CWD_PARAM,
       env_json: ENV_JSON_PARAM,
     },
-    tier: COMMAND_TIER,
-    annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
+    tier: TERMINAL_TIER,
+    annotations: annotationsFor(TERMINAL_TIER, { openWorld: true }),
     resultFields: {
       ...SESSION_RESULT_FIELDS,
     },
     budget: () => 4096,
     policyText: (a) => joinProbe(a.command, a.env_json),
-    tierFloor: (a) => interactiveFloor(a.command.trim() === "" ? DEFAULT_ARGV.join(" ") : a.command),
     // An empty command starts bash, which the policy text does not show.
     targets: (a) => [
       ...cwdTargets(a.cwd),

@@ -18,6 +18,9 @@ export interface SshToolDeps {
  */
 export const REMOTE_COMMAND_TIER: TierSpec = { kind: "heuristic", floor: 0, windows: true };
 
+/** A remote terminal (ssh_spawn): what starts a shell or a console, or nothing (the login shell), is at least Tier 2 (ADR 0034). */
+export const REMOTE_TERMINAL_TIER: TierSpec = { kind: "heuristic", floor: 0, windows: true, terminal: true };
+
 /** What a remote command tool classifies: the command, without the host names the probe adds. */
 export function remoteProgram(command: string): ProgramInput {
   return { language: "shell", program: command, stdin: "", env: "" };

@@ -2,14 +2,15 @@ import type { Settings } from "../config/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { clampTerminalSize, type SessionRegistry } from "../sessions/index.js";
 import { openSshPty, type SshService } from "../ssh/index.js";
-import { interactiveFloor, SESSION_RESULT_FIELDS } from "./sessions.js";
+import { SESSION_RESULT_FIELDS } from "./sessions.js";
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
   connectionAudit,
   connectionFields,
   HOST_PARAM,
-  REMOTE_COMMAND_TIER,
+  REMOTE_TERMINAL_TIER,
+  remoteProgram,
   sshProbe,
   sshTargets,
   toOverrides,
@@ -44,19 +45,16 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
       rows: { type: "integer", description: "terminal height, clamped to 1..1000", default: 40 },
       ...CONNECTION_PARAMS,
     },
-    tier: REMOTE_COMMAND_TIER,
-    annotations: annotationsFor(REMOTE_COMMAND_TIER, { openWorld: true }),
+    tier: REMOTE_TERMINAL_TIER,
+    // The command alone is judged (no command is the login shell); the host line is for the deny list.
+    programInput: (a) => remoteProgram(a.command),
+    annotations: annotationsFor(REMOTE_TERMINAL_TIER, { openWorld: true }),
     resultFields: {
       ...SESSION_RESULT_FIELDS,
       ...CONNECTION_RESULT_FIELDS,
     },
     budget: () => 4096,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
-    // No command is the login shell; a command is run by it, so what it starts is read as shell text.
-    tierFloor: (a) =>
-      a.command.trim() === ""
-        ? { tier: 2, basis: "interactive_program", part: "login shell" }
-        : interactiveFloor(a.command),
     targets: (a) => sshTargets(ssh, a.host, a),
     auditArgs: (a) => {
       const size = clampTerminalSize(a.cols, a.rows);

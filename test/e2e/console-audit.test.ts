@@ -148,15 +148,16 @@ describe.skipIf(SKIP !== null)("the console's live audit page (built server, rea
     await page().waitForTimeout(1000);
     expect(await page().locator("#audit-rows tbody tr").count()).toBe(0);
     await page().fill("#f-tool", "");
-    await page().selectOption("#f-tier", "1");
+    // echo is proven to only read: Tier 0 (docs/policy.md, Tier 0).
+    await page().selectOption("#f-tier", "0");
     await page().click("#filters button");
     await page().locator("#audit-status", { hasText: "Live" }).waitFor();
     await page().locator("#audit-rows tbody tr").first().waitFor();
     const tools = await page().locator("#audit-rows tbody tr td:nth-child(2)").allTextContents();
     expect(tools.length).toBeGreaterThanOrEqual(2);
     const tiers = await page().locator("#audit-rows tbody tr td:nth-child(3)").allTextContents();
-    expect(new Set(tiers)).toEqual(new Set(["1"]));
-    // The newest tier-1 record is the call the tool filter hid.
+    expect(new Set(tiers)).toEqual(new Set(["0"]));
+    // The newest tier-0 record is the call the tool filter hid.
     await page().locator("#audit-rows tbody tr").nth(0).click();
     await page().locator("#audit-detail").waitFor({ state: "visible" });
     expect(await page().locator("#audit-detail").textContent()).toContain("audit-filtered");

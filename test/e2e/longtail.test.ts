@@ -19,7 +19,8 @@ describe("long-tail subcommands under a deny-all list", () => {
   });
 
   it.each([
-    ["glab repo delete owner/repo", 2, "destructive_subcommand"],
+    ["glab repo delete owner/repo", 3, "destructive_subcommand"],
+    ["glab repo unregister owner/repo", 2, "destructive_subcommand"],
     ["sudo -n snap remove firefox", 2, "privilege_escalation"],
     ["mycli --profile prod drop cache", 2, "destructive_subcommand"],
     ["kubectl delete --help", 0, "proven_read"],
@@ -48,12 +49,12 @@ describe("guarded mode and a tool no table names", () => {
     await s.close();
   });
 
-  it("refuses `<tool> delete <item>` as Tier 2 and the item survives", async () => {
+  it("refuses `<tool> delete <item>` as Tier 3 and the item survives", async () => {
     const canary = join(s.dir, "canary-note");
     writeFileSync(canary, "precious");
     const r = await s.call("shell_exec", { command: `${tool} delete ${canary}` });
     expect(r.text).toBe(
-      "[DENIED tier 2 (STATEFUL): guarded mode refuses Tier 2 (STATEFUL) without an RELAY_SHELL_POLICY_ALLOW match]",
+      "[DENIED tier 3 (IRREVERSIBLE): guarded mode refuses Tier 3 (IRREVERSIBLE) without an RELAY_SHELL_POLICY_ALLOW match]",
     );
     expect(r.structured).toMatchObject({ basis: "destructive_subcommand" });
     expect(existsSync(canary)).toBe(true);

@@ -66,7 +66,7 @@ describe("terminal lines assembled across sends, in guarded mode", () => {
     expect(refused.structured).toMatchObject({
       tier: 2,
       basis: "interactive_program",
-      basis_part: "/bin/bash",
+      basis_part: "a shell (no command given)",
     });
     const python = await s.call("shell_spawn", { command: "python3 -q" });
     expect(python.text).toBe(GUARDED_2);

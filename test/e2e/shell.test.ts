@@ -71,7 +71,7 @@ describe("shell tools over stdio", () => {
       truncated: false,
     });
     const rec = s.records().at(-1);
-    expect(rec).toMatchObject({ tool: "shell_exec", tier: 1, denied: false, exit_code: 0 });
+    expect(rec).toMatchObject({ tool: "shell_exec", tier: 0, denied: false, exit_code: 0 });
     expect(rec?.output_len).toBe(Buffer.byteLength(r.text));
     expect(Object.keys(rec ?? {}).slice(0, 8)).toEqual([
       "ts",
@@ -90,7 +90,10 @@ describe("shell tools over stdio", () => {
 
   it("reports exit codes, signals, stdin, env overlay, cwd and stderr ordering", async () => {
     expect((await s.call("shell_exec", { command: "exit 7" })).text).toBe("[exit 7]\n");
-    expect((await s.call("shell_exec", { command: "kill -TERM $$" })).text).toBe("[exit -15]\n");
+    // Signalling a process is Tier 2 (process_change), so a notice follows the result.
+    expect((await s.call("shell_exec", { command: "kill -TERM $$" })).text).toMatch(
+      /^\[exit -15\]\n(?:\n\[NOTICE |$)/,
+    );
     expect((await s.call("shell_exec", { command: "cat", stdin: "from stdin" })).text).toBe(
       "[exit 0]\nfrom stdin",
     );

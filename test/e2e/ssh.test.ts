@@ -105,7 +105,7 @@ describe.skipIf(SSHD_MISSING)("ssh_exec over stdio against real sshd", () => {
     });
     expect(s.records().at(-1)).toMatchObject({
       tool: "ssh_exec",
-      tier: 1,
+      tier: 0,
       exit_code: 3,
       args: {
         host: "web",

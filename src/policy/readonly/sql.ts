@@ -124,7 +124,7 @@ const REDIS_SUB_READS: Readonly<Record<string, RegExp>> = {
   script: /^exists$/i,
   xinfo: /^(?:stream|groups|consumers)$/i,
 };
-const REDIS_VALUED = [
+export const REDIS_VALUED = [
   "-h",
   "-p",
   "-a",

@@ -1,0 +1,326 @@
+import { subsOf, tablePart } from "./define.js";
+import { operands } from "./programs-files.js";
+import type { ReadEntry } from "./spec.js";
+
+/**
+ * The host itself: processes, memory, the kernel, services and their logs,
+ * time, accounts and keys. Subcommand tables list the forms that only
+ * report; the rest of a program (start, set, add, delete …) is left out and
+ * so never proven.
+ */
+
+const { entries, spec, all } = tablePart();
+
+all([
+  "ps",
+  "pgrep",
+  "pidof",
+  "pstree",
+  "free",
+  "vmstat",
+  "iostat",
+  "mpstat",
+  "pidstat",
+  "w",
+  "who",
+  "last",
+  "lastb",
+  "lastlog",
+  "users",
+  "lsblk",
+  "blkid",
+  "findmnt",
+  "lscpu",
+  "lsmem",
+  "lspci",
+  "lsusb",
+  "lsmod",
+  "modinfo",
+  "lsof",
+  "lsipc",
+  "lslocks",
+  "lsns",
+  "lsscsi",
+  "lsinitramfs",
+  "lvs",
+  "vgs",
+  "pvs",
+  "lvdisplay",
+  "vgdisplay",
+  "pvdisplay",
+  "ss",
+  "netstat",
+  "nstat",
+  "dig",
+  "host",
+  "nslookup",
+  "drill",
+  "traceroute",
+  "traceroute6",
+  "tracepath",
+  "whois",
+  "getenforce",
+  "sestatus",
+  "aa-status",
+  "apparmor_status",
+  "ausearch",
+  "aureport",
+  "dpkg-query",
+  "systemd-cgls",
+  "systemd-cgtop",
+  "systemd-detect-virt",
+  "virt-what",
+  "showmount",
+  "nfsstat",
+  "ntpstat",
+  "ulimit",
+  "slabtop",
+  "tload",
+  "sensors",
+  "lshw",
+  "hwinfo",
+  "inxi",
+  "fping",
+]);
+
+spec("top", { check: (args) => args.some((w) => /^-[A-Za-z]*b/.test(w.value)) });
+spec("htop", { check: () => false });
+spec("iotop", { check: (args) => args.some((w) => /^-[A-Za-z]*b|^--batch$/.test(w.value)) });
+spec("sar", { deny: ["-o"], valued: ["-f", "-s", "-e", "-P", "-n", "-I"] });
+spec("dmidecode", { deny: ["--dump-bin"], valued: ["-t", "--type", "-s", "--string", "--from-dump"] });
+spec("mtr", {
+  check: (args) => args.some((w) => /^-[A-Za-z]*[rwjC]|^--(?:report|json|csv|xml)/.test(w.value)),
+});
+// dmesg: -c/-C clear the ring buffer, -D/-E switch console printing, -n sets its level.
+spec("dmesg", {
+  deny: [
+    "-c",
+    "--read-clear",
+    "-C",
+    "--clear",
+    "-D",
+    "--console-off",
+    "-E",
+    "--console-on",
+    "-n",
+    "--console-level",
+  ],
+});
+spec("journalctl", {
+  deny: [
+    "--vacuum-size",
+    "--vacuum-time",
+    "--vacuum-files",
+    "--rotate",
+    "--flush",
+    "--sync",
+    "--relinquish-var",
+    "--smart-relinquish-var",
+    "--setup-keys",
+    "--update-catalog",
+  ],
+  valued: [
+    "-u",
+    "--unit",
+    "-n",
+    "--lines",
+    "-p",
+    "--priority",
+    "-t",
+    "-S",
+    "--since",
+    "-U",
+    "--until",
+    "-b",
+    "-o",
+    "--output",
+    "-D",
+    "--directory",
+    "-M",
+    "-g",
+    "--grep",
+    "--user-unit",
+    "-I",
+    "-F",
+    "--field",
+  ],
+});
+const SYSTEMCTL_READS = [
+  "status",
+  "show",
+  "cat",
+  "is-active",
+  "is-enabled",
+  "is-failed",
+  "is-system-running",
+  "list-units",
+  "list-unit-files",
+  "list-sockets",
+  "list-timers",
+  "list-jobs",
+  "list-dependencies",
+  "list-machines",
+  "list-automounts",
+  "list-paths",
+  "get-default",
+  "show-environment",
+];
+spec("systemctl", {
+  valued: [
+    "-H",
+    "--host",
+    "-M",
+    "--machine",
+    "-t",
+    "--type",
+    "--state",
+    "-p",
+    "--property",
+    "-n",
+    "--lines",
+    "-o",
+    "--output",
+  ],
+  subs: subsOf(SYSTEMCTL_READS),
+});
+spec("loginctl", {
+  subs: subsOf([
+    "list-sessions",
+    "session-status",
+    "show-session",
+    "list-users",
+    "user-status",
+    "show-user",
+    "list-seats",
+    "seat-status",
+    "show-seat",
+  ]),
+});
+spec("timedatectl", {
+  subs: subsOf(["status", "show", "timesync-status", "show-timesync", "list-timezones"]),
+});
+spec("hostnamectl", { subs: subsOf(["status", "show"]) });
+spec("localectl", {
+  subs: subsOf([
+    "status",
+    "list-locales",
+    "list-keymaps",
+    "list-x11-keymap-models",
+    "list-x11-keymap-layouts",
+  ]),
+});
+spec("networkctl", { subs: subsOf(["list", "status", "lldp", "label"]) });
+spec("resolvectl", {
+  subs: subsOf([
+    "status",
+    "query",
+    "statistics",
+    "show-cache",
+    "show-server-state",
+    "service",
+    "openpgp",
+    "tlsa",
+  ]),
+});
+spec("busctl", { subs: subsOf(["list", "status", "tree", "introspect", "monitor", "capture-read"]) });
+spec("udevadm", { subs: { info: true } });
+spec("coredumpctl", { deny: ["-o", "--output"], subs: subsOf(["list", "info"]) });
+spec("systemd-analyze", {
+  subs: subsOf([
+    "time",
+    "blame",
+    "critical-chain",
+    "dump",
+    "verify",
+    "calendar",
+    "timespan",
+    "timestamp",
+    "security",
+    "cat-config",
+    "unit-paths",
+    "syscall-filter",
+    "condition",
+    "plot",
+    "dot",
+    "log-level",
+  ]),
+});
+spec("chronyc", {
+  valued: ["-h", "-p", "-f"],
+  subs: subsOf([
+    "tracking",
+    "sources",
+    "sourcestats",
+    "activity",
+    "ntpdata",
+    "clients",
+    "serverstats",
+    "rtcdata",
+    "smoothing",
+    "manual",
+  ]),
+});
+spec("ntpq", { deny: ["-c", "--command", "-i", "--interactive"] });
+// sysctl: -w and NAME=VALUE write, -p/--system load files into the kernel.
+spec("sysctl", {
+  deny: ["-w", "--write", "-p", "--load", "--system"],
+  check: (args) => operands(args).every((w) => !w.value.includes("=")),
+});
+spec("mount", {
+  check: (args) =>
+    operands(args, ["-t", "--types", "-O"]).length === 0 &&
+    !args.some((w) => /^-[A-Za-z]*a|^--all$/.test(w.value)),
+});
+spec("swapon", {
+  check: (args) =>
+    args.every((w) => /^(?:-s|--summary|--show(?:=.*)?|--bytes|--noheadings|--raw)$/.test(w.value)),
+});
+spec("fuser", { deny: ["-k", "--kill", "-i", "--interactive", "-s"] });
+spec("exportfs", { check: (args) => args.every((w) => /^-[vs]+$/.test(w.value)) });
+spec("crontab", {
+  check: (args) =>
+    args.some((w) => /^-[A-Za-z]*l/.test(w.value)) && !args.some((w) => /^-[A-Za-z]*[reiR]/.test(w.value)),
+});
+spec("atq", true);
+spec("auditctl", { check: (args) => args.length > 0 && args.every((w) => /^-[ls]$/.test(w.value)) });
+spec("faillock", { deny: ["--reset"] });
+spec("chage", {
+  check: (args) =>
+    args.some((w) => w.value === "-l" || w.value === "--list") &&
+    args.every((w) => !w.value.startsWith("-") || w.value === "-l" || w.value === "--list"),
+});
+spec("update-alternatives", {
+  check: (args) =>
+    args.some((w) => /^--(?:display|query|list|get-selections)$/.test(w.value)) &&
+    !args.some((w) => /^--(?:install|remove|remove-all|set|auto|config|all|set-selections)$/.test(w.value)),
+});
+spec("service", {
+  check: (args) => {
+    const o = operands(args);
+    return (o.length === 2 && o[1]!.value === "status") || args.some((w) => w.value === "--status-all");
+  },
+});
+spec("chkconfig", {
+  check: (args) =>
+    args.length === 0 ||
+    (args.every((w) => w.value === "--list" || !w.value.startsWith("-")) &&
+      args.some((w) => w.value === "--list")),
+});
+spec("ssh-keygen", {
+  check: (args) =>
+    args.some((w) => /^-[A-Za-z]*[lFLyB]/.test(w.value)) &&
+    !args.some((w) => /^-[A-Za-z]*[RHApcNtDksIOunVwYzZ]/.test(w.value) && !/^-[lFLyBfvE]+$/.test(w.value)),
+});
+spec("ssh-add", {
+  check: (args) => args.length > 0 && args.every((w) => /^-[lLE]$|^(?:sha256|md5)$/.test(w.value)),
+});
+
+// passwd -S/--status reports an account's state; every other form changes a password or an account.
+spec("passwd", {
+  check: (args) => {
+    const options = args.filter((w) => w.value.startsWith("-"));
+    return options.length > 0 && options.every((w) => /^(?:-S|--status|-a|--all)$/.test(w.value));
+  },
+});
+
+export const SYSTEM_PROGRAMS: ReadonlyMap<string, ReadEntry> = entries;
