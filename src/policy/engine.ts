@@ -180,7 +180,7 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   }
   // A path to a program (`./check`, `/opt/x/bin/ls`) may be any program: only bare names and the
   // system's own directories are looked up in the read-only table.
-  c.best.prove(systemPath(path) && provenArgv(name, args, c.scope.windows));
+  c.best.prove(systemPath(path) && provenArgv(name, args, c.scope.windows, stdinEmpty(c)));
   // The rules still judge a proven form: Tier 0 needs the proof and no rule against it.
   const rule = lookupRule(c.scope.rules, name);
   const parsed = new Args(args);
@@ -209,6 +209,17 @@ const SCRIPT_NAME = /\.(?:sh|bash|zsh|ksh|py|pl|rb|php|js|mjs|ts|lua|tcl|awk)$/;
 function localScript(path: string, name: string, c: ArgvCtx): void {
   const relative = path.includes("/") && !path.startsWith("/");
   if (relative || SCRIPT_NAME.test(name)) c.best.consider(2, "script_file", c.part);
+}
+
+/**
+ * Nothing arrives on the command's stdin, or only blanks (`echo | openssl s_client …`,
+ * `< /dev/null`): a file redirected in or a pipe of unknown text is something.
+ */
+function stdinEmpty(c: ArgvCtx): boolean {
+  const input = c.index.inputRedirect(c.part);
+  if (input !== null && input.target?.value !== "/dev/null") return false;
+  const stdin = c.stdin;
+  return stdin === null || (stdin.literal !== null && stdin.literal.trim() === "" && stdin.origin === null);
 }
 
 const AWK = new Set(["awk", "gawk", "mawk", "nawk", "busybox-awk"]);

@@ -124,7 +124,18 @@ const KUBE_VALUED = [
   "--timeout",
   "--containers",
 ];
-const KUBE_DENY = ["--kubeconfig", "--token", "--exec", "--output-directory", "--local"];
+// kustomize's exec functions, alpha plugins and helm inflation run programs.
+const KUBE_DENY = [
+  "--kubeconfig",
+  "--token",
+  "--exec",
+  "--output-directory",
+  "--local",
+  "--enable-exec",
+  "--enable-alpha-plugins",
+  "--enable-helm",
+  "--helm-command",
+];
 spec("kubectl", {
   valued: KUBE_VALUED,
   deny: KUBE_DENY,

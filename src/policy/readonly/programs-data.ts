@@ -144,6 +144,9 @@ spec("curl", {
   check: (args) => {
     for (let i = 0; i < args.length; i++) {
       const v = args[i]!.value;
+      // --write-out's %output{FILE} writes to a file (curl 8.3 and later).
+      const format = curlValue(v, args[i + 1], "w", "--write-out");
+      if (format !== null && /%\{?output\{|%output/.test(format)) return false;
       const output = curlValue(v, args[i + 1], "o", "--output");
       if (output !== null && !/^(?:\/dev\/null|-)$/.test(output)) return false;
       const method = curlValue(v, args[i + 1], "X", "--request");
@@ -216,34 +219,38 @@ spec("openssl", {
     "-req",
     "-CAcreateserial",
   ],
-  subs: subsOf([
-    "x509",
-    "s_client",
-    "verify",
-    "version",
-    "crl",
-    "req",
-    "rsa",
-    "ec",
-    "pkey",
-    "asn1parse",
-    "ciphers",
-    "dgst",
-    "pkcs12",
-    "pkcs7",
-    "list",
-    "sha256",
-    "sha1",
-    "md5",
-    "base64",
-    "errstr",
-    "ocsp",
-    "sess_id",
-    "storeutl",
-    "speed",
-    "prime",
-    "rand",
-  ]),
+  subs: {
+    // s_client sends its stdin to the server.
+    s_client: { sendsStdin: true },
+    ...subsOf([
+      "x509",
+
+      "verify",
+      "version",
+      "crl",
+      "req",
+      "rsa",
+      "ec",
+      "pkey",
+      "asn1parse",
+      "ciphers",
+      "dgst",
+      "pkcs12",
+      "pkcs7",
+      "list",
+      "sha256",
+      "sha1",
+      "md5",
+      "base64",
+      "errstr",
+      "ocsp",
+      "sess_id",
+      "storeutl",
+      "speed",
+      "prime",
+      "rand",
+    ]),
+  },
 });
 
 export const DATA_PROGRAMS: ReadonlyMap<string, ReadEntry> = entries;

@@ -126,9 +126,7 @@ const READS: readonly string[] = [
   "factor",
   "apropos",
   "whatis",
-  "man",
   "help",
-  "tldr",
   "getent",
   "locate",
   "plocate",
@@ -230,6 +228,13 @@ for (const name of ["gzip", "xz", "bzip2", "zstd", "lz4"]) {
   });
 }
 
+// hash -p NAME binds a command name to any file; -r and -d only forget. tldr -u downloads its pages.
+spec("hash", { deny: ["-p"] });
+spec("tldr", { deny: ["-u", "--update", "--clear-cache"] });
+// man runs a pager or a browser named by an option.
+spec("man", {
+  deny: ["-P", "--pager", "-H", "--html", "-X", "--gxditview", "-T", "--troff-device", "-t", "--troff"],
+});
 // Shell builtins that move around, wait or set the shell's own options.
 for (const name of [
   "cd",
@@ -248,7 +253,6 @@ for (const name of [
   ":",
   "sleep",
   "umask",
-  "hash",
   "set",
   "shopt",
   "true",

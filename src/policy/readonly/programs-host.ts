@@ -48,7 +48,6 @@ all([
   "lvdisplay",
   "vgdisplay",
   "pvdisplay",
-  "ss",
   "netstat",
   "nstat",
   "dig",
@@ -118,6 +117,7 @@ spec("journalctl", {
     "--smart-relinquish-var",
     "--setup-keys",
     "--update-catalog",
+    "--cursor-file",
   ],
   valued: [
     "-u",
@@ -322,5 +322,8 @@ spec("passwd", {
     return options.length > 0 && options.every((w) => /^(?:-S|--status|-a|--all)$/.test(w.value));
   },
 });
+
+// ss -K kills the sockets it matches; -D dumps raw diagnostics into a file.
+spec("ss", { deny: ["-K", "--kill", "-D", "--diag"] });
 
 export const SYSTEM_PROGRAMS: ReadonlyMap<string, ReadEntry> = entries;

@@ -6,12 +6,14 @@ import type { ReadEntry, ReadSpec } from "./spec.js";
 const { entries, spec } = tablePart();
 
 // Packages, as the managers report them.
+// Every option must be a query: dpkg takes one action, and a second one would be another act.
+const DPKG_QUERY =
+  /^(?:-[lLsSpcI]|--(?:list|listfiles|status|search|print-avail|contents|info|get-selections|print-architecture|print-foreign-architectures|audit|verify|compare-versions))$/;
 spec("dpkg", {
-  check: (args) =>
-    args.length > 0 &&
-    /^(?:-[lLsSpcI]|--(?:list|listfiles|status|search|print-avail|contents|info|get-selections|print-architecture|print-foreign-architectures|audit|verify|compare-versions))$/.test(
-      args[0]!.value,
-    ),
+  check: (args) => {
+    const options = args.filter((w) => w.value.startsWith("-"));
+    return options.length > 0 && options.every((w) => DPKG_QUERY.test(w.value));
+  },
 });
 spec("rpm", {
   check: (args) =>
@@ -148,7 +150,6 @@ spec("npm", {
     prefix: true,
     bin: true,
     "find-dupes": true,
-    doctor: true,
     ping: true,
     whoami: true,
     audit: { check: (args) => !args.some((w) => w.value === "fix" || w.value === "signatures") },

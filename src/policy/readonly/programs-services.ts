@@ -128,7 +128,6 @@ spec("vault", {
     kv: { subs: { get: true, list: true, metadata: { subs: subsOf(["get"]) } } },
     status: true,
     version: true,
-    read: true,
     list: true,
     token: { subs: subsOf(["lookup"]) },
     secrets: { subs: subsOf(["list"]) },
@@ -163,6 +162,8 @@ spec("cilium", {
   },
 });
 spec("calicoctl", {
+  // ipam check writes its report with -o.
+  deny: ["-o", "--output"],
   subs: {
     get: true,
     node: { subs: subsOf(["status", "checksystem"]) },

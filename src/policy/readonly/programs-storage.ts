@@ -145,7 +145,7 @@ spec("ceph", {
   check: (args) =>
     args.some((w) => w.value === "-s" || w.value === "--status" || w.value === "-w" || w.value === "--watch"),
 });
-spec("rbd", { subs: subsOf(["ls", "list", "info", "status", "du", "disk-usage", "showmapped", "device"]) });
+spec("rbd", { subs: subsOf(["ls", "list", "info", "status", "du", "disk-usage", "showmapped"]) });
 spec("rados", {
   check: (args) => {
     const o = operands(args, ["-p", "--pool", "-c", "--conf"]);

@@ -38,9 +38,9 @@ for (const name of [
 ]) {
   tools.set(name, true);
 }
+// ldconfig rebuilds the cache unless it only prints it (-p) or its version; -v rebuilds verbosely.
 spec("ldconfig", {
-  check: (args) =>
-    args.length > 0 && args.every((w) => /^-[pvV]+$|^--(?:print-cache|version)$/.test(w.value)),
+  check: (args) => args.length > 0 && args.every((w) => /^(?:-p|--print-cache|-V|--version)$/.test(w.value)),
 });
 
 // Disks and file systems: listing options only.
@@ -78,17 +78,21 @@ spec("wipefs", {
 });
 spec("cryptsetup", { subs: subsOf(["luksDump", "status", "isLuks", "luksUUID", "tcryptDump", "bitlkDump"]) });
 spec("dmsetup", { subs: subsOf(["ls", "info", "table", "status", "deps", "targets", "version"]) });
+// Discovery writes node records; the listing modes only read.
 spec("iscsiadm", {
   check: (args) =>
-    !args.some((w) =>
-      /^(?:-o|--op|-l|--login|-u|--logout|-I|--interface|-n|--name|-v|--value)$|^--(?:op|login|logout|logoutall|loginall)/.test(
-        w.value,
-      ),
+    !args.some(
+      (w, i) =>
+        /^(?:-o|--op|-l|--login|-u|--logout|-I|--interface|-n|--name|-v|--value)$|^--(?:op|login|logout|logoutall|loginall)/.test(
+          w.value,
+        ) ||
+        /^(?:--mode=)?discovery/.test(w.value) ||
+        ((w.value === "-m" || w.value === "--mode") && /^discovery/.test(args[i + 1]?.value ?? "")),
     ),
 });
 spec("btrfs", {
   subs: {
-    filesystem: { subs: subsOf(["show", "df", "usage", "du", "label"]) },
+    filesystem: { subs: subsOf(["show", "df", "usage", "du"]) },
     fi: { subs: subsOf(["show", "df", "usage", "du"]) },
     subvolume: { subs: subsOf(["list", "show", "get-default"]) },
     device: { subs: { stats: { deny: ["-z", "--reset"] }, usage: true } },
@@ -190,6 +194,8 @@ spec("nomad", {
   },
 });
 spec("argocd", {
+  // --local renders with config-management plugins (programs); a refresh makes the server reconcile.
+  deny: ["--local", "--refresh", "--hard-refresh"],
   subs: {
     app: { subs: subsOf(["get", "list", "history", "diff", "manifests", "resources", "logs"]) },
     cluster: { subs: subsOf(["list", "get"]) },
@@ -268,8 +274,11 @@ spec("kcat", {
     !args.some((w) => /^-[A-Za-z]*[PG]/.test(w.value)),
 });
 tools.set("kafkacat", tools.get("kcat")!);
-spec("less", { deny: ["-o", "--log-file", "-O", "--LOG-FILE", "-k", "--lesskey-file"] });
-spec("more", true);
-spec("most", true);
+// Pagers: a `+COMMAND` runs a pager command at start, and one of them (`!`) is a shell escape; only
+// a line number, G (end) and F (follow) are proven. A log file option writes.
+const PAGER_START = (args: readonly Word[]) =>
+  args.every((w) => !w.value.startsWith("+") || /^\+(?:\d+|G|F)$/.test(w.value));
+spec("less", { deny: ["-o", "--log-file", "-O", "--LOG-FILE", "-k", "--lesskey-file"], check: PAGER_START });
+spec("more", { check: PAGER_START });
 
 export const TOOL_PROGRAMS: ReadonlyMap<string, ReadEntry> = tools;

@@ -106,7 +106,12 @@ function touchyPath(w: Word): boolean {
  * `windows` adds the cmd.exe switch syntax: `/X` words may be options there
  * (`sort /o FILE` writes), so they are not proven.
  */
-export function provenArgv(name: string, args: readonly Word[], windows: boolean): boolean {
+export function provenArgv(
+  name: string,
+  args: readonly Word[],
+  windows: boolean,
+  stdinEmpty = true,
+): boolean {
   if (args.some(touchyPath)) return false;
   if (windows && args.some((w) => /^\/[A-Za-z?]{1,2}(?::.*)?$/.test(w.value))) return false;
   const entry = entryOf(name);
@@ -115,7 +120,7 @@ export function provenArgv(name: string, args: readonly Word[], windows: boolean
     return HELP_TRUSTED.has(name) && (first === "--help" || first === "--version") && args.length === 1;
   }
   if (isHelpForm(args) || helpTail(args)) return true;
-  return satisfies(entry, args);
+  return satisfies(entry, args, stdinEmpty);
 }
 
 /**

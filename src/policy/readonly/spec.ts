@@ -34,6 +34,11 @@ export interface ReadSpec {
    * `deny` then matches a word exactly.
    */
   words?: boolean;
+  /**
+   * The program sends what it reads on stdin somewhere (`openssl s_client` to the server): it is a
+   * read only when nothing arrives on its stdin.
+   */
+  sendsStdin?: boolean;
   /** A last check on the arguments (an awk program, a sed script, sysctl without `=`). */
   check?: (args: readonly Word[]) => boolean;
 }
@@ -122,12 +127,13 @@ export function isHelpForm(args: readonly Word[]): boolean {
  * option of the program can write or run code, a word that may expand to an
  * option at run time (`$x`, `*`) is not allowed either.
  */
-export function satisfies(entry: ReadEntry, args: readonly Word[]): boolean {
+export function satisfies(entry: ReadEntry, args: readonly Word[], stdinEmpty: boolean): boolean {
   if (entry === true) return true;
-  return specHolds(entry, args, 0);
+  return specHolds(entry, args, 0, stdinEmpty);
 }
 
-function specHolds(spec: ReadSpec, args: readonly Word[], depth: number): boolean {
+function specHolds(spec: ReadSpec, args: readonly Word[], depth: number, stdinEmpty: boolean): boolean {
+  if (spec.sendsStdin === true && !stdinEmpty) return false;
   const risky = (spec.deny?.length ?? 0) > 0 || spec.check !== undefined || spec.subs !== undefined;
   let options = true;
   for (let i = 0; i < args.length; i++) {
@@ -147,13 +153,19 @@ function specHolds(spec: ReadSpec, args: readonly Word[], depth: number): boolea
       continue;
     }
     // An operand: the subcommand, when the program has them.
-    if (spec.subs !== undefined) return subHolds(spec, args, i, depth);
+    if (spec.subs !== undefined) return subHolds(spec, args, i, depth, stdinEmpty);
   }
   if (spec.subs !== undefined && spec.bare === false) return false;
   return spec.check?.(args) ?? true;
 }
 
-function subHolds(spec: ReadSpec, args: readonly Word[], at: number, depth: number): boolean {
+function subHolds(
+  spec: ReadSpec,
+  args: readonly Word[],
+  at: number,
+  depth: number,
+  stdinEmpty: boolean,
+): boolean {
   const word = args[at];
   if (word === undefined) return spec.bare !== false;
   if (word.dynamic || word.glob) return false;
@@ -163,6 +175,6 @@ function subHolds(spec: ReadSpec, args: readonly Word[], at: number, depth: numb
   const rest = args.slice(at + 1);
   // The options seen before the subcommand were the parent's; after it, both apply.
   const { subs: _parentSubs, check: _parentCheck, bare: _bare, ...inherited } = spec;
-  if (sub === true) return specHolds({ ...inherited }, rest, depth + 1);
-  return specHolds(merged(inherited, sub), rest, depth + 1);
+  if (sub === true) return specHolds({ ...inherited }, rest, depth + 1, stdinEmpty);
+  return specHolds(merged(inherited, sub), rest, depth + 1, stdinEmpty);
 }
