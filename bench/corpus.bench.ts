@@ -116,8 +116,14 @@ export async function proofFigures(): Promise<BenchFigure[]> {
   const incident = readJsonLines<IncidentRow>("incident-reads.jsonl");
   const incidentZero = incident.filter((r) => zero(r.command)).length;
   const blind = readJsonLines<BlindRow>("blind-ops.jsonl");
-  const blindOk = blind.filter((r) => r.accept.includes(classifier.classify(r.command).tier)).length;
-  const blindWritesZero = blind.filter((r) => !r.accept.includes(0) && zero(r.command)).length;
+  const second = readJsonLines<BlindRow>("blind-ops-2.jsonl");
+  const accepted = (rows: BlindRow[]) =>
+    rows.filter((r) => r.accept.includes(classifier.classify(r.command).tier)).length;
+  const blindOk = accepted(blind);
+  const secondOk = accepted(second);
+  const blindWritesZero = [...blind, ...second].filter(
+    (r) => !r.accept.includes(0) && zero(r.command),
+  ).length;
   const share = (a: number, b: number) => (100 * a) / b;
   return [
     {
@@ -149,7 +155,14 @@ export async function proofFigures(): Promise<BenchFigure[]> {
       met: share(blindOk, blind.length) >= 95,
     },
     {
-      name: "  rows that change, delete or run code, proven Tier 0",
+      name: `second operations corpus, another writer, at an accepted tier (${second.length} rows)`,
+      value: share(secondOk, second.length),
+      unit: "%",
+      target: ">= 95",
+      met: share(secondOk, second.length) >= 95,
+    },
+    {
+      name: "  rows of either corpus that change, delete or run code, proven Tier 0",
       value: blindWritesZero,
       unit: "",
       target: "0",

@@ -155,6 +155,8 @@ spec("kubectl", {
     config: { subs: subsOf(["view", "get-contexts", "current-context", "get-clusters", "get-users"]) },
     rollout: { subs: subsOf(["status", "history"]) },
     wait: true,
+    // A server-side dry run compared with the live objects; KUBECTL_EXTERNAL_DIFF is not a safe variable.
+    diff: true,
     kustomize: true,
     plugin: { subs: subsOf(["list"]) },
     completion: true,

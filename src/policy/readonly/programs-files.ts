@@ -230,6 +230,8 @@ for (const name of ["gzip", "xz", "bzip2", "zstd", "lz4"]) {
 
 // hash -p NAME binds a command name to any file; -r and -d only forget. tldr -u downloads its pages.
 spec("hash", { deny: ["-p"] });
+// history lists; -c and -d delete entries, -w/-a write the history file, -r/-n read one into the list.
+spec("history", { deny: ["-c", "-d", "-w", "-a", "-r", "-n", "-s"] });
 spec("tldr", { deny: ["-u", "--update", "--clear-cache"] });
 // man runs a pager or a browser named by an option.
 spec("man", {

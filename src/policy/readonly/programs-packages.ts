@@ -169,13 +169,7 @@ spec("gem", {
     "outdated",
   ]),
 });
-spec("go", {
-  subs: {
-    version: true,
-    env: { deny: ["-w", "-u"] },
-    list: { deny: ["-toolexec", "-exec", "-overlay"] },
-    doc: true,
-  },
-});
+// go is left out: inside a module whose go.mod names another toolchain, any go command downloads
+// that toolchain and runs it.
 
 export const PACKAGE_PROGRAMS: ReadonlyMap<string, ReadEntry> = entries;

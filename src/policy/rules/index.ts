@@ -8,6 +8,7 @@ import { HTTP_RULES } from "./http.js";
 import { INFRA_RULES } from "./infra.js";
 import { NETWORK_RULES } from "./network.js";
 import { PACKAGE_RULES } from "./packages.js";
+import { PROCESS_RULES } from "./processes.js";
 import { STORAGE_RULES } from "./storage.js";
 import { SYSTEM_RULES } from "./system.js";
 import { VCS_RULES } from "./vcs.js";
@@ -24,6 +25,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   VCS_RULES,
   INFRA_RULES,
   SYSTEM_RULES,
+  PROCESS_RULES,
   ACCESS_RULES,
   NETWORK_RULES,
   PACKAGE_RULES,

@@ -17,7 +17,8 @@ function terraform({ name, args }: RuleInput): Hit | null {
   if (sub === undefined) return null;
   if (ops.includes("destroy") && (sub === "destroy" || name === "terragrunt")) return DESTROY;
   if (sub === "apply" || sub === "run-all") {
-    return args.values.some((v) => /^--?destroy$/.test(v)) ? DESTROY : INFRA;
+    // -replace destroys the named resource and creates it again: whatever it held is gone.
+    return args.values.some((v) => /^--?destroy$|^--?replace(?:=|$)/.test(v)) ? DESTROY : INFRA;
   }
   const changes = ["import", "taint", "untaint", "force-unlock", "state", "workspace", "refresh"];
   if (sub === "state" && (ops[1] === "list" || ops[1] === "show" || ops[1] === "pull")) return null;

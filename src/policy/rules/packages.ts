@@ -175,7 +175,8 @@ const NPM = [
 function npm(input: RuleInput): Hit | null {
   const verb = input.args.subcommand()?.value.toLowerCase();
   if (verb === "audit") return input.args.hasLower("fix") ? PACKAGE : null;
-  return verb !== undefined && NPM.includes(verb) ? PACKAGE : null;
+  if (verb !== undefined && NPM.includes(verb)) return PACKAGE;
+  return packageScript(input);
 }
 
 /** pacman: the operation is the upper-case letter; `-Ss`, `-Si`, `-Sl`, `-Sg`, `-Sp` only query. */
@@ -238,8 +239,23 @@ function zypperRemoving(changing: string[]): Rule {
 /** `python -m pip install x` reaches here as pip via the interpreter unwrapping. */
 const PIP = verbs(["install", "uninstall", "remove"]);
 
+/**
+ * Build runners run the recipes of a file in the working directory (a Makefile, a justfile,
+ * package.json scripts): code the call does not show, like `bash FILE` (script_file); `install`
+ * and `uninstall` targets change packages. Their dry-run and help forms are lowered before this.
+ */
 function make({ args }: RuleInput): Hit | null {
-  return args.operands().some((o) => o === "install" || o === "uninstall") ? PACKAGE : null;
+  if (args.operands().some((o) => o === "install" || o === "uninstall")) return PACKAGE;
+  if (args.length === 1 && /^(?:-v|--version|-h|--help)$/.test(args.at(0) ?? "")) return null;
+  return hit(2, "script_file");
+}
+
+/** `npm run X`, `npm test`, `pnpm run X`: a script from package.json. */
+function packageScript({ args }: RuleInput): Hit | null {
+  const verb = args.subcommand()?.value.toLowerCase();
+  return verb === "run" || verb === "run-script" || verb === "test" || verb === "start" || verb === "exec"
+    ? hit(2, "script_file")
+    : null;
 }
 
 /**
@@ -400,7 +416,7 @@ export const PACKAGE_RULES = table([
         ? hit(2, "config_change")
         : null,
   ],
-  ["make", make],
+  [["make", "gmake", "just", "task", "rake", "invoke"], make],
   ["crontab", crontab],
   [["at", "batch", "atq", "atrm"], at],
 ]);

@@ -123,11 +123,17 @@ function mdadm({ args }: { args: Args }): Hit | null {
   return args.has("-S") || args.long("stop") ? hit(2, "storage_destruction") : null;
 }
 
-/** Shrinking a logical volume cuts off the file system on it; merging a snapshot reverts its origin. */
+/**
+ * Shrinking a logical volume cuts off the file system on it (Tier 3); growing one, or creating,
+ * renaming or activating volumes and groups, changes the storage layout someone will notice
+ * (Tier 2, filesystem_change).
+ */
 function lvresize({ args }: { args: Args }): Hit | null {
   const size = args.optionValue("-L", "--size", "-l", "--extents");
-  return size?.startsWith("-") ? DESTROY : null;
+  return size?.startsWith("-") ? DESTROY : LAYOUT;
 }
+
+const LAYOUT = hit(2, "filesystem_change");
 
 const LVM_DESTROYERS = new Set(["lvremove", "vgremove", "pvremove", "lvreduce", "vgreduce", "pvcreate"]);
 
@@ -181,7 +187,9 @@ export const STORAGE_RULES = table([
       "mkreiserfs",
       "mkudffs",
     ],
-    always(3, "storage_destruction"),
+    // `mkfs.ext4 -V` prints the version and exits before it opens a device.
+    ({ args }) =>
+      args.length === 1 && /^(?:-V|--version)$/.test(args.at(0) ?? "") ? null : hit(3, "storage_destruction"),
   ],
   [
     ["blkdiscard", "shred", "srm", "wipe", "sg_format", "blkzone", "flashrom", "pvremove"],
@@ -210,7 +218,21 @@ export const STORAGE_RULES = table([
   ],
   ["sgdisk", sgdisk],
   ["wipefs", wipefs],
-  ["lvresize", lvresize],
+  [["lvresize", "lvextend"], lvresize],
+  [
+    [
+      "lvcreate",
+      "vgcreate",
+      "vgextend",
+      "lvrename",
+      "vgrename",
+      "lvchange",
+      "vgchange",
+      "pvresize",
+      "pvmove",
+    ],
+    always(2, "filesystem_change"),
+  ],
   ["lvconvert", ({ args }) => (args.long("merge") ? DESTROY : null)],
   ["lvm", ({ args }) => (LVM_DESTROYERS.has(args.lower(0) ?? "") ? DESTROY : null)],
   ["parted", parted],

@@ -71,7 +71,9 @@ const OPERAND_VERBS: ReadonlySet<string> = words(
 );
 
 /** Verbs that only report. `get` is left out of the lowering for the tools where it fetches (`go get`). */
-const READ_ONLY_VERBS: ReadonlySet<string> = words("list ls show get status describe view info inspect");
+const READ_ONLY_VERBS: ReadonlySet<string> = words(
+  "list ls show get status describe view info inspect can-i whoami",
+);
 const GET_FETCHES = new Set(["go", "ghq", "bzr", "brz"]);
 
 /** Words that name a group of subcommands rather than an action (`conda env …`, `kubectl rollout …`). */
@@ -216,7 +218,8 @@ function destructiveSubcommand(
     if (verbIn(segments, DESTRUCTIVE_VERBS)) {
       return strong && verbIn(segments, DESTROYING_VERBS) ? DESTROYING : UNDOING;
     }
-    if (verbIn(segments, RUNNER_VERBS) || verbIn(segments, READ_ONLY_VERBS)) return null;
+    if (verbIn(segments, RUNNER_VERBS) || verbIn(segments, READ_ONLY_VERBS) || READ_ONLY_VERBS.has(word))
+      return null;
   }
   return deleting ? UNDOING : null;
 }
