@@ -1,4 +1,5 @@
 import { type Hit, hit } from "./rules/args.js";
+import { KUBE_VALUED } from "./rules/infra.js";
 import type { Word } from "./words.js";
 import { argv, joinAll, PRIV, result, set, simple, ssh, suLike, type Wrapper } from "./wrappers.js";
 
@@ -137,16 +138,7 @@ const RUN_VALUED = set(
 );
 const RUN_OPTS = { valued: RUN_VALUED, letters: "acehlmpuvw", base: CONTAINER };
 const DOCKER_GLOBAL = set("-H", "--host", "-c", "--context", "--config", "-l", "--log-level");
-const KUBE_GLOBAL = set(
-  "-n",
-  "--namespace",
-  "--context",
-  "--cluster",
-  "--kubeconfig",
-  "-s",
-  "--server",
-  "--user",
-);
+const KUBE_GLOBAL = KUBE_VALUED;
 
 const dockerLike = containerCarrier(DOCKER_GLOBAL, { exec: EXEC_OPTS, run: RUN_OPTS });
 const kubeLike = containerCarrier(KUBE_GLOBAL, {

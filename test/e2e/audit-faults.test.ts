@@ -19,9 +19,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { baseEnv, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
-/** A call that acts, refused while its record cannot be written: at Tier 1 today, at Tier 0 once `ls` is a proven read. */
+/** A proven read (`ls /`, Tier 0) runs a process: refused while its record cannot be written. */
 const ACTS_REFUSED =
-  /^\[DENIED tier [01] \([A-Z_]+\): the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses (calls above Tier 0|every call that acts) until it can\]$/;
+  /^\[DENIED tier 0 \(READ_ONLY\): the audit log cannot be written; RELAY_SHELL_AUDIT_FAIL_CLOSED refuses every call that acts until it can\]$/;
 
 /** `relay-shell --verify-audit` on a file, as an operator runs it. */
 function verifyAudit(path: string, extra: string[] = []): { code: number | null; out: string } {
@@ -122,7 +122,7 @@ describe("the audit file on a 256 KiB tmpfs that fills up", () => {
     const refused = await s.call("shell_exec", { command: `touch ${join(canaries, "refused")}` });
     expect(refused.text).toMatch(/^\[DENIED tier 1 \(REVERSIBLE\): the audit log cannot be written/);
     expect(existsSync(join(canaries, "refused"))).toBe(false);
-    // A read runs a process too: refused whatever its tier (Tier 0 once reads are proven).
+    // A read runs a process too: refused although it is Tier 0.
     const read = await s.call("shell_exec", { command: "ls /" });
     expect(read.text).toMatch(ACTS_REFUSED);
     const info = await auditInfo(s);

@@ -79,8 +79,8 @@ describe("PTY sessions over stdio", () => {
     const sent = await send(id, "cd sub");
     expect(sent.text).toBe(`sent 7 bytes to ${id}`);
     expect(sent.structured).toMatchObject({ tool: "session_send", bytes: 7 });
-    // `cd` is Tier 1, or Tier 0 where reads are proven.
-    expect([0, 1]).toContain(sent.structured.tier);
+    // `cd` is proven to only read: Tier 0.
+    expect(sent.structured.tier).toBe(0);
     await send(id, 'echo "cwd=$(pwd) term=$TERM"; stty size');
     const out = await recvUntil(id, /^40 120\r$/m);
     expect(out).toContain(`cwd=${join(s.dir, "sub")} term=xterm-256color`);

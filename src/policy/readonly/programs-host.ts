@@ -1,3 +1,4 @@
+import { SYSTEMCTL_VALUED } from "../rules/system.js";
 import { subsOf, tablePart } from "./define.js";
 import { operands } from "./programs-files.js";
 import type { ReadEntry } from "./spec.js";
@@ -166,21 +167,7 @@ const SYSTEMCTL_READS = [
   "show-environment",
 ];
 spec("systemctl", {
-  valued: [
-    "-H",
-    "--host",
-    "-M",
-    "--machine",
-    "-t",
-    "--type",
-    "--state",
-    "-p",
-    "--property",
-    "-n",
-    "--lines",
-    "-o",
-    "--output",
-  ],
+  valued: [...SYSTEMCTL_VALUED],
   subs: subsOf(SYSTEMCTL_READS),
 });
 spec("loginctl", {

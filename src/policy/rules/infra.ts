@@ -34,7 +34,8 @@ function pulumi({ args }: RuleInput): Hit | null {
   return null;
 }
 
-const KUBE_VALUED = new Set([
+/** kubectl global options whose value is the next word (shared with the carriers). */
+export const KUBE_VALUED: ReadonlySet<string> = new Set([
   "-n",
   "--namespace",
   "--context",

@@ -73,7 +73,8 @@ const SERVICE_VERBS = new Set([
 /** Verbs that take a unit away (now or at the next boot). */
 const STOPPING = new Set(["stop", "disable", "mask", "kill", "freeze", "isolate"]);
 
-const SYSTEMCTL_VALUED = new Set([
+/** systemctl options whose value is the next word (shared with the read-only table). */
+export const SYSTEMCTL_VALUED: ReadonlySet<string> = new Set([
   "-H",
   "--host",
   "-M",
