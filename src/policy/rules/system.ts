@@ -1,3 +1,4 @@
+import { SYSTEMCTL_VALUED } from "../option-lists.js";
 import { type Args, always, type Hit, hit, type RuleInput, table } from "./args.js";
 
 /**
@@ -72,34 +73,6 @@ const SERVICE_VERBS = new Set([
 
 /** Verbs that take a unit away (now or at the next boot). */
 const STOPPING = new Set(["stop", "disable", "mask", "kill", "freeze", "isolate"]);
-
-/** systemctl options whose value is the next word (shared with the read-only table). */
-export const SYSTEMCTL_VALUED: ReadonlySet<string> = new Set([
-  "-H",
-  "--host",
-  "-M",
-  "--machine",
-  "-t",
-  "--type",
-  "-p",
-  "--property",
-  "-n",
-  "--lines",
-  "-o",
-  "--output",
-  "-s",
-  "--signal",
-  "--kill-whom",
-  "--kill-value",
-  "--state",
-  "--root",
-  "--what",
-  "--when",
-  "--message",
-  "--job-mode",
-  "--timestamp",
-  "--drop-in",
-]);
 
 function systemctl({ args }: RuleInput): Hit | null {
   const found = args.subcommand(SYSTEMCTL_VALUED);
