@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -57,7 +58,7 @@ describe("readCredential", () => {
       });
       expect(found).toEqual({
         ok: false,
-        message: `the key ${path} has mode 0${mode.toString(8)}; only 0600 or 0400 is accepted`,
+        message: `the key ${path} has mode 0${mode.toString(8)}; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
       });
     },
   );
@@ -102,6 +103,66 @@ describe("readCredential", () => {
       daemonUid: uid,
     });
     expect(found.ok || found.message).toMatch(/more than the 16384 accepted/);
+  });
+});
+
+const SETFACL = "/usr/bin/setfacl";
+const ACL_SKIP = uid !== 0 || !existsSync(SETFACL);
+if (ACL_SKIP)
+  process.stderr.write("[skipped] credential ACL cases: need root and setfacl (apt-get install acl)\n");
+
+describe.skipIf(ACL_SKIP)("readCredential and systemd's credential ACL", () => {
+  /** The daemon's uid in these cases: not root, not the file's owner. */
+  const daemon = 4242;
+
+  /** A root-owned 0400 key, then `setfacl -m <spec>` for each spec, as systemd's LoadCredential= does for one. */
+  function aclKey(...specs: string[]): { dir: string; path: string; mode: number } {
+    const { dir, path } = keyDir(0o400, 0o500);
+    for (const spec of specs) execFileSync(SETFACL, ["-m", spec, path]);
+    return { dir, path, mode: statSync(path).mode & 0o7777 };
+  }
+
+  const read = (dir: string) =>
+    readCredential("backup-key", { credentialsDirectory: dir, keyFileDirectory: null, daemonUid: daemon });
+
+  it("accepts the key as systemd hands it over: root 0400 plus user:<daemon>:r, shown as 0440", () => {
+    const { dir, mode } = aclKey(`u:${daemon}:r`);
+    expect(mode).toBe(0o440);
+    const found = read(dir);
+    expect(found.ok && found.bytes.toString()).toBe(KEY);
+  });
+
+  it.each([
+    ["another user", ["u:4243:r"]],
+    ["a second named user", [`u:${daemon}:r`, "u:4243:r"]],
+    ["a named group", [`u:${daemon}:r`, "g:4242:r"]],
+    ["write for the daemon", [`u:${daemon}:rw`]],
+    ["execute for the daemon", [`u:${daemon}:rx`]],
+    ["group read", [`u:${daemon}:r`, "g::r"]],
+    ["other read", [`u:${daemon}:r`, "o::r"]],
+    ["write for the owner", [`u:${daemon}:r`, "u::rw"]],
+  ])("refuses an ACL with %s, naming the ACL", (_what, specs) => {
+    const { dir, path } = aclKey(...specs);
+    const found = read(dir);
+    expect(found.ok).toBe(false);
+    expect(found.ok || found.message).toContain(`the key ${path} has mode`);
+    expect(found.ok || found.message).not.toContain("OPENSSH");
+  });
+
+  it("refuses 0440 without an ACL: its group may read it", () => {
+    const { dir, path } = keyDir(0o440, 0o500);
+    expect(read(dir)).toEqual({
+      ok: false,
+      message: `the key ${path} has mode 0440 and no ACL, so its group may read it; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
+    });
+  });
+
+  it("names the ACL it refuses", () => {
+    const { dir, path } = aclKey("u:4243:r");
+    expect(read(dir)).toEqual({
+      ok: false,
+      message: `the key ${path} has mode 0440 with the ACL user::r--,user:4243:r--,group::---,mask::r--,other::---; only user::r--,user:${daemon}:r--,group::---,mask::r--,other::--- (systemd's credential ACL for the daemon's uid alone) is accepted`,
+    });
   });
 });
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { RelayError } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
 import { octal } from "./file-trust.js";
+import { type AclEntry, readAccessAcl } from "./posix-acl.js";
 
 /** A private key larger than this is not a key. */
 export const MAX_KEY_BYTES = 16 * 1024;
@@ -22,7 +23,8 @@ export type KeyLookup = { ok: true; bytes: Buffer; path: string } | { ok: false;
  * `$CREDENTIALS_DIRECTORY/<id>` first, then, only when the daemon was started
  * with the fallback, `<key file directory>/<id>`. The file must be a regular
  * file (not a link), owned by root or the daemon's uid, readable by its owner
- * alone (0600 or 0400).
+ * alone (0600 or 0400), or by its owner and, through systemd's credential
+ * ACL, the daemon's uid alone (0440, see credentialAclProblem).
  */
 export function readCredential(credentialId: string, sources: CredentialSources): KeyLookup {
   const dirs = [sources.credentialsDirectory, sources.keyFileDirectory].filter(
@@ -72,11 +74,51 @@ function keyFileProblem(path: string, st: Stats, daemonUid: number): string | nu
   if (st.isSymbolicLink()) return `the key ${path} is a symbolic link; a key must be a regular file`;
   if (!st.isFile()) return `the key ${path} is not a regular file`;
   const mode = st.mode & 0o7777;
-  if (mode !== 0o600 && mode !== 0o400) {
-    return `the key ${path} has mode ${octal(mode)}; only 0600 or 0400 is accepted`;
+  if (mode === 0o440) {
+    const problem = credentialAclProblem(path, daemonUid);
+    if (problem !== null) return problem;
+  } else if (mode !== 0o600 && mode !== 0o400) {
+    return `the key ${path} has mode ${octal(mode)}; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`;
   }
   if (st.uid !== 0 && st.uid !== daemonUid) {
     return `the key ${path} is owned by uid ${st.uid}; only root or the daemon's uid ${daemonUid} is accepted`;
+  }
+  return null;
+}
+
+const PERMS = ["---", "--x", "-w-", "-wx", "r--", "r-x", "rw-", "rwx"];
+
+function showAcl(entries: readonly AclEntry[]): string {
+  return entries
+    .map((e) => `${e.tag.replace("_obj", "")}:${e.id ?? ""}:${PERMS[e.perm & 7] ?? "?"}`)
+    .join(",");
+}
+
+/**
+ * A 0440 key is the shape systemd's LoadCredential= gives a service that runs
+ * as its own user: root's file, mode 0400, plus an ACL entry granting that
+ * user read, which makes the mask (shown as the group bits) r. Accepted only
+ * when the ACL is exactly that: owner r, one named user (the daemon's uid) r,
+ * owning group nothing, mask r, other nothing. A named group, another user,
+ * write or execute anywhere, or group read is refused: any of them lets
+ * someone besides the daemon read the key, or change it.
+ */
+function credentialAclProblem(path: string, daemonUid: number): string | null {
+  const acl = readAccessAcl(path);
+  if (!acl.ok) return `the key ${path} has mode 0440 and ${acl.message}`;
+  if (acl.entries === null) {
+    return `the key ${path} has mode 0440 and no ACL, so its group may read it; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`;
+  }
+  const expected: AclEntry[] = [
+    { tag: "user_obj", perm: 4, id: null },
+    { tag: "user", perm: 4, id: daemonUid },
+    { tag: "group_obj", perm: 0, id: null },
+    { tag: "mask", perm: 4, id: null },
+    { tag: "other", perm: 0, id: null },
+  ];
+  const found = showAcl(acl.entries);
+  if (found !== showAcl(expected)) {
+    return `the key ${path} has mode 0440 with the ACL ${found}; only ${showAcl(expected)} (systemd's credential ACL for the daemon's uid alone) is accepted`;
   }
   return null;
 }

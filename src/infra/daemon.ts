@@ -5,6 +5,7 @@ import { type Clock, describeError, type Ids, type Logger } from "../core/index.
 import { createProcessRunner } from "../exec/index.js";
 import { PROTOCOL_VERSION } from "../infra-protocol/index.js";
 import { createApprovalGate, type SignatureCheck } from "./approvals.js";
+import { sweepKeyFiles } from "./credentials.js";
 import { createDispatcher } from "./dispatch.js";
 import { type NonceStore, openNonceStore } from "./nonces.js";
 import { createOperations } from "./operations.js";
@@ -164,6 +165,9 @@ export async function startInfraBroker(
   // Before anything else is opened: a broker already serving here keeps its socket and its receipts.
   const stale = await clearStaleSocket(options.socketPath);
   if (stale !== null) throw new BrokerStartRefused(stale);
+  // No broker runs here now, so a key copy in the state directory is a crashed one's: removed first,
+  // before anything below can refuse the start and leave it on disk.
+  attempt(`cannot clear key copies left in ${options.stateDir}`, () => sweepKeyFiles(options.stateDir));
 
   const profiles = attempt(`cannot read the profiles in ${options.configDir}`, () =>
     (deps.loadProfiles ?? loadProfiles)(options.configDir, { daemonUid: euid }),

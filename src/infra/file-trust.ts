@@ -57,7 +57,11 @@ export function fileProblems(path: string, st: Stats, rule: TrustRule): string[]
   return problems;
 }
 
-/** fileProblems for a path, plus its directory's writability; a missing file is named as such. */
+/**
+ * fileProblems for a path, plus directoryProblems for its directory (written
+ * by nobody but its owner, and not owned by the daemon's own account); a
+ * missing file is named as such.
+ */
 export function trustedFileProblems(path: string, rule: TrustRule): string[] {
   let st: Stats;
   try {
@@ -69,10 +73,8 @@ export function trustedFileProblems(path: string, rule: TrustRule): string[] {
   const problems = fileProblems(path, st, rule);
   const dir = dirname(path);
   try {
-    const dirSt = statSync(dir);
-    if ((dirSt.mode & 0o022) !== 0) {
-      problems.push(`directory ${dir} is writable by group or others (mode ${octal(dirSt.mode)})`);
-    }
+    // The directory as the profile directory is held: a daemon that owns it could swap the file.
+    problems.push(...directoryProblems(dir, statSync(dir), rule));
   } catch (err) {
     problems.push(`directory ${dir} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`);
   }

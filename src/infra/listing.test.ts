@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { countItemized, parseListing, saysAbsent } from "./listing.js";
+import { countItemized, parseListing, saysAbsent, unescapeName } from "./listing.js";
 
 /** Lines as rsync 3.x prints them for `--list-only -r`. */
 const SLASHED = [
@@ -69,5 +69,31 @@ describe("countItemized and saysAbsent", () => {
     ).toBe(false);
     expect(saysAbsent("rsync: connection unexpectedly closed")).toBe(false);
     expect(saysAbsent("No such file or directory")).toBe(false);
+  });
+});
+
+describe("names in a listing are bytes", () => {
+  it("decodes rsync's \\#ooo escapes as bytes, not as one character each", () => {
+    const out = [
+      "drwxr-xr-x           4096 2026/12/01 16:15:43 .",
+      "-rw-r--r--              1 2026/12/01 16:15:43 caf\\#303\\#251.txt",
+      "-rw-r--r--              1 2026/12/01 16:15:43 inv\\#377\\#376",
+      "-rw-r--r--              1 2026/12/01 16:15:43 nl\\#012x",
+      "-rw-r--r--              1 2026/12/01 16:15:43 x\\#134#101",
+      "-rw-r--r--              1 2026/12/01 16:15:43 back\\slash",
+      "-rw-r--r--              1 2026/12/01 16:15:43  sp ace ",
+      "",
+    ].join("\n");
+    const parsed = parseListing(out, "r1");
+    const names = parsed.ok ? [...parsed.listing.files.keys()].map((n) => Buffer.from(n, "latin1")) : [];
+    expect(names).toEqual([
+      Buffer.from("café.txt"),
+      Buffer.from([0x69, 0x6e, 0x76, 0xff, 0xfe]),
+      Buffer.from("nl\nx"),
+      Buffer.from("x\\#101"),
+      Buffer.from("back\\slash"),
+      Buffer.from(" sp ace "),
+    ]);
+    expect(unescapeName("caf\\#303\\#251")).toBe(Buffer.from("café").toString("latin1"));
   });
 });

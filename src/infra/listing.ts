@@ -1,11 +1,11 @@
-import type { TreeListing } from "./manifest.js";
+import { type TreeListing, toByteString } from "./manifest.js";
 
 /**
  * Reading what `rsync --list-only -r` prints about a run directory, and what
  * `--itemize-changes` prints about a transfer. rsync writes one entry per
  * line: the mode string, the size (digits grouped with `,` or `.`), date,
  * time and the name, with any non-printable byte of a name escaped as
- * `\#ooo`. Symlinks print ` -> target` after the name; they, devices and
+ * `\#ooo`; names come back as byte strings (manifest.ts). Symlinks print ` -> target` after the name; they, devices and
  * other special files are reported as `other`, never followed.
  */
 
@@ -20,8 +20,25 @@ interface ParsedListing extends TreeListing {
 
 export type ListingResult = { ok: true; listing: ParsedListing } | { ok: false; line: string };
 
-function unescapeName(name: string): string {
-  return name.replace(/\\#([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
+/**
+ * The bytes of a name rsync printed, as a byte string (one character per
+ * byte, see manifest.ts): each `\#ooo` is one byte, and the text between
+ * escapes is taken as the UTF-8 it was read as. rsync escapes every byte its
+ * C locale cannot print (all of 0x80..0xff, control characters) and a `\`
+ * that would read as an escape, so the decoding is exact.
+ */
+export function unescapeName(name: string): string {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (const match of name.matchAll(/\\#([0-7]{3})/g)) {
+    parts.push(
+      Buffer.from(name.slice(at, match.index), "utf8"),
+      Buffer.of(Number.parseInt(match[1] ?? "0", 8)),
+    );
+    at = match.index + match[0].length;
+  }
+  parts.push(Buffer.from(name.slice(at), "utf8"));
+  return toByteString(Buffer.concat(parts));
 }
 
 /**

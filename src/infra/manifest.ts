@@ -2,11 +2,62 @@ import { createHash } from "node:crypto";
 import { canonicalJson } from "../core/index.js";
 
 /**
+ * Names are bytes. A path here is a byte string: one character (U+0000..U+00FF)
+ * per byte of the name, exactly as the file system holds it, so names that
+ * are not UTF-8, or hold a newline or a backslash, compare byte for byte on
+ * both sides (the staged tree, the receiver's listing, the pulled copy).
+ * Nothing here decodes a name as text; toDisplayName does, for messages only.
+ */
+export function toByteString(bytes: Buffer): string {
+  return bytes.toString("latin1");
+}
+
+/** The bytes of a byte string (the path to hand to the file system). */
+export function fromByteString(name: string): Buffer {
+  return Buffer.from(name, "latin1");
+}
+
+/** A JavaScript string as a byte string of its UTF-8 encoding (a source root's base name). */
+export function utf8ByteString(text: string): string {
+  return toByteString(Buffer.from(text, "utf8"));
+}
+
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * A byte-string path as a person reads it: the UTF-8 text when the bytes are
+ * UTF-8, with control characters and `\` (and, when they are not UTF-8, every
+ * byte above 0x7f) written as rsync does, `\#ooo`. For messages and
+ * difference lists only: two names can never be told apart by this form alone
+ * being compared, and nothing compares it.
+ */
+export function toDisplayName(name: string): string {
+  const bytes = fromByteString(name);
+  let text: string | null;
+  try {
+    text = STRICT_UTF8.decode(bytes);
+  } catch {
+    text = null;
+  }
+  const octalEscape = (code: number) => `\\#${code.toString(8).padStart(3, "0")}`;
+  if (text !== null) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is escaped
+    return text.replace(/[\x00-\x1f\x7f\\]/g, (c) => octalEscape(c.charCodeAt(0)));
+  }
+  let out = "";
+  for (const byte of bytes)
+    out += byte >= 0x20 && byte < 0x7f && byte !== 0x5c ? String.fromCharCode(byte) : octalEscape(byte);
+  return out;
+}
+
+/**
  * The manifest of a snapshot (docs/infra-broker.md §Replication): every
  * directory and regular file of the staged copy, by path relative to the
  * staging root (`<root base name>/...`), sorted, with the size and SHA-256 of
  * each file. Its digest is the snapshot's id, so two snapshots of the same
- * bytes under the same names have the same id.
+ * bytes under the same names have the same id. Version 2 holds byte-string
+ * paths; version 1 (written before) held UTF-8 text, which only ever carried
+ * valid UTF-8 names and is read back as their bytes.
  */
 export interface ManifestFile {
   path: string;
@@ -15,7 +66,7 @@ export interface ManifestFile {
 }
 
 export interface Manifest {
-  version: 1;
+  version: 1 | 2;
   /** Base names of the source roots, in the profile's order. */
   roots: string[];
   directories: string[];
@@ -24,15 +75,20 @@ export interface Manifest {
   total_bytes: number;
 }
 
-/** Byte order of the UTF-8 encodings: the same order whatever the platform's collation. */
+/** Byte order of the names (byte strings compare by code unit, which is the byte): no collation. */
 function comparePaths(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, "utf8"), Buffer.from(b, "utf8"));
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
-export function buildManifest(roots: string[], directories: string[], files: ManifestFile[]): Manifest {
+export function buildManifest(
+  roots: string[],
+  directories: string[],
+  files: ManifestFile[],
+  version: Manifest["version"] = 2,
+): Manifest {
   const sortedFiles = [...files].sort((x, y) => comparePaths(x.path, y.path));
   return {
-    version: 1,
+    version,
     roots: [...roots],
     directories: [...directories].sort(comparePaths),
     files: sortedFiles,
@@ -105,9 +161,10 @@ export function compareWithManifest(manifest: Manifest, found: TreeListing): Com
   const listed: Difference[] = [];
   let bytes = 0;
   for (const d of all) {
-    bytes += Buffer.byteLength(d.path);
+    const path = toDisplayName(d.path);
+    bytes += Buffer.byteLength(path);
     if (listed.length === MAX_LISTED_DIFFERENCES || bytes > MAX_LISTED_BYTES) break;
-    listed.push(d);
+    listed.push({ path, kind: d.kind });
   }
   return { differences: listed, counts };
 }
@@ -129,8 +186,16 @@ export function parseManifest(text: string, expectedId: string): Manifest | null
     return null;
   }
   if (!isManifest(value)) return null;
-  const manifest = buildManifest(value.roots, value.directories, value.files);
-  return manifestDigest(manifest) === expectedId ? manifest : null;
+  const manifest = buildManifest(value.roots, value.directories, value.files, value.version);
+  if (manifestDigest(manifest) !== expectedId) return null;
+  if (manifest.version === 2) return manifest;
+  // Version 1 held the names as UTF-8 text: the same names, as their bytes.
+  return {
+    ...manifest,
+    roots: manifest.roots.map(utf8ByteString),
+    directories: manifest.directories.map(utf8ByteString),
+    files: manifest.files.map((f) => ({ ...f, path: utf8ByteString(f.path) })),
+  };
 }
 
 function isManifest(value: unknown): value is Manifest {
@@ -138,7 +203,7 @@ function isManifest(value: unknown): value is Manifest {
   const m = value as Record<string, unknown>;
   const strings = (v: unknown) => Array.isArray(v) && v.every((s) => typeof s === "string");
   return (
-    m.version === 1 &&
+    (m.version === 1 || m.version === 2) &&
     strings(m.roots) &&
     strings(m.directories) &&
     Array.isArray(m.files) &&

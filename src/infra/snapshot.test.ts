@@ -95,16 +95,27 @@ describe("takeSnapshot", () => {
     }
   });
 
-  it("refuses names rsync's listing could not carry back: control characters, backslashes, bytes not UTF-8", async () => {
-    writeFileSync(join(root, "new\nline"), "x");
-    expect((await takeSnapshot([root], roomy, dest)).ok).toBe(false);
-    rmSync(join(root, "new\nline"));
-    writeFileSync(join(root, "back\\slash"), "x");
-    expect((await takeSnapshot([root], roomy, mkdtempSync(join(dir, "d-")))).ok).toBe(false);
-    rmSync(join(root, "back\\slash"));
-    writeFileSync(Buffer.concat([Buffer.from(`${root}/latin1-`), Buffer.from([0xe9])]), "x");
-    const res = await takeSnapshot([root], roomy, mkdtempSync(join(dir, "d-")));
-    expect(!res.ok && res.message).toContain("not valid UTF-8");
+  it("keeps names as bytes: newlines, backslashes, bytes not UTF-8 are staged and listed as they are", async () => {
+    const names = [
+      Buffer.from("new\nline"),
+      Buffer.from("back\\slash"),
+      Buffer.concat([Buffer.from("latin1-"), Buffer.from([0xe9])]),
+      Buffer.from("café"),
+    ];
+    for (const name of names) writeFileSync(Buffer.concat([Buffer.from(`${root}/`), name]), "x");
+    const into = mkdtempSync(join(dir, "d-"));
+    const res = await takeSnapshot([root], roomy, into);
+    expect(res.ok).toBe(true);
+    const paths = res.ok ? res.manifest.files.map((f) => Buffer.from(f.path, "latin1")) : [];
+    for (const name of names) {
+      expect(paths.some((p) => p.equals(Buffer.concat([Buffer.from("www/"), name])))).toBe(true);
+      expect(readFileSync(Buffer.concat([Buffer.from(`${into}/www/`), name]), "utf8")).toBe("x");
+    }
+    // The staged copy hashes to the same byte names.
+    const again = await hashTree(join(into, "www"), roomy);
+    expect(again.ok && again.files.map((f) => f.path).sort()).toEqual(
+      res.ok ? res.manifest.files.map((f) => f.path.slice("www/".length)).sort() : [],
+    );
   });
 
   it("refuses roots that are not absolute and normalised, symlinks, missing, or share a base name", async () => {

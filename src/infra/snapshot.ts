@@ -1,7 +1,16 @@
 import { createHash } from "node:crypto";
 import { chmod, constants, type FileHandle, lstat, mkdir, open, opendir, rm, utimes } from "node:fs/promises";
 import { basename, isAbsolute, join, normalize } from "node:path";
-import { buildManifest, type Manifest, type ManifestFile, manifestDigest } from "./manifest.js";
+import {
+  buildManifest,
+  fromByteString,
+  type Manifest,
+  type ManifestFile,
+  manifestDigest,
+  toByteString,
+  toDisplayName,
+  utf8ByteString,
+} from "./manifest.js";
 
 /**
  * Walking a source tree into a broker-owned staging copy (docs/infra-broker.md
@@ -10,8 +19,9 @@ import { buildManifest, type Manifest, type ManifestFile, manifestDigest } from 
  * the equivalent of openat), so a directory swapped for a symlink during the
  * walk cannot lead it outside the root. Only directories and regular files
  * are accepted: a symlink of any kind, a device, fifo or socket refuses the
- * whole snapshot, as does a name that rsync's listing could not carry back
- * unambiguously (control characters, bytes that are not UTF-8). The walk is
+ * whole snapshot. Names are bytes (manifest.ts): read as Buffers, kept as
+ * byte strings, handed back to the file system as Buffers, so a name that is
+ * not UTF-8 or holds a newline is copied and listed as it is. The walk is
  * bounded by an entry count and a byte count, both checked before anything
  * over them is read.
  */
@@ -60,17 +70,22 @@ function changed(display: string): Refusal {
   return unsafe(`${display} changed while it was copied; take the snapshot again once it is still.`);
 }
 
-/** Names the staging copy and the listing can carry: UTF-8, no control characters, no separators. */
+/**
+ * A directory entry's name as a byte string. The kernel never returns a
+ * name with `/` or NUL, or `.`/`..` through readdir here; one would be a
+ * broken invariant of the walk, refused rather than followed.
+ */
 function checkName(raw: Buffer, where: string): string {
-  const name = raw.toString("utf8");
-  if (!Buffer.from(name, "utf8").equals(raw)) throw unsafe(`${where} holds a name that is not valid UTF-8.`);
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
-  if (/[\x00-\x1f\x7f\\]/.test(name) || name.includes("/") || name === "." || name === "..") {
-    throw unsafe(
-      `${where} holds the name ${JSON.stringify(name)}, which contains a control character or backslash`,
-    );
+  const name = toByteString(raw);
+  if (name === "" || name.includes("/") || name.includes("\0") || name === "." || name === "..") {
+    throw unsafe(`${where} holds the name ${JSON.stringify(toDisplayName(name))}, which is not a file name`);
   }
   return name;
+}
+
+/** A path under `base` (a path as the daemon was given it) to a byte-string relative path, as bytes. */
+function under(base: string, rel: string): Buffer {
+  return Buffer.concat([Buffer.from(`${base}/`, "utf8"), fromByteString(rel)]);
 }
 
 /**
@@ -111,8 +126,9 @@ interface Walk {
   dest: string | null;
 }
 
-function fdPath(handle: FileHandle, name?: string): string {
-  return name === undefined ? `/proc/self/fd/${handle.fd}` : `/proc/self/fd/${handle.fd}/${name}`;
+function fdPath(handle: FileHandle, name?: string): Buffer {
+  const dir = `/proc/self/fd/${handle.fd}`;
+  return name === undefined ? Buffer.from(dir) : under(dir, name);
 }
 
 function count(walk: Walk, display: string): void {
@@ -136,7 +152,7 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
   try {
     for await (const entry of listing) {
       const name = checkName(entry.name as unknown as Buffer, display);
-      count(walk, `${display}/${name}`);
+      count(walk, `${display}/${toDisplayName(name)}`);
       names.push(name);
     }
   } finally {
@@ -145,8 +161,8 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
   names.sort();
   for (const name of names) {
     const childRel = rel === "" ? name : `${rel}/${name}`;
-    const childDisplay = shown(`${display}/${name}`);
-    if (Buffer.byteLength(childRel) > MAX_PATH_BYTES) {
+    const childDisplay = shown(`${display}/${toDisplayName(name)}`);
+    if (childRel.length > MAX_PATH_BYTES) {
       throw new Refusal("LIMIT_EXCEEDED", `${childDisplay} is a longer path than ${MAX_PATH_BYTES} bytes.`);
     }
     // lstat through the directory's descriptor first: a device is never opened (opening one can act on it).
@@ -174,8 +190,8 @@ async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: 
       if (stat.isDirectory()) {
         walk.directories.push(childRel);
         if (walk.dest !== null) {
-          await mkdir(join(walk.dest, childRel), { mode: 0o700 });
-          await chmod(join(walk.dest, childRel), keptMode(stat.mode, 0o700));
+          await mkdir(under(walk.dest, childRel), { mode: 0o700 });
+          await chmod(under(walk.dest, childRel), keptMode(stat.mode, 0o700));
         }
         await walkDirectory(walk, child, childRel, childDisplay, depth + 1);
       } else {
@@ -208,7 +224,7 @@ async function copyFile(
     );
   }
   const hash = createHash("sha256");
-  const target = walk.dest === null ? null : await open(join(walk.dest, rel), CREATE_FLAGS, 0o600);
+  const target = walk.dest === null ? null : await open(under(walk.dest, rel), CREATE_FLAGS, 0o600);
   const buffer = Buffer.alloc(Math.min(CHUNK, Math.max(size, 1) + 1));
   let read = 0;
   try {
@@ -234,7 +250,7 @@ async function copyFile(
   }
   if (walk.dest !== null) {
     const when = new Date(mtimeMs);
-    await utimes(join(walk.dest, rel), when, when);
+    await utimes(under(walk.dest, rel), when, when);
   }
   walk.bytes += size;
   walk.files.push({ path: rel, size, sha256: hash.digest("hex") });
@@ -260,7 +276,7 @@ function rootProblem(roots: readonly string[]): string | null {
 async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: string | null) {
   const walk: Walk = { limits, entries: 0, bytes: 0, directories: [], files: [], dest };
   for (const root of roots) {
-    const base = basename(root);
+    const base = utf8ByteString(basename(root));
     let handle: FileHandle;
     try {
       handle = await open(root, DIR_FLAGS);
@@ -274,7 +290,7 @@ async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: str
     try {
       count(walk, shown(root));
       walk.directories.push(base);
-      if (dest !== null) await mkdir(join(dest, base), { mode: 0o700 });
+      if (dest !== null) await mkdir(under(dest, base), { mode: 0o700 });
       await walkDirectory(walk, handle, base, shown(root), 1);
     } finally {
       await handle.close();
@@ -298,7 +314,7 @@ export async function takeSnapshot(
   try {
     const walk = await walkRoots(roots, limits, dest);
     const manifest = buildManifest(
-      roots.map((r) => basename(r)),
+      roots.map((r) => utf8ByteString(basename(r))),
       walk.directories,
       walk.files,
     );

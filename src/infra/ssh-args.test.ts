@@ -248,3 +248,42 @@ describe("toDetail", () => {
     expect(detail.endsWith("the last line")).toBe(true);
   });
 });
+
+describe("classifyFailure reads names as names", () => {
+  const profile = {
+    host: "127.0.0.1",
+    port: 2222,
+    user: "deploy",
+    knownHostsFile: "/etc/pin",
+    credentialId: "backup-key",
+    limits: { timeoutSeconds: 30 },
+  } as unknown as Profile;
+  const cut =
+    "created 2 directories for backups/runs/r1\n.d..t...... ./\ncd+++++++++ site/\n<f+++++++++ site/Permission denied (publickey)\n<f+++++++++ site/deploy@h: Permission denied (publickey).\n<f+++++++++ site/blob\nclient_loop: send disconnect: Broken pipe\nrsync: [sender] write error: Broken pipe (32)\n";
+
+  it("a write rsync itemized before it was cut is WRITE_INTERRUPTED, whatever its names spell", () => {
+    const result = classifyFailure(cut, {
+      profile,
+      exitCode: 255,
+      timedOut: false,
+      write: true,
+      missingCode: "RECEIVER_REFUSED",
+      what: "the copy",
+    });
+    expect(result).toMatchObject({ code: "WRITE_INTERRUPTED", interrupted: true });
+  });
+
+  it("a listing entry named like ssh's refusal is not ssh's refusal", () => {
+    const listing =
+      "-rw-r--r--          5 2026/12/04 08:00:00 deploy@h: Permission denied (publickey).\nrsync: connection unexpectedly closed (0 bytes received so far) [receiver]\n";
+    const result = classifyFailure(listing, {
+      profile,
+      exitCode: 12,
+      timedOut: false,
+      write: false,
+      missingCode: "RUN_NOT_FOUND",
+      what: "listing runs/r1",
+    });
+    expect(result.code).toBe("TRANSFER_FAILED");
+  });
+});

@@ -149,95 +149,139 @@ export interface FailureContext {
   what: string;
 }
 
-const PIN_UNKNOWN = /No \S+ host key is known for/;
-const PIN_MISMATCH = /REMOTE HOST IDENTIFICATION HAS CHANGED|Host key verification failed/;
+/*
+ * ssh's and rrsync's messages, each matched against a whole line of its own
+ * (see messageLines): a file name rsync prints in an itemized or listed line
+ * can hold any of these words, and must never be read as ssh speaking.
+ */
+const PIN_UNKNOWN = /^No \S+ host key is known for /;
+const PIN_MISMATCH = /^@+ +WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED|^Host key verification failed\./;
 /** Failures to open the connection at all: nothing can have been written. */
 const UNREACHABLE =
-  /ssh: connect to host \S+ port \d+: |ssh: Could not resolve hostname|Connection timed out during banner exchange|kex_exchange_identification|Name or service not known|Temporary failure in name resolution/;
+  /^ssh: connect to host \S+ port \d+: |^ssh: Could not resolve hostname |^Connection timed out during banner exchange|^kex_exchange_identification: /;
 /** A connection lost at any stage, the middle of a transfer included. */
-const LOST = /Connection closed by \S+ port \d+|Connection reset by \S+ port \d+|Broken pipe/;
-const KEY_UNUSABLE = /Load key "[^"]*": /;
-const KEY_REFUSED = /Permission denied \([a-z,-]+\)/;
-const RECEIVER = /rrsync error: (.*)/;
+const LOST = /^Connection (closed|reset) by \S+ port \d+|^client_loop: .*Broken pipe|^rsync: .*Broken pipe/;
+const KEY_UNUSABLE = /^Load key "[^"]*": /;
+const KEY_REFUSED = /^(\S+@\S+: )?Permission denied \([a-z,-]+\)\.?$/;
+const RECEIVER = /^(?:\S*\/)?rrsync error: (.*)/;
 const MISSING = /No such file or directory/;
 
 /**
- * Map what ssh/rsync printed to an outcome code. The failures that can
- * only happen before rsync starts (no route, pin, key, rrsync's refusal)
- * are never `interrupted`; any other failure of a write, a lost connection,
- * a timeout or a signal during one included, may have left part of it on
- * the receiver.
+ * A line of rsync's `--itemize-changes` output (`<f+++++++++ name`,
+ * `cd+++++++++ dir/`, `.d..t...... ./`): eleven characters of rsync's own,
+ * a space, then a name. rsync escapes a newline in a name (`\#012`), so a
+ * name never starts a line of its own.
+ */
+const ITEMIZED = /^[<>ch.*][fdLDS][^ ]{9} /;
+/** `created directory X`, or `created N directories for X` (--mkpath): rsync made the path. */
+const CREATED = /^created (directory |\d+ directories for )/;
+
+function outputLines(output: string): string[] {
+  return output.split(/\r?\n/).map((line) => line.replace(/\r$/, ""));
+}
+
+/**
+ * Whether rsync itself reported a change on the receiver before it stopped:
+ * an itemized line or a directory it created. Read from the shape of rsync's
+ * own lines, never from words a file name could hold.
+ */
+function rsyncReportedWrite(output: string): boolean {
+  return outputLines(output).some((line) => ITEMIZED.test(line) || CREATED.test(line));
+}
+
+/** The lines ssh, rsync or rrsync wrote as messages: everything but itemized and listed entries. */
+function messageLines(output: string): string[] {
+  return outputLines(output).filter((line) => !ITEMIZED.test(line) && !LISTED.test(line));
+}
+
+/** A `--list-only` entry: mode string, size, date, time, name. */
+const LISTED = /^[-dlcbps][-rwxsStT]{9}[+.@]? +[0-9][0-9,.]* \d{4}\/\d{2}\/\d{2} \d{2}:\d{2}:\d{2} /;
+
+function findLine(lines: readonly string[], pattern: RegExp): string | null {
+  return lines.find((line) => pattern.test(line)) ?? null;
+}
+
+/**
+ * Map what ssh/rsync printed to an outcome code. A write that rsync says
+ * changed anything on the receiver (an itemized line, a created directory) is
+ * decided first: it is `interrupted` whatever else the output holds, since
+ * the names it carries can spell any message. Otherwise the failures that can
+ * only happen before rsync starts (no route, pin, key, rrsync's refusal) are
+ * never `interrupted`, read from ssh's and rrsync's own message lines; any
+ * other failure of a write, a lost connection, a timeout or a signal during
+ * one included, may have left part of it on the receiver.
  */
 export function classifyFailure(output: string, ctx: FailureContext): Failure {
   const where = `${endpoint(ctx.profile)} (${ctx.what})`;
   const pin = ctx.profile.knownHostsFile;
-  if (PIN_UNKNOWN.test(output)) {
+  if (ctx.write && rsyncReportedWrite(output)) return interruptedWrite(ctx, where);
+  const lines = messageLines(output);
+  if (findLine(lines, PIN_UNKNOWN) !== null) {
     return failure("PIN_MISSING", `the pin file ${pin} has no key for ${where}; nothing was sent`);
   }
-  if (PIN_MISMATCH.test(output)) {
+  if (findLine(lines, PIN_MISMATCH) !== null) {
     return failure(
       "PIN_CHANGED",
       `the host key of ${where} does not match the pin in ${pin}; the connection was refused and the pin is never updated automatically`,
     );
   }
-  if (UNREACHABLE.test(output)) {
-    return failure("NETWORK_FAILURE", `could not reach ${where}: ${firstMatchLine(output, UNREACHABLE)}`);
+  const unreachable = findLine(lines, UNREACHABLE);
+  if (unreachable !== null) {
+    return failure("NETWORK_FAILURE", `could not reach ${where}: ${unreachable.trim().slice(0, 300)}`);
   }
-  if (KEY_UNUSABLE.test(output)) {
+  if (findLine(lines, KEY_UNUSABLE) !== null) {
     return failure(
       "CREDENTIAL_UNAVAILABLE",
       `ssh could not use the key of credential ${ctx.profile.credentialId}`,
     );
   }
-  if (KEY_REFUSED.test(output)) {
+  if (findLine(lines, KEY_REFUSED) !== null) {
     return failure(
       "CREDENTIAL_REJECTED",
       `${where} refused the key of credential ${ctx.profile.credentialId} (Permission denied)`,
     );
   }
-  const receiver = RECEIVER.exec(output);
-  if (receiver !== null) {
-    const reason = (receiver[1] ?? "").trim().slice(0, 300);
+  const receiverLine = findLine(lines, RECEIVER);
+  if (receiverLine !== null) {
+    const reason = (RECEIVER.exec(receiverLine)?.[1] ?? "").trim().slice(0, 300);
     if (MISSING.test(reason)) {
       return failure(ctx.missingCode, `${where}: the path does not exist on the receiver`);
     }
     return failure("RECEIVER_REFUSED", `the receiver's rrsync refused ${ctx.what}: ${reason}`);
   }
+  if (ctx.write) return interruptedWrite(ctx, where);
   const seconds = ctx.profile.limits.timeoutSeconds;
-  if (ctx.write) {
-    const why = ctx.timedOut
-      ? `was stopped after the profile's ${seconds} s limit`
-      : ctx.exitCode !== null && ctx.exitCode < 0
-        ? `was killed by signal ${-ctx.exitCode}`
-        : `failed (exit ${ctx.exitCode ?? "none"})`;
-    return {
-      code: "WRITE_INTERRUPTED",
-      message: `${ctx.what} to ${where} ${why} after it may have written; the run's state on the receiver is unknown`,
-      interrupted: true,
-    };
-  }
   if (ctx.timedOut) {
     return failure("NETWORK_FAILURE", `${where} did not answer within the profile's ${seconds} s limit`);
   }
-  if (LOST.test(output)) {
-    return failure("NETWORK_FAILURE", `the connection to ${where} was lost: ${firstMatchLine(output, LOST)}`);
+  const lost = findLine(lines, LOST);
+  if (lost !== null) {
+    return failure("NETWORK_FAILURE", `the connection to ${where} was lost: ${lost.trim().slice(0, 300)}`);
   }
   return failure(
     "TRANSFER_FAILED",
-    `${ctx.what} with ${where} failed (exit ${ctx.exitCode ?? "none"}): ${lastLine(output)}`,
+    `${ctx.what} with ${where} failed (exit ${ctx.exitCode ?? "none"}): ${lastLine(lines)}`,
   );
+}
+
+function interruptedWrite(ctx: FailureContext, where: string): Failure {
+  const why = ctx.timedOut
+    ? `was stopped after the profile's ${ctx.profile.limits.timeoutSeconds} s limit`
+    : ctx.exitCode !== null && ctx.exitCode < 0
+      ? `was killed by signal ${-ctx.exitCode}`
+      : `failed (exit ${ctx.exitCode ?? "none"})`;
+  return {
+    code: "WRITE_INTERRUPTED",
+    message: `${ctx.what} to ${where} ${why} after it may have written; the run's state on the receiver is unknown`,
+    interrupted: true,
+  };
 }
 
 function failure(code: OutcomeCode, message: string): Failure {
   return { code, message, interrupted: false };
 }
 
-function firstMatchLine(output: string, pattern: RegExp): string {
-  const line = output.split(/\r?\n/).find((l) => pattern.test(l)) ?? "";
-  return line.trim().slice(0, 300);
-}
-
-function lastLine(output: string): string {
-  const lines = output.split(/\r?\n/).filter((l) => l.trim() !== "");
-  return (lines[lines.length - 1] ?? "no output").trim().slice(0, 300);
+function lastLine(lines: readonly string[]): string {
+  const kept = lines.filter((l) => l.trim() !== "");
+  return (kept[kept.length - 1] ?? "no output").trim().slice(0, 300);
 }

@@ -2,7 +2,13 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { Ledger } from "./ledger.js";
 import { parseListing } from "./listing.js";
-import { type Comparison, compareWithManifest, MAX_LISTED_DIFFERENCES, type Manifest } from "./manifest.js";
+import {
+  type Comparison,
+  compareWithManifest,
+  MAX_LISTED_DIFFERENCES,
+  type Manifest,
+  toDisplayName,
+} from "./manifest.js";
 import { isAbsent, remoteFailure, runPath } from "./runs.js";
 import { hashTree, removeTree } from "./snapshot.js";
 import type { InfraContext, OpResult, Profile } from "./types.js";
@@ -66,7 +72,7 @@ export async function verifyRun(
   for (const path of listing.other) {
     sizes.counts.type += 1;
     if (sizes.differences.length < MAX_LISTED_DIFFERENCES && path.length <= 1024) {
-      sizes.differences.push({ path, kind: "type" });
+      sizes.differences.push({ path: toDisplayName(path), kind: "type" });
     }
   }
   // Names, types and sizes are in the listing: a difference there needs no download to be certain.

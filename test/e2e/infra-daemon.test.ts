@@ -487,6 +487,30 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker start-up refusals", ()
     });
   }
 
+  it("removes a key copy a crashed broker left before anything can refuse the start", async () => {
+    const dirs = fresh("stale-key");
+    const stale = join(dirs.stateDir, ".ssh-home-crashed");
+    mkdirSync(stale, { mode: 0o700 });
+    writeFileSync(join(stale, "id"), fx.keyText(), { mode: 0o600 });
+    chownSync(stale, fx.daemonUser.uid, fx.daemonUser.gid);
+    chownSync(join(stale, "id"), fx.daemonUser.uid, fx.daemonUser.gid);
+    // The start is refused later, at the profiles: the key copy must already be gone.
+    const daemon = await fx.startDaemon({
+      expectExit: true,
+      replaceArgs: [
+        "--config",
+        join(fx.root, "no-such-profiles"),
+        "--socket",
+        dirs.socket,
+        "--state",
+        dirs.stateDir,
+      ],
+    });
+    expect(daemon.child.exitCode).toBe(2);
+    expect(daemon.stderr()).toContain("cannot read the profiles");
+    expect(existsSync(stale)).toBe(false);
+  });
+
   it("refuses to start as root", async () => {
     const dirs = fresh("root");
     chownSync(dirs.runDir, 0, 0);

@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cryptoIds, RelayError, silentLogger, systemClock } from "../../src/core/index.js";
 import { createProcessRunner, type ProcessRequest, type ProcessRunner } from "../../src/exec/index.js";
 import { createRemote, loadProfiles, type RemoteOptions } from "../../src/infra/index.js";
+import { createOperations } from "../../src/infra/operations.js";
 import { describeIssues, profileFileSchema } from "../../src/infra/profile-schema.js";
 import type { Profile, Remote, RemoteResult } from "../../src/infra/types.js";
 import { createInfraFixture, INFRA_SKIP_REASON, type InfraFixture } from "../fixtures/infra.js";
@@ -303,6 +304,25 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     }
   });
 
+  it.skipIf(process.geteuid?.() !== 0)(
+    "preflight: a pin in a directory the daemon's account owns is refused",
+    async () => {
+      // The daemon (uid 4242 here) could replace a file in a directory it owns, whoever owns the file.
+      const daemonDir = join(base, "daemon-pins");
+      mkdirSync(daemonDir, { mode: 0o755 });
+      chownSync(daemonDir, 4242, 4242);
+      const swapped = join(daemonDir, "known_hosts");
+      writeFileSync(swapped, readFileSync(pin), { mode: 0o644 });
+      const asDaemon = makeRemote({ daemonUid: 4242 });
+      expect(await record(asDaemon.preflight({ ...profile, knownHostsFile: swapped }))).toMatchObject({
+        ok: false,
+        code: "PROFILE_INVALID",
+        message: expect.stringMatching(/directory \S+daemon-pins is owned by the daemon's own uid 4242/),
+      });
+      expect(await record(asDaemon.preflight(profile))).toMatchObject({ ok: true });
+    },
+  );
+
   it("probe connects, passes rrsync and lists the remote root", async () => {
     const result = await record(remote.probe(profile));
     expect(result).toMatchObject({ ok: true });
@@ -422,7 +442,7 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     const loose = await record(remote.probe({ ...profile, credentialId: "loose-key" }));
     expect(loose).toMatchObject({ ok: false, code: "CREDENTIAL_UNAVAILABLE" });
     expect(loose.ok || loose.message).toBe(
-      `the key ${join(creds, "loose-key")} has mode 0644; only 0600 or 0400 is accepted`,
+      `the key ${join(creds, "loose-key")} has mode 0644; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
     );
     expect(await record(remote.preflight({ ...profile, credentialId: "loose-key" }))).toMatchObject({
       code: "CREDENTIAL_UNAVAILABLE",
@@ -591,6 +611,125 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     expect(await record(remote.probe(profile))).toMatchObject({ ok: true });
   });
 
+  /** The operations of the daemon over this real transport, with a ledger of their own. */
+  function realOperations(name: string) {
+    const ledgerDir = join(base, `ops-${name}`);
+    mkdirSync(ledgerDir, { mode: 0o700 });
+    const ops = createOperations({
+      remote: makeRemote(),
+      stateDir: ledgerDir,
+      runner: recorder.runner,
+      clock: systemClock,
+      ids: cryptoIds,
+      logger: silentLogger,
+    });
+    const runRecord = (runId: string) =>
+      JSON.parse(
+        readFileSync(join(ledgerDir, "replication", "runs", profile.id, runId, "run.json"), "utf8"),
+      ) as { replication: { state: string } | null };
+    return { ops, runRecord };
+  }
+
+  /** Every entry under `root` by its relative path as bytes (latin1 keeps them), with a hash for files. */
+  function byteTree(root: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    const walk = (dir: Buffer, rel: string) => {
+      for (const name of readdirSync(dir, { encoding: "buffer" })) {
+        const path = Buffer.concat([dir, Buffer.from("/"), name]);
+        const key = `${rel}${name.toString("latin1")}`;
+        if (lstatSync(path).isDirectory()) {
+          out[`${key}/`] = "dir";
+          walk(path, `${key}/`);
+        } else out[key] = createHash("sha256").update(readFileSync(path)).digest("hex");
+      }
+    };
+    walk(Buffer.from(root), "");
+    return out;
+  }
+
+  it("names are bytes: a tree of hostile names survives dry run, replicate and verify (ok)", async () => {
+    const hostile = join(base, "hostile", "site");
+    mkdirSync(join(hostile, "répertoire"), { recursive: true });
+    const names: Array<string | Buffer> = [
+      "café.txt",
+      Buffer.from([0x69, 0x6e, 0x76, 0xff, 0xfe, 0x2e, 0x62, 0x69, 0x6e]), // "inv\xff\xfe.bin", not UTF-8
+      Buffer.from([0x6c, 0x61, 0x74, 0x69, 0x6e, 0xe9]), // "latin" + Latin-1 é: the mojibake of café's é
+      "new\nline",
+      "back\\slash",
+      "x\\#101",
+      "#hash",
+      "-dash",
+      " sp ace ",
+      "tab\tx",
+      "répertoire/ü-日本.bin",
+    ];
+    names.forEach((name, i) => {
+      const path =
+        typeof name === "string"
+          ? Buffer.from(join(hostile, name))
+          : Buffer.concat([Buffer.from(`${hostile}/`), name]);
+      writeFileSync(path, `content ${i}\n`);
+    });
+    const hostileProfile: Profile = { ...profile, sourceRoots: [hostile] };
+    const { ops } = realOperations("hostile");
+    const dry = await ops.dryRun(hostileProfile, "hostile-1");
+    expect(dry).toMatchObject({ code: "OK", data: { files: names.length } });
+    const written = await ops.replicate(hostileProfile, "hostile-1", "hostile-key-1");
+    expect(written).toMatchObject({ code: "OK" });
+    expect(byteTree(join(receiver, "backups", "runs", "hostile-1", "site"))).toEqual(byteTree(hostile));
+    const verified = await ops.verify(hostileProfile, "hostile-1");
+    expect({ code: verified.code, data: verified.data }).toMatchObject({ code: "OK" });
+
+    // A byte changed in one name on the receiver is one name missing and one extra, never a match.
+    const runSite = join(receiver, "backups", "runs", "hostile-1", "site");
+    execFileSync("mv", ["--", join(runSite, "café.txt"), join(runSite, "cafe\u0301.txt")]);
+    const changed = await ops.verify(hostileProfile, "hostile-1");
+    expect(changed).toMatchObject({
+      code: "VERIFY_FAILED",
+      data: { difference_counts: { missing: 1, extra: 1 } },
+    });
+    // Differences are shown as text where the bytes are UTF-8.
+    expect(changed.data?.differences).toEqual(
+      expect.arrayContaining([
+        { path: "site/café.txt", kind: "missing" },
+        { path: "site/cafe\u0301.txt", kind: "extra" },
+      ]),
+    );
+    expect(readdirSync(join(base, "ops-hostile", "replication", "scratch"))).toEqual([]);
+  });
+
+  it("a copy cut part way after a file named like ssh's refusal is WRITE_INTERRUPTED, and the run is unknown", async () => {
+    const cut = join(base, "cut-source", "site");
+    mkdirSync(cut, { recursive: true });
+    // Sorted first ('P' < 'b'), so its itemized line is printed before the cut.
+    writeFileSync(join(cut, "Permission denied (publickey)"), "sent before the cut\n");
+    const fd = openSync(join(cut, "blob"), "w");
+    ftruncateSync(fd, 512 * 1024 ** 2);
+    closeSync(fd);
+    const cutProfile: Profile = {
+      ...profile,
+      sourceRoots: [cut],
+      limits: { ...profile.limits, transferBytes: 1024 ** 3 },
+    };
+    const { ops, runRecord } = realOperations("cut");
+    expect(await ops.dryRun(cutProfile, "cut-1")).toMatchObject({ code: "OK" });
+    const target = join(receiver, "backups", "runs", "cut-1", "site");
+    const pending = ops.replicate(cutProfile, "cut-1", "cut-key-0001");
+    const deadline = Date.now() + 30_000;
+    // Cut once the first file is in place and the blob is on its way.
+    while (Date.now() < deadline) {
+      if (existsSync(target) && readdirSync(target).some((n) => n.startsWith(".blob."))) break;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    expect(existsSync(join(target, "Permission denied (publickey)"))).toBe(true);
+    sshd.dropConnections();
+    const result = await pending;
+    expect(result).toMatchObject({ code: "WRITE_INTERRUPTED", data: { run_id: "cut-1" } });
+    expect(result.data?.cause_code).not.toBe("CREDENTIAL_REJECTED");
+    expect(runRecord("cut-1").replication).toMatchObject({ state: "unknown" });
+    rmSync(join(base, "cut-source"), { recursive: true, force: true });
+  }, 60_000);
+
   it("the key's bytes are in no result and nothing of the key is left in the state directory", () => {
     const text = JSON.stringify(results);
     for (const line of keyLines) expect(text).not.toContain(line);
@@ -724,5 +863,82 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
       const content = readFileSync(file, "latin1");
       for (const line of keyLines) expect(content).not.toContain(line);
     }
+  });
+
+  it("reads the key as systemd's LoadCredential= hands it over: root's 0400 file with an ACL for the daemon", () => {
+    if (!existsSync("/usr/bin/setfacl")) throw new Error("setfacl is missing: apt-get install acl");
+    // What systemd does for a service with User=: root owns the directory (0500) and the file (0400), and
+    // an ACL entry for the service's uid grants r-x on the one and r on the other.
+    const creds = join(infra.root, "systemd-credentials");
+    mkdirSync(creds, { mode: 0o500 });
+    const key = join(creds, infra.credentialId);
+    writeFileSync(key, infra.keyText(), { mode: 0o400 });
+    chmodSync(key, 0o400);
+    execFileSync("/usr/bin/setfacl", ["-m", `u:${infra.daemonUser.uid}:rx`, creds]);
+    execFileSync("/usr/bin/setfacl", ["-m", `u:${infra.daemonUser.uid}:r`, key]);
+    expect(statSync(key).mode & 0o7777).toBe(0o440);
+    expect(statSync(key).uid).toBe(0);
+    const pullInto = join(infra.stateDir, "pulled-acl");
+    mkdirSync(pullInto);
+    chownSync(pullInto, infra.daemonUser.uid, infra.daemonUser.gid);
+    const out = execFileSync(
+      "/usr/sbin/runuser",
+      [
+        "-u",
+        infra.daemonUser.name,
+        "--",
+        process.execPath,
+        "--input-type=module",
+        "-e",
+        DRIVER,
+        join(REPO_ROOT, "dist"),
+        infra.configDir,
+        infra.stateDir,
+        creds,
+        "r-acl",
+        pullInto,
+      ],
+      { encoding: "utf8", env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8" } },
+    );
+    const report = JSON.parse(out) as { results: Record<string, RemoteResult> };
+    for (const [name, result] of Object.entries(report.results)) {
+      expect({ name, ok: result.ok, ...(result.ok ? {} : { message: result.message }) }).toEqual({
+        name,
+        ok: true,
+      });
+    }
+    expect(hashes(join(infra.receiverDir, "runs", "r-acl"))).toEqual(hashes(infra.sourceDir));
+
+    // One entry more (another user may read it too) and the same key is refused.
+    execFileSync("/usr/bin/setfacl", ["-m", `u:${infra.clientUser.uid}:r`, key]);
+    const pullAgain = join(infra.stateDir, "pulled-acl2");
+    mkdirSync(pullAgain);
+    chownSync(pullAgain, infra.daemonUser.uid, infra.daemonUser.gid);
+    const refused = JSON.parse(
+      execFileSync(
+        "/usr/sbin/runuser",
+        [
+          "-u",
+          infra.daemonUser.name,
+          "--",
+          process.execPath,
+          "--input-type=module",
+          "-e",
+          DRIVER,
+          join(REPO_ROOT, "dist"),
+          infra.configDir,
+          infra.stateDir,
+          creds,
+          "r-acl2",
+          pullAgain,
+        ],
+        { encoding: "utf8", env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8" } },
+      ),
+    ) as { results: Record<string, RemoteResult> };
+    expect(refused.results.preflight).toMatchObject({
+      ok: false,
+      code: "CREDENTIAL_UNAVAILABLE",
+      message: expect.stringMatching(/has mode 0440 with the ACL user::r--,user:\d+:r--,user:\d+:r--/),
+    });
   });
 });

@@ -1,0 +1,96 @@
+import { createRequire } from "node:module";
+
+/**
+ * Reading a file's POSIX access ACL as the kernel stores it: the extended
+ * attribute `system.posix_acl_access`, read with lgetxattr(2) through koffi
+ * (as src/proc/libc.ts binds its libc calls). No process is started and no
+ * text of getfacl's is parsed: the bytes are the kernel's own
+ * (`struct posix_acl_xattr_header` then `posix_acl_xattr_entry`s, little
+ * endian), read without following a link.
+ */
+
+/** One entry: its tag, its rwx bits, and the uid or gid of a named entry (null for the others). */
+export interface AclEntry {
+  tag: AclTag;
+  perm: number;
+  id: number | null;
+}
+
+type AclTag = "user_obj" | "user" | "group_obj" | "group" | "mask" | "other";
+
+/** The ACL, or null when the file has none beyond its mode bits; a sentence when it cannot be read. */
+export type AclLookup = { ok: true; entries: AclEntry[] | null } | { ok: false; message: string };
+
+const XATTR_NAME = "system.posix_acl_access";
+const POSIX_ACL_XATTR_VERSION = 2;
+const HEADER_BYTES = 4;
+const ENTRY_BYTES = 8;
+/** Far more than any ACL here holds; a longer one is refused rather than read in part. */
+const MAX_ACL_BYTES = 4096;
+const ENODATA = 61;
+const ENOTSUP = 95;
+const TAGS: Readonly<Record<number, AclTag>> = {
+  1: "user_obj",
+  2: "user",
+  4: "group_obj",
+  8: "group",
+  16: "mask",
+  32: "other",
+};
+
+interface Xattr {
+  lgetxattr(path: string, name: string, value: Buffer, size: number): number;
+  errno(): number;
+}
+
+let bound: Xattr | null | undefined;
+
+function xattr(): Xattr | null {
+  if (bound !== undefined) return bound;
+  bound = null;
+  if (process.platform !== "linux") return bound;
+  try {
+    const koffi = createRequire(import.meta.url)("koffi") as typeof import("koffi");
+    const lib = koffi.load("libc.so.6");
+    const lgetxattr = lib.func(
+      "long lgetxattr(const char *path, const char *name, _Out_ uint8_t *value, size_t size)",
+    );
+    bound = { lgetxattr, errno: () => koffi.errno() };
+  } catch {
+    // No koffi build for this platform, or no glibc: ACLs cannot be read, and a caller refuses.
+  }
+  return bound;
+}
+
+/** Parse the value of `system.posix_acl_access`; null when it is not one. */
+function parseAclXattr(value: Buffer): AclEntry[] | null {
+  if (value.length < HEADER_BYTES || (value.length - HEADER_BYTES) % ENTRY_BYTES !== 0) return null;
+  if (value.readUInt32LE(0) !== POSIX_ACL_XATTR_VERSION) return null;
+  const entries: AclEntry[] = [];
+  for (let at = HEADER_BYTES; at < value.length; at += ENTRY_BYTES) {
+    const tag = TAGS[value.readUInt16LE(at)];
+    if (tag === undefined) return null;
+    const named = tag === "user" || tag === "group";
+    entries.push({ tag, perm: value.readUInt16LE(at + 2), id: named ? value.readUInt32LE(at + 4) : null });
+  }
+  return entries;
+}
+
+/** The access ACL of `path` (not following a link). */
+export function readAccessAcl(path: string): AclLookup {
+  const lib = xattr();
+  if (lib === null) {
+    return { ok: false, message: `the ACL of ${path} cannot be read here (no getxattr through koffi)` };
+  }
+  const value = Buffer.alloc(MAX_ACL_BYTES);
+  const size = lib.lgetxattr(path, XATTR_NAME, value, value.length);
+  if (size < 0) {
+    const errno = lib.errno();
+    // No attribute, or a file system without ACLs: the mode bits are the whole story.
+    if (errno === ENODATA || errno === ENOTSUP) return { ok: true, entries: null };
+    return { ok: false, message: `the ACL of ${path} cannot be read (errno ${errno})` };
+  }
+  const entries = parseAclXattr(value.subarray(0, size));
+  if (entries === null) return { ok: false, message: `the ACL of ${path} is not one this broker can read` };
+  return { ok: true, entries };
+}
