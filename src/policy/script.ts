@@ -56,6 +56,12 @@ export interface ParsedScript {
   commandRanges: [number, number][];
   /** Assignments that are statements of their own (`PATH=/x`), in force for the commands after them. */
   assigns: { name: string; value: Word }[];
+  /**
+   * An arithmetic expansion or command holds a name or an expansion (`$((x+1))`, `$(($n))`,
+   * `((reboot))`): bash evaluates a variable's value again as arithmetic, where `a[$(cmd)]` runs
+   * cmd, and a login shell such as fish runs `(reboot)` as a command.
+   */
+  arithmeticNames: boolean;
 }
 
 /** A top-level command with no redirections, pipe or stdin: what a plain line or a program's call amounts to. */
@@ -73,5 +79,6 @@ export function flatScript(units: Unit[]): ParsedScript {
     dataRanges: [],
     commandRanges: [],
     assigns: [],
+    arithmeticNames: false,
   };
 }

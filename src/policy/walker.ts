@@ -39,6 +39,50 @@ const LEAF_TYPES = new Set([
   "ansi_c_string",
 ]);
 
+/** A name, an expansion or a substitution: what arithmetic evaluates again, or what fish would run. */
+const ARITHMETIC_NAME = /[A-Za-z_$`]/;
+
+/**
+ * Whether bash evaluates a name or an expansion as arithmetic here: `$((…))`, `((…))`, a C-style
+ * for loop, an array subscript, or an operand of a numeric comparison in `[[ … ]]` (`-eq`, `-lt`,
+ * …). A variable's value is evaluated again there, and `a[$(cmd)]` in it runs cmd.
+ */
+function arithmeticName(node: SyntaxNode, text: (n: SyntaxNode) => string): boolean {
+  switch (node.type) {
+    case "arithmetic_expansion":
+    case "c_style_for_statement":
+      return ARITHMETIC_NAME.test(
+        text(node)
+          .replace(/^\$?\(\(|\)\)$/g, "")
+          .replace(/^for\b|\bdo\b[\s\S]*$/g, ""),
+      );
+    case "compound_statement":
+      return node.children[0]?.type === "((" && ARITHMETIC_NAME.test(text(node).slice(2, -2));
+    case "subscript": {
+      const open = node.children.findIndex((c) => c.type === "[");
+      return node.children.slice(open + 1, -1).some((c) => ARITHMETIC_NAME.test(text(c)));
+    }
+    case "test_command":
+      // `[[ $x -eq 1 ]]` evaluates its operands; the `[`/test builtin only parses integers.
+      return node.children[0]?.type === "[[" && numericComparisonOfName(node, text);
+    default:
+      return false;
+  }
+}
+
+/** A `-eq`/`-lt`/… comparison below `node` with a name or an expansion as an operand. */
+function numericComparisonOfName(node: SyntaxNode, text: (n: SyntaxNode) => string): boolean {
+  const stack = [node];
+  for (let n = stack.pop(); n !== undefined; n = stack.pop()) {
+    const op = n.children.find((c) => c.type === "test_operator");
+    if (n.type === "binary_expression" && op !== undefined && /^-(?:eq|ne|lt|le|gt|ge)$/.test(text(op))) {
+      if (n.children.some((c) => c !== op && ARITHMETIC_NAME.test(text(c)))) return true;
+    }
+    stack.push(...n.children);
+  }
+  return false;
+}
+
 export function walkScript(tree: SyntaxTree): ParsedScript {
   const units: Unit[] = [];
   const functions: FunctionDef[] = [];
@@ -47,6 +91,7 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
   const dataRanges: [number, number][] = [];
   const commandRanges: [number, number][] = [];
   const assigns: { name: string; value: Word }[] = [];
+  let arithmeticNames = false;
   let pipes = 0;
   const text = (n: SyntaxNode): string => tree.source.slice(n.start, n.end);
 
@@ -180,6 +225,10 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
 
   const visit = (item: Item): void => {
     const { node, ctx, extra } = item;
+    // A name in arithmetic is a variable whose value bash evaluates again (`x='a[$(rm y)]';
+    // echo $((x))` runs rm), and to a login shell such as fish `((reboot))` is a command
+    // substitution: only numbers and operators are proven.
+    if (!arithmeticNames && arithmeticName(node, text)) arithmeticNames = true;
     switch (node.type) {
       case "command":
         command(node, ctx, extra);
@@ -299,5 +348,14 @@ export function walkScript(tree: SyntaxTree): ParsedScript {
       pending = [];
     }
   }
-  return { units, functions, parents, hasError: tree.hasError, dataRanges, commandRanges, assigns };
+  return {
+    units,
+    functions,
+    parents,
+    hasError: tree.hasError,
+    dataRanges,
+    commandRanges,
+    assigns,
+    arithmeticNames,
+  };
 }

@@ -166,6 +166,14 @@ const WRITES = [
   "btrfs filesystem label /mnt x",
   "dpkg -l -i /tmp/relay-canary/x.deb",
   "argocd app diff api --local /tmp/relay-canary",
+  // bash evaluates a variable's value again in arithmetic, where a[$(cmd)] runs cmd; fish runs ((cmd)).
+  "x='a[$(touch /tmp/relay-canary/f)]'; echo $((x))",
+  "echo $(($x + 1))",
+  "[[ $x -eq 0 ]]",
+  "echo ${a[$x]}",
+  "declare -i n=5",
+  "((reboot))",
+  "echo \"$((mkdir /tmp/relay-canary/d))\"",
   "$CMD",
 ];
 

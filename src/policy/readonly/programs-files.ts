@@ -265,7 +265,8 @@ for (const name of [
 // Declarations: the variables they set must not change what runs (PATH, LD_*, PAGER …); -n makes a reference.
 const declared = (args: readonly Word[]) =>
   args.every((w) => {
-    if (w.value.startsWith("-") || w.value.startsWith("+")) return !/n/.test(w.value);
+    // -n makes a name reference, -i an integer variable whose assignments bash evaluates as arithmetic.
+    if (w.value.startsWith("-") || w.value.startsWith("+")) return !/[ni]/.test(w.value);
     const eq = w.value.indexOf("=");
     const name = eq < 0 ? w.value : w.value.slice(0, eq);
     if (w.dynamic && eq < 0) return false;
