@@ -162,8 +162,9 @@ const ipNetns: Wrapper = (args) =>
 const RUNUSER_VALUED = set("-u", "--user", "-s", "--shell", "-g", "--group", "-G", "--supp-group", "-w");
 const runuserSu = suLike(PRIV, RUNUSER_VALUED, "usgGw");
 const runuser: Wrapper = (args) => {
-  if (!has(args, "-u", "--user") || has(args, "-c", "--command", "-l", "--login", "-"))
-    return runuserSu(args);
+  // Its own options only: a `-l` after the command is the command's.
+  const own = args.slice(0, firstOperand(args, RUNUSER_VALUED, "usgGw"));
+  if (!has(own, "-u", "--user") || has(own, "-c", "--command", "-l", "--login", "-")) return runuserSu(args);
   return result({ base: PRIV, inners: argv(args.slice(firstOperand(args, RUNUSER_VALUED, "usgGw"))) });
 };
 
@@ -235,14 +236,17 @@ const tmux: Wrapper = (args) => {
 
 /** screen: `-X stuff TEXT` types TEXT into a window; otherwise the argv after the options runs in it. */
 const screen: Wrapper = (args) => {
-  const x = args.findIndex((w) => w.value === "-X");
+  const SCREEN_VALUED = set("-S", "-c", "-e", "-h", "-p", "-T", "-s", "-t", "-X");
+  // screen's own options come before the command it starts; a `-r` or `-X` after it is the command's.
+  const own = args.slice(0, firstOperand(args, SCREEN_VALUED, "Scehp"));
+  const x = own.findIndex((w) => w.value === "-X");
   if (x >= 0) {
     const text = args[x + 1]?.value === "stuff" ? args[x + 2] : undefined;
     return text === undefined
       ? result({})
       : result({ scripts: [{ ...text, value: text.value.replace(/(?:\\n|\\r|\^M)/g, "\n") }] });
   }
-  if (has(args, "-r", "-R", "-x", "-ls", "-list", "-wipe")) return null;
+  if (has(own, "-r", "-R", "-x", "-ls", "-list", "-wipe")) return null;
   return result({
     inners: argv(
       args.slice(firstOperand(args, set("-S", "-c", "-e", "-h", "-p", "-T", "-s", "-t"), "Scehp")),

@@ -8,6 +8,7 @@ import {
   env,
   find,
   flock,
+  leadingOptions,
   NONE,
   PRIV,
   parallel,
@@ -81,13 +82,25 @@ const WRAPPERS = new Map<string, Wrapper>([
   [
     "ionice",
     (args) =>
-      args.some((w) => w.value === "-p" || w.value === "-P")
+      leadingOptions(args, set("-c", "-n", "--class", "--classdata"), "cn").some((w) =>
+        /^-[^-]*[pP]/.test(w.value),
+      )
         ? null
         : simple(set("-c", "-n", "--class", "--classdata"), "cn")(args),
   ],
   ["chroot", simple(set("--userspec", "--groups"), "", 1)],
-  ["chrt", (args) => (args.some((w) => /^-[a-z]*p/.test(w.value)) ? null : simple(NONE, "T", 1)(args))],
-  ["taskset", (args) => (args.some((w) => /^-[a-z]*p/.test(w.value)) ? null : simple(NONE, "", 1)(args))],
+  [
+    "chrt",
+    (args) =>
+      leadingOptions(args, NONE, "T").some((w) => /^-[a-z]*p/.test(w.value))
+        ? null
+        : simple(NONE, "T", 1)(args),
+  ],
+  [
+    "taskset",
+    (args) =>
+      leadingOptions(args, NONE).some((w) => /^-[a-z]*p/.test(w.value)) ? null : simple(NONE, "", 1)(args),
+  ],
   ["numactl", simple(set("-C", "-N", "-m", "-i", "-p", "-P"), "CNmipP")],
   ["cgexec", simple(set("-g"), "g")],
   ["setsid", simple(NONE)],

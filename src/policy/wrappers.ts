@@ -69,6 +69,15 @@ function skipOptions(words: Word[], valued: ReadonlySet<string>, letters = "", a
   return i;
 }
 
+/**
+ * The option words before a wrapper's command (its first operand): a flag that changes what the
+ * wrapper does counts only there, never among the command's own arguments (`ionice rm -rf /x -p 5`
+ * runs rm; `ionice -p 5` only prints).
+ */
+export function leadingOptions(words: Word[], valued: ReadonlySet<string>, letters = ""): Word[] {
+  return words.slice(0, skipOptions(words, valued, letters));
+}
+
 export function set(...values: string[]): ReadonlySet<string> {
   return new Set(values);
 }
@@ -233,7 +242,11 @@ export const watch: Wrapper = (args) => {
 export const ssh: Wrapper = (args) => {
   const start = skipOptions(args, set(), "BbcDEeFIiJLlmOoPpQRSWw");
   const rest = args.slice(start + 1);
-  if (args.some((w) => w.value === "-s")) return result({});
+  // -s names a subsystem, but only as ssh's own option: a `-s` after the host is the command's.
+  if (
+    args.slice(0, start).some((w) => /^-[^-]*s/.test(w.value) && !/^-[BbcDEeFIiJLlmOoPpQRSWw]/.test(w.value))
+  )
+    return result({});
   return rest.length === 0 ? result({}) : result({ scripts: [joinAll(rest)] });
 };
 
@@ -284,9 +297,14 @@ export const script: Wrapper = (args) => {
   return null;
 };
 
+/**
+ * `command [-pVv] NAME ARGS`: with -v or -V among its own options it only prints how NAME would be
+ * found; a -v after NAME is NAME's (`command rm -rf /x -v` runs rm).
+ */
 export const command: Wrapper = (args) => {
-  if (args.some((w) => w.value === "-v" || w.value === "-V")) return result({});
-  return result({ inners: argv(args.slice(skipOptions(args, set()))) });
+  const start = skipOptions(args, set());
+  if (args.slice(0, start).some((w) => /^-[pvV]*[vV]/.test(w.value))) return result({});
+  return result({ inners: argv(args.slice(start)) });
 };
 
 export function joinAll(words: Word[]): Word {

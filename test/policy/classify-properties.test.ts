@@ -186,3 +186,62 @@ describe("classify: composition properties", () => {
     }
   });
 });
+
+describe("classify: a wrapper's flag after the command it runs", () => {
+  // Found by fuzzing: `command rm -rf /x -v`, `ssh host rm -rf /x -s`, `ionice rm -rf /x -p 5` read
+  // the command's own `-v`/`-s`/`-p` as the wrapper's and hid the command. Nothing here runs.
+  const WRAPPERS = [
+    "command",
+    "ssh host",
+    "ionice",
+    "chrt 1",
+    "taskset 1",
+    "runuser -u bob",
+    "screen -dm",
+    "nice",
+    "timeout 5",
+    "env",
+    "sudo",
+    "doas",
+    "xargs",
+    "watch",
+    "flock /tmp/relay-canary.lock",
+    "stdbuf -o0",
+    "setsid",
+    "nohup",
+    "time",
+    "strace",
+    "docker exec web",
+    "kubectl exec pod --",
+    "nsenter -t 1 -n",
+    "unshare",
+  ];
+  const FLAGS = [
+    "-v",
+    "-V",
+    "-s",
+    "-p",
+    "-p 5",
+    "-l",
+    "-r",
+    "-X",
+    "-c",
+    "-S",
+    "-u",
+    "-n 5",
+    "-x",
+    "-i",
+    "-",
+    "--help",
+  ];
+
+  it("never hides the command", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...WRAPPERS), fc.constantFrom(...FLAGS), (wrapper, flag) => {
+        const text = `${wrapper} rm -rf /tmp/relay-canary ${flag}`;
+        expect(tier(text), text).toBe(3);
+      }),
+      { numRuns: 400 },
+    );
+  });
+});

@@ -173,7 +173,7 @@ const WRITES = [
   "echo ${a[$x]}",
   "declare -i n=5",
   "((reboot))",
-  "echo \"$((mkdir /tmp/relay-canary/d))\"",
+  'echo "$((mkdir /tmp/relay-canary/d))"',
   "$CMD",
 ];
 
