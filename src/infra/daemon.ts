@@ -4,9 +4,10 @@ import { redactString } from "../audit/index.js";
 import { type Clock, describeError, type Ids, type Logger } from "../core/index.js";
 import { createProcessRunner } from "../exec/index.js";
 import { PROTOCOL_VERSION } from "../infra-protocol/index.js";
+import { createAdmission, DEFAULT_ADMISSION } from "./admission.js";
 import { createApprovalGate, type SignatureCheck } from "./approvals.js";
 import { sweepKeyFiles } from "./credentials.js";
-import { createDispatcher } from "./dispatch.js";
+import { createDispatcher, isKnownPrincipal } from "./dispatch.js";
 import { type NonceStore, openNonceStore } from "./nonces.js";
 import { createOperations } from "./operations.js";
 import { identifyPeer } from "./principal.js";
@@ -24,6 +25,10 @@ const MAX_CONNECTIONS = 32;
 const MAX_CONNECTIONS_PER_UID = 8;
 /** How long a connection may sit without sending a whole request. */
 const IDLE_MS = 30_000;
+/** Receipts one connection may cause before it is ended (the relay's client opens a new one). */
+const MAX_RECEIPTS_PER_CONNECTION = 1024;
+/** How long a summary receipt of refusals stays open. */
+const SUMMARY_WINDOW_MS = 2_000;
 /** The socket's mode: the broker's user and group may connect, nobody else. */
 const SOCKET_MODE = 0o660;
 
@@ -234,6 +239,10 @@ export async function startInfraBroker(
       maxConnections: MAX_CONNECTIONS,
       maxPerUid: MAX_CONNECTIONS_PER_UID,
       idleMs: IDLE_MS,
+      admission: createAdmission({ clock }, DEFAULT_ADMISSION),
+      isKnown: (principal) => isKnownPrincipal(principal, profiles),
+      maxReceiptsPerConnection: MAX_RECEIPTS_PER_CONNECTION,
+      summaryWindowMs: SUMMARY_WINDOW_MS,
     });
     socket = await listen(server, options.socketPath);
   } catch (err) {

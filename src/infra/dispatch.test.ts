@@ -147,6 +147,20 @@ describe("createDispatcher", () => {
     expect(calls).toEqual([]);
   });
 
+  it("tells a principal no profile lists that no profile is usable, and nothing else", async () => {
+    const { dispatcher } = setup();
+    const stranger: Principal = { uid: 5000, gid: 5000, pid: 44, groups: [] };
+    const answer = await dispatcher.dispatch(stranger, req({ op: "status" }));
+    expect(answer.code).toBe("OK");
+    expect(answer.message).toBe("no profile is usable by uid 5000");
+    expect(answer.data).toEqual({ principal: { uid: 5000, gid: 5000, groups: [] }, profiles: [] });
+    expect(JSON.stringify(answer)).not.toMatch(/bad|hostt|\/etc\/|998/);
+    // Asking for the broken profile by name tells it no more.
+    const named = await dispatcher.dispatch(stranger, req({ op: "probe", profile: "bad" }));
+    expect(named.code).toBe("PRINCIPAL_NOT_ALLOWED");
+    expect(JSON.stringify(named)).not.toMatch(/hostt|\/etc\//);
+  });
+
   it.each([
     [ALICE, req({ op: "probe" }), "PROFILE_REQUIRED"],
     [ALICE, req({ op: "probe", profile: "bad" }), "PROFILE_INVALID"],

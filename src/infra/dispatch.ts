@@ -34,6 +34,12 @@ export function isAllowed(principal: Principal, profile: Profile): boolean {
   return [principal.gid, ...principal.groups].some((gid) => gids.includes(gid));
 }
 
+/** Some loaded profile lists the principal; everyone else is a stranger to this broker. */
+export function isKnownPrincipal(principal: Principal, profiles: ProfileSet): boolean {
+  for (const profile of profiles.profiles.values()) if (isAllowed(principal, profile)) return true;
+  return false;
+}
+
 /** What `status` shows of a usable profile: where it goes and how it is gated, never a key. */
 function describeProfile(profile: Profile): Record<string, unknown> {
   return {
@@ -63,6 +69,15 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
   const queues = new Map<string, Promise<unknown>>();
 
   function status(principal: Principal): OpResult {
+    const seen = { uid: principal.uid, gid: principal.gid, groups: principal.groups };
+    // A stranger learns that no profile is for it, and nothing of the broker, its files or their modes.
+    if (!isKnownPrincipal(principal, profiles)) {
+      return {
+        code: "OK",
+        message: `no profile is usable by uid ${principal.uid}`,
+        data: { principal: seen, profiles: [] },
+      };
+    }
     const usable = [...profiles.profiles.values()]
       .filter((p) => isAllowed(principal, p))
       .sort((a, b) => a.id.localeCompare(b.id))
@@ -75,7 +90,7 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
       message: `${usable.length} profile(s) usable by uid ${principal.uid}, ${broken.length} broken`,
       data: {
         broker: deps.facts(),
-        principal: { uid: principal.uid, gid: principal.gid, groups: principal.groups },
+        principal: seen,
         profiles: usable,
         broken,
       },
@@ -92,6 +107,13 @@ export function createDispatcher(deps: DispatchDeps): Dispatcher {
     const id = request.profile;
     if (id === undefined) return refuse("PROFILE_REQUIRED", `${request.op} needs a profile id`);
     const broken = profiles.broken.get(id);
+    if (broken !== undefined && !isKnownPrincipal(principal, profiles)) {
+      // Whom a broken profile was for is unknown; its problems name paths and modes, not a stranger's to read.
+      return refuse(
+        "PRINCIPAL_NOT_ALLOWED",
+        `uid ${principal.uid} (gid ${principal.gid}) is not allowed to use profile ${id}`,
+      );
+    }
     if (broken !== undefined) {
       return refuse("PROFILE_INVALID", `profile ${id} cannot be used: ${broken.problems.join("; ")}`, {
         problems: [...broken.problems],

@@ -30,6 +30,12 @@ export interface ReceiptFacts {
   approval: ApprovalRecord | null;
   /** The response as sent: its hash and length go into the record. */
   response: InfraResponse;
+  /**
+   * Set on a summary receipt: the refusals it stands for (its facts are the
+   * first one's), counted by code; every one of them was answered with this
+   * receipt id.
+   */
+  burst?: { count: number; codes: Record<string, number> };
 }
 
 export interface Receipts {
@@ -117,6 +123,7 @@ export function createReceipts(stateDir: string, deps: ReceiptsDeps): Receipts {
       approval_present: facts.approvalPresent,
       approval,
       receipt_id: facts.receiptId,
+      ...(facts.burst !== undefined ? { burst: { count: facts.burst.count, codes: facts.burst.codes } } : {}),
     };
     return log.append({
       tool: facts.op === null ? "infra.invalid" : `infra.${facts.op}`,

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdir, rename } from "node:fs/promises";
+import { chmod, mkdir, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { isoTimestamp } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
@@ -13,6 +13,9 @@ import type { InfraContext, OpResult, Profile, RemoteResult } from "./types.js";
  * What the operations share: the run's remote path, its record, its staged
  * snapshot and the answers built from a transport failure.
  */
+
+/** The mode of the run's top directory on the receiver (before its umask): a normal directory's (ADR 0036). */
+const RUN_DIRECTORY_MODE = 0o755;
 
 /** The immutable directory of one run on the receiver, relative to the profile's remote root. */
 export function runPath(runId: string): string {
@@ -154,6 +157,9 @@ export async function stageSnapshot(
   try {
     const tree = join(scratch, "tree");
     await mkdir(tree, { mode: 0o700 });
+    // rsync gives the run's directory on the receiver this directory's mode: a normal directory's,
+    // not the staging area's privacy. It stays private here inside the 0700 run and state directories.
+    await chmod(tree, RUN_DIRECTORY_MODE);
     const taken = await takeSnapshot(
       profile.sourceRoots,
       { entries: profile.limits.fileCount, bytes: profile.limits.transferBytes },

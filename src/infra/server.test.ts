@@ -6,12 +6,21 @@ import { afterEach, describe, expect, it } from "vitest";
 import { verifyAuditChain } from "../audit/index.js";
 import { cryptoIds, silentLogger, systemClock } from "../core/index.js";
 import { MAX_FRAME_BYTES, parseResponse } from "../infra-protocol/index.js";
+import { type AdmissionConfig, createAdmission } from "./admission.js";
 import type { Dispatcher } from "./dispatch.js";
 import { createReceipts, type Receipts } from "./receipts.js";
 import { createInfraServer, type InfraServer, readFrame } from "./server.js";
 import type { Principal } from "./types.js";
 
 const PEER: Principal = { uid: 1000, gid: 1000, pid: 7, groups: [] };
+
+/** A budget no test here reaches, except the ones about budgets. */
+const GENEROUS: AdmissionConfig = {
+  knownFrames: { perSecond: 1e6, burst: 1e6 },
+  strangerFrames: { perSecond: 1e6, burst: 1e6 },
+  strangersTogether: { perSecond: 1e6, burst: 1e6 },
+  refusalReceipts: { perSecond: 1e6, burst: 1e6 },
+};
 
 describe("readFrame", () => {
   it("takes identity claims out before validation and keeps them, bounded, for the receipt", () => {
@@ -92,7 +101,11 @@ describe("readFrame's approval", () => {
   it.each([
     ["an opaque string", "sig:abc", /^field "approval": /],
     ["a missing field", { ...approval, signer: undefined }, /^field "approval\.signer": /],
-    ["an extra field", { ...approval, principal_uid: 0 }, /"principal_uid"/],
+    [
+      "an extra field",
+      { ...approval, principal_uid: 0 },
+      /^unknown field\(s\) "principal_uid" in approval: an approval names only request, nonce, payload, signature and signer$/,
+    ],
     ["a payload over 8 KiB", { ...approval, payload: "x".repeat(8193) }, /^field "approval\.payload": /],
     [
       "a control character in the payload",
@@ -133,6 +146,10 @@ describe("createInfraServer", () => {
     maxConnections?: number;
     maxPerUid?: number;
     idleMs?: number;
+    admission?: AdmissionConfig;
+    isKnown?: (p: Principal) => boolean;
+    maxReceiptsPerConnection?: number;
+    summaryWindowMs?: number;
   }): Promise<string> {
     dir = mkdtempSync(join(tmpdir(), "relay-infra-server-"));
     receipts = createReceipts(dir, { clock: systemClock, ids: cryptoIds, stderr: () => undefined });
@@ -146,6 +163,10 @@ describe("createInfraServer", () => {
       maxConnections: options.maxConnections ?? 8,
       maxPerUid: options.maxPerUid ?? 8,
       idleMs: options.idleMs ?? 10_000,
+      admission: createAdmission({ clock: systemClock }, options.admission ?? GENEROUS),
+      isKnown: options.isKnown ?? (() => true),
+      maxReceiptsPerConnection: options.maxReceiptsPerConnection ?? 10_000,
+      summaryWindowMs: options.summaryWindowMs ?? 60_000,
     });
     const path = join(dir, "s.sock");
     await server.listen(path);
@@ -340,5 +361,121 @@ describe("createInfraServer", () => {
     setTimeout(() => release(), 100);
     await closing;
     expect(readFileSync(receipts?.path ?? "", "utf8")).toContain('"code":"OK"');
+  });
+
+  it("answers the request in progress before closing its connection, and runs nothing queued behind it", async () => {
+    let release: () => void = () => undefined;
+    let calls = 0;
+    const path = await start({
+      dispatcher: {
+        dispatch: () =>
+          new Promise((resolve) => {
+            calls += 1;
+            release = () => resolve({ code: "OK", message: "finished while stopping" });
+          }),
+      },
+    });
+    const socket = connect(path);
+    socket.on("error", () => undefined);
+    let received = "";
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.toString("utf8");
+    });
+    const ended = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.write(
+      '{"op":"replicate","profile":"p","run_id":"r","idempotency_key":"key-0001"}\n{"op":"probe"}\n',
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closing = server?.close();
+    server = null;
+    setTimeout(() => release(), 100);
+    await closing;
+    await ended;
+    const lines = received.split("\n").filter((l) => l !== "");
+    expect(lines).toHaveLength(1);
+    expect(parseResponse(lines[0] ?? "")?.message).toBe("finished while stopping");
+    expect(calls).toBe(1);
+  });
+
+  it("ends a connection once it caused its bound of receipts, after answering the last", async () => {
+    const path = await start({ maxReceiptsPerConnection: 3 });
+    const lines = await exchange(path, '{"op":"status"}\n'.repeat(10), 10);
+    expect(lines).toHaveLength(3);
+    expect(verifyAuditChain(receipts?.path ?? "").records).toBe(3);
+  });
+
+  it("counts a burst of refusals into one summary receipt, every answer naming it", async () => {
+    const path = await start({
+      admission: { ...GENEROUS, refusalReceipts: { perSecond: 0.001, burst: 2 } },
+      summaryWindowMs: 60_000,
+    });
+    const lines = await exchange(path, "{}\n".repeat(500), 500, true);
+    expect(lines).toHaveLength(500);
+    const ids = lines.map((l) => parseResponse(l)?.receipt_id);
+    expect(new Set(ids).size).toBe(3);
+    // The summary is written when its window closes or the broker stops.
+    await server?.close();
+    server = null;
+    const records = readFileSync(receipts?.path ?? "", "utf8")
+      .trim()
+      .split("\n")
+      .map(
+        (l) => JSON.parse(l) as { request_id: string; args: { burst?: { count: number; codes: unknown } } },
+      );
+    expect(records).toHaveLength(3);
+    expect(records[2]?.request_id).toBe(ids[499]);
+    expect(records[2]?.args.burst).toEqual({ count: 498, codes: { SCHEMA_VIOLATION: 498 } });
+    expect(verifyAuditChain(receipts?.path ?? "").ok).toBe(true);
+  });
+
+  it("bounds what a flood from strangers costs, and answers the allowed principal meanwhile", async () => {
+    const stranger: Principal = { uid: 2000, gid: 2000, pid: 9, groups: [] };
+    const who: Principal[] = [stranger, stranger, stranger, stranger, PEER];
+    const path = await start({
+      maxPerUid: 8,
+      identify: () => who.shift() ?? PEER,
+      isKnown: (p) => p.uid === PEER.uid,
+      admission: {
+        knownFrames: { perSecond: 50, burst: 200 },
+        strangerFrames: { perSecond: 10, burst: 20 },
+        strangersTogether: { perSecond: 20, burst: 40 },
+        refusalReceipts: { perSecond: 1, burst: 16 },
+      },
+      summaryWindowMs: 500,
+    });
+    const flood = Buffer.from("{}\n".repeat(20_000));
+    const flooders: Socket[] = [];
+    for (let i = 0; i < 4; i++) {
+      const socket = connect(path);
+      socket.on("error", () => undefined);
+      socket.on("data", () => undefined);
+      await new Promise((resolve) => socket.once("connect", resolve));
+      flooders.push(socket);
+    }
+    const pour = setInterval(() => {
+      for (const socket of flooders) if (socket.writableLength < 1 << 20) socket.write(flood);
+    }, 20);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const waits: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const asked = performance.now();
+        const [line] = await exchange(path, '{"op":"status"}\n', 1);
+        waits.push(performance.now() - asked);
+        expect(parseResponse(line ?? "")?.code).toBe("OK");
+        who.push(PEER);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(Math.max(...waits)).toBeLessThan(250);
+    } finally {
+      clearInterval(pour);
+      for (const socket of flooders) socket.destroy();
+    }
+    await server?.close();
+    server = null;
+    // Well over a second of flooding from four connections: a handful of receipts, not one per frame.
+    const bytes = readFileSync(receipts?.path ?? "").length;
+    expect(verifyAuditChain(receipts?.path ?? "").records).toBeLessThan(40);
+    expect(bytes).toBeLessThan(64 * 1024);
   });
 });

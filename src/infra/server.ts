@@ -11,9 +11,11 @@ import {
   PROTOCOL_VERSION,
   requestSchema,
 } from "../infra-protocol/index.js";
+import type { Admission } from "./admission.js";
 import type { Dispatcher } from "./dispatch.js";
 import { createFrameReader, type Frame } from "./frames.js";
-import { boundClaims, type Receipts } from "./receipts.js";
+import { boundClaims, type ReceiptFacts, type Receipts } from "./receipts.js";
+import { createRefusalSummaries, isSummarised } from "./refusal-summaries.js";
 import type { OpResult, Principal } from "./types.js";
 
 interface InfraServerDeps {
@@ -32,6 +34,14 @@ interface InfraServerDeps {
    * long without taking them.
    */
   idleMs: number;
+  /** What a caller may cost: frames per second per uid, and which refusals get a receipt of their own. */
+  admission: Admission;
+  /** Whether some profile lists this principal; the others are strangers, served from a smaller budget. */
+  isKnown(principal: Principal): boolean;
+  /** Receipts one connection may cause; after that many its connection is ended once the answer is sent. */
+  maxReceiptsPerConnection: number;
+  /** A summary receipt is written at most this long after the first refusal it covers. */
+  summaryWindowMs: number;
 }
 
 export interface InfraServer {
@@ -60,7 +70,13 @@ function schemaProblem(issues: readonly { path: PropertyKey[]; message: string; 
   const issue = issues[0];
   if (issue === undefined) return "the request does not match the protocol";
   if (issue.keys !== undefined && issue.keys.length > 0) {
-    return `unknown field(s) ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}: a request names only op, profile, run_id, idempotency_key, approval, request_id and v`;
+    const keys = issue.keys.map((k) => JSON.stringify(k)).join(", ");
+    const where = issue.path.map(String).join(".");
+    if (where === "approval") {
+      return `unknown field(s) ${keys} in approval: an approval names only request, nonce, payload, signature and signer`;
+    }
+    if (where !== "") return `unknown field(s) ${keys} in ${where}`;
+    return `unknown field(s) ${keys}: a request names only op, profile, run_id, idempotency_key, approval, request_id and v`;
   }
   const field = issue.path.map(String).join(".");
   return field === "" ? issue.message : `field "${field}": ${issue.message}`;
@@ -143,18 +159,43 @@ function checkedResult(result: OpResult, logger: Logger): OpResult {
   };
 }
 
+/** Resolve once what was written to `socket` reached the kernel (or `ms` passed), and destroy it. */
+function flushed(socket: Socket, ms: number): Promise<void> {
+  if (socket.destroyed) return Promise.resolve();
+  if (!socket.writableEnded || socket.writableFinished) {
+    socket.destroy();
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    socket.once("finish", done);
+    socket.once("close", done);
+  });
+}
+
 /**
  * The broker's socket server. Requests on one connection are answered one
- * at a time, in order; each gets its receipt written before its response is
- * sent. No byte is read from a connection before its principal is known.
+ * at a time, in order, no faster than the caller's budget allows; each gets
+ * its receipt written before its response is sent, except a refusal past
+ * the caller's budget of receipts, which is counted into its uid's summary
+ * receipt, written within `summaryWindowMs` (ADR 0036). No byte is read
+ * from a connection before its principal is known.
  */
 export function createInfraServer(deps: InfraServerDeps): InfraServer {
   const { dispatcher, receipts, logger } = deps;
   const sockets = new Set<Socket>();
+  /** Connections with an answer in progress: on close they get it before they are ended. */
+  const inFlight = new Set<Socket>();
   const answering = new Set<Promise<unknown>>();
+  const summaries = createRefusalSummaries({ receipts, logger, windowMs: deps.summaryWindowMs });
   let closing = false;
 
-  /** Every answer is tracked, so closing waits for its receipt to be written. */
+  /** Every answer is tracked, so closing waits for its receipt to be written and its line sent. */
   function track<T>(work: Promise<T>): Promise<T> {
     answering.add(work);
     const forget = (): void => void answering.delete(work);
@@ -162,14 +203,27 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
     return work;
   }
 
-  async function answer(principal: Principal | null, reading: Reading): Promise<InfraResponse> {
-    const receiptId = receipts.newId();
+  async function resultOf(principal: Principal | null, reading: Reading): Promise<OpResult> {
+    if (reading.refusal !== null) return reading.refusal;
+    if (principal === null || reading.request === null) {
+      return { code: "PRINCIPAL_NOT_ALLOWED", message: "the kernel did not say who is connecting" };
+    }
+    return checkedResult(await dispatcher.dispatch(principal, reading.request), logger);
+  }
+
+  /** The answer to one frame, and whether it caused a receipt of its own. */
+  async function answer(
+    principal: Principal | null,
+    known: boolean,
+    reading: Reading,
+  ): Promise<{ response: InfraResponse; receipt: boolean }> {
     const request = reading.request;
-    let result: OpResult;
-    if (reading.refusal !== null) result = reading.refusal;
-    else if (principal === null || request === null) {
-      result = { code: "PRINCIPAL_NOT_ALLOWED", message: "the kernel did not say who is connecting" };
-    } else result = checkedResult(await dispatcher.dispatch(principal, request), logger);
+    const result = await resultOf(principal, reading);
+    const uid = principal?.uid ?? -1;
+    const summarised =
+      principal !== null && isSummarised(result.code, known) && !deps.admission.ownRefusalReceipt(uid);
+    if (!summarised) summaries.flush(uid);
+    const receiptId = summarised ? summaries.receiptId(uid) : receipts.newId();
     const response: InfraResponse = {
       v: PROTOCOL_VERSION,
       receipt_id: receiptId,
@@ -182,7 +236,7 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
       ...(result.data !== undefined ? { data: result.data } : {}),
       ...(result.replayed !== undefined ? { replayed: result.replayed } : {}),
     };
-    const written = receipts.write({
+    const facts: ReceiptFacts = {
       receiptId,
       op: request?.op ?? null,
       profile: response.profile,
@@ -196,18 +250,22 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
       approvalPresent: request?.approval !== undefined,
       approval: result.approval ?? null,
       response,
-    });
-    if (!written) {
-      logger.error({ receipt: receiptId, problem: receipts.problem() }, "a receipt did not reach the log");
+    };
+    if (!summarised) {
+      summaries.record(facts);
+      return { response, receipt: true };
     }
-    return response;
+    summaries.add(uid, facts);
+    return { response, receipt: false };
   }
 
   function serve(socket: Socket, principal: Principal | null): void {
     const reader = createFrameReader(MAX_FRAME_BYTES);
     const queue: Frame[] = [];
+    const known = principal !== null && deps.isKnown(principal);
     let busy = false;
     let ended = false;
+    let receiptsHere = 0;
     let idle: NodeJS.Timeout | null = null;
 
     const disarm = (): void => {
@@ -238,16 +296,48 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
         socket.on("close", done);
       });
 
+    /** Wait for the caller's budget; nothing more is read from the connection meanwhile. */
+    const budget = (ms: number): Promise<void> =>
+      new Promise((resolve) => {
+        const timer = setTimeout(done, ms);
+        function done(): void {
+          clearTimeout(timer);
+          socket.off("close", done);
+          resolve();
+        }
+        socket.on("close", done);
+      });
+
+    async function answerAndSend(frame: Frame): Promise<void> {
+      const { response, receipt } = await answer(principal, known, readFrame(frame));
+      if (receipt) receiptsHere += 1;
+      await send(`${JSON.stringify(response)}\n`);
+    }
+
     async function pump(): Promise<void> {
       if (busy) return;
       busy = true;
       disarm();
       socket.pause();
       try {
-        while (queue.length > 0 && !socket.destroyed) {
+        while (queue.length > 0 && !socket.destroyed && !closing) {
+          const wait = deps.admission.frame(principal?.uid ?? -1, known);
+          if (wait > 0) {
+            await budget(wait);
+            continue;
+          }
           const frame = queue.shift() as Frame;
-          const response = await track(answer(principal, readFrame(frame)));
-          await send(`${JSON.stringify(response)}\n`);
+          inFlight.add(socket);
+          try {
+            await track(answerAndSend(frame));
+          } finally {
+            inFlight.delete(socket);
+          }
+          if (receiptsHere >= deps.maxReceiptsPerConnection) {
+            logger.warn({ uid: principal?.uid }, "a connection reached its bound of receipts and was ended");
+            queue.length = 0;
+            ended = true;
+          }
         }
       } catch (err) {
         logger.error({ err: String(err) }, "a connection failed");
@@ -256,7 +346,7 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
         busy = false;
       }
       if (socket.destroyed) return;
-      if (ended) {
+      if (ended || closing) {
         socket.end();
         return;
       }
@@ -271,8 +361,8 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
       // Nothing from this peer is read: one typed refusal, then the connection ends.
       logger.warn({}, "a connection whose peer credentials cannot be read was refused");
       busy = true;
-      track(answer(null, { request: null, claims: null, refusal: null }))
-        .then((response) => send(`${JSON.stringify(response)}\n`))
+      track(answer(null, false, { request: null, claims: null, refusal: null }))
+        .then(({ response }) => send(`${JSON.stringify(response)}\n`))
         .catch((err: unknown) => logger.error({ err: String(err) }, "a connection failed"))
         .finally(() => socket.end(() => socket.destroy()));
       return;
@@ -334,8 +424,13 @@ export function createInfraServer(deps: InfraServerDeps): InfraServer {
     async close() {
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of sockets) socket.destroy();
+      // A connection waiting for an answer gets it (its pump ends the connection after sending);
+      // the others have nothing owed and are closed now.
+      for (const socket of sockets) if (!inFlight.has(socket)) socket.destroy();
       while (answering.size > 0) await Promise.allSettled([...answering]);
+      // An answer just written may still sit in the socket's own buffer: let it reach the kernel first.
+      await Promise.all([...sockets].map((socket) => flushed(socket, deps.idleMs)));
+      summaries.flushAll();
       await closed;
     },
   };

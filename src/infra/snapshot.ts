@@ -290,7 +290,11 @@ async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: str
     try {
       count(walk, shown(root));
       walk.directories.push(base);
-      if (dest !== null) await mkdir(under(dest, base), { mode: 0o700 });
+      if (dest !== null) {
+        // The root's own mode, as for every directory below it: not the staging area's 0700.
+        await mkdir(under(dest, base), { mode: 0o700 });
+        await chmod(under(dest, base), keptMode((await handle.stat()).mode, 0o700));
+      }
       await walkDirectory(walk, handle, base, shown(root), 1);
     } finally {
       await handle.close();

@@ -23,6 +23,7 @@ import {
   type InfraDaemon,
   type InfraFixture,
   infraExchange,
+  infraFlood,
   type RequestFrame,
   type SystemUser,
 } from "../fixtures/infra.js";
@@ -232,9 +233,11 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     });
     expect(JSON.stringify(mine)).not.toContain(fx.keyText().trim().split("\n")[1] ?? "no key");
     const [theirs] = await ask([{ op: "status" }], fx.otherUser);
-    const seen = theirs?.data as { profiles: unknown[]; broken: unknown[] };
+    const seen = theirs?.data as { profiles: unknown[]; broken?: unknown[]; broker?: unknown };
     expect(seen.profiles).toEqual([]);
-    expect(seen.broken).toHaveLength(1);
+    // A caller no profile lists is not shown the broken profile's problems (paths, modes) or the broker.
+    expect(seen.broken).toBeUndefined();
+    expect(seen.broker).toBeUndefined();
   });
 
   it("answers a 1 MiB line and malformed JSON with typed errors, and the same connection goes on", async () => {
@@ -329,6 +332,10 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     const seen = status?.data as { principal: { uid: number }; profiles: unknown[] };
     expect(seen.principal.uid).toBe(fx.otherUser.uid);
     expect(seen.profiles).toEqual([]);
+    // A caller no profile lists learns that, and nothing of the broker or its broken profiles.
+    expect(status?.message).toBe(`no profile is usable by uid ${fx.otherUser.uid}`);
+    expect(Object.keys(status?.data ?? {}).sort()).toEqual(["principal", "profiles"]);
+    expect(JSON.stringify(status)).not.toContain(fx.configDir);
   });
 
   /** An approval in the wire's shape whose payload nobody signed. */
@@ -395,6 +402,35 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     const written = [transcript.join("\n"), readFileSync(receiptsPath(fx), "utf8"), broker?.stderr() ?? ""];
     for (const text of written) for (const row of body) expect(text).not.toContain(row);
   });
+
+  it("bounds what a stranger's flood costs and answers the allowed principal's status meanwhile", async () => {
+    const before = lstatSync(receiptsPath(fx)).size;
+    // Eight connections of `{}` lines for four seconds from an account no profile lists.
+    const flooding = infraFlood(fx.socketPath, fx.otherUser, { connections: 8, ms: 4000 });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const waits: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const asked = performance.now();
+      const [answer] = await ask([{ op: "status" }], fx.clientUser);
+      waits.push(performance.now() - asked);
+      expect(answer?.code).toBe("OK");
+      expect((answer?.data as { profiles?: unknown[] } | undefined)?.profiles?.length).toBeGreaterThan(0);
+    }
+    const poured = await flooding;
+    expect(poured).toBeGreaterThan(1 << 20);
+    // A status costs a client process start (runuser, node): well under two seconds, flood or not.
+    expect(Math.max(...waits)).toBeLessThan(2000);
+    // The summaries' window closes, then the receipts that flood cost are counted.
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    const grown = lstatSync(receiptsPath(fx)).size - before;
+    expect(grown).toBeLessThan(256 * 1024);
+    const summaries = receipts(fx).filter(
+      (r) =>
+        r.args.principal?.uid === fx.otherUser.uid && (r.args as { burst?: unknown }).burst !== undefined,
+    );
+    expect(summaries.length).toBeGreaterThan(0);
+    expect(verifyAudit(receiptsPath(fx)).code).toBe(0);
+  }, 30_000);
 
   it("stops on SIGTERM, removing its socket, and a restart continues the chain", async () => {
     expect(await stopWithCode(broker as InfraDaemon)).toBe(0);

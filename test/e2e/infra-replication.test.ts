@@ -1,14 +1,19 @@
 import { createHash } from "node:crypto";
 import {
+  closeSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  openSync,
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
+  writeSync,
 } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -211,9 +216,22 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("the whole cycle through the daemon'
   let fx: InfraFixture;
   let daemon: InfraDaemon | undefined;
 
+  /** A source large enough that its copy is still running when the daemon is told to stop. */
+  let bigDir = "";
+
   beforeAll(async () => {
     fx = await createInfraFixture();
     fx.writeProfile("site");
+    bigDir = join(fx.root, "big");
+    mkdirSync(bigDir, { mode: 0o755 });
+    const block = Buffer.alloc(1 << 20, 0x5a);
+    const fd = openSync(join(bigDir, "blob"), "w", 0o644);
+    for (let i = 0; i < 384; i++) writeSync(fd, block);
+    closeSync(fd);
+    fx.writeProfile("big", {
+      source_roots: [bigDir],
+      limits: { timeout_seconds: 60, output_bytes: 65536, transfer_bytes: 1024 ** 3, file_count: 10 },
+    });
     daemon = await fx.startDaemon();
   }, 120_000);
 
@@ -239,6 +257,8 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("the whole cycle through the daemon'
       ["verify", "ok", "OK"],
     ]);
     expect(hashes(join(fx.receiverDir, "runs", "cycle-1", "site"))).toEqual(hashes(fx.sourceDir));
+    // The run's directory is a normal directory on the receiver, not the staging area's private 0700.
+    expect(statSync(join(fx.receiverDir, "runs", "cycle-1")).mode & 0o7777).toBe(0o755);
     // Every answer left a receipt, and the key's bytes are in no answer, receipt or log line.
     const receipts = readFileSync(join(fx.stateDir, "receipts.jsonl"), "utf8");
     for (const a of answers) expect(receipts).toContain(a.receipt_id);
@@ -252,4 +272,33 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("the whole cycle through the daemon'
         expect(text).not.toContain(keyBody.slice(at, at + 24));
     }
   });
+
+  it("answers a replicate still running when SIGTERM arrives, then exits", async () => {
+    const base = { v: 1, profile: "big", run_id: "stopping-1" };
+    const [preview] = (await infraExchange(fx.socketPath, [{ ...base, op: "rsync-dry-run" }])) as Array<{
+      code: string;
+    }>;
+    expect(preview?.code).toBe("OK");
+    const socket = connect(fx.socketPath);
+    socket.on("error", () => undefined);
+    let received = "";
+    let answeredAt = 0;
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.toString("utf8");
+      if (received.includes("\n") && answeredAt === 0) answeredAt = performance.now();
+    });
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(`${JSON.stringify({ ...base, op: "replicate", idempotency_key: "stopping-key" })}\n`);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(answeredAt).toBe(0);
+    const signalled = performance.now();
+    await daemon?.stop();
+    await closed;
+    expect(daemon?.child.exitCode).toBe(0);
+    const answer = JSON.parse(received.split("\n")[0] ?? "null") as { op: string; code: string } | null;
+    expect(answer?.op).toBe("replicate");
+    expect(["OK", "WRITE_INTERRUPTED"]).toContain(answer?.code);
+    expect(answeredAt).toBeGreaterThan(signalled);
+  }, 60_000);
 });
