@@ -1,9 +1,9 @@
-import { createRequire } from "node:module";
+import { readXattr } from "../proc/index.js";
 
 /**
  * Reading a file's POSIX access ACL as the kernel stores it: the extended
  * attribute `system.posix_acl_access`, read with lgetxattr(2) through koffi
- * (as src/proc/libc.ts binds its libc calls). No process is started and no
+ * (src/proc/libc.ts binds it). No process is started and no
  * text of getfacl's is parsed: the bytes are the kernel's own
  * (`struct posix_acl_xattr_header` then `posix_acl_xattr_entry`s, little
  * endian), read without following a link.
@@ -38,30 +38,6 @@ const TAGS: Readonly<Record<number, AclTag>> = {
   32: "other",
 };
 
-interface Xattr {
-  lgetxattr(path: string, name: string, value: Buffer, size: number): number;
-  errno(): number;
-}
-
-let bound: Xattr | null | undefined;
-
-function xattr(): Xattr | null {
-  if (bound !== undefined) return bound;
-  bound = null;
-  if (process.platform !== "linux") return bound;
-  try {
-    const koffi = createRequire(import.meta.url)("koffi") as typeof import("koffi");
-    const lib = koffi.load("libc.so.6");
-    const lgetxattr = lib.func(
-      "long lgetxattr(const char *path, const char *name, _Out_ uint8_t *value, size_t size)",
-    );
-    bound = { lgetxattr, errno: () => koffi.errno() };
-  } catch {
-    // No koffi build for this platform, or no glibc: ACLs cannot be read, and a caller refuses.
-  }
-  return bound;
-}
-
 /** Parse the value of `system.posix_acl_access`; null when it is not one. */
 function parseAclXattr(value: Buffer): AclEntry[] | null {
   if (value.length < HEADER_BYTES || (value.length - HEADER_BYTES) % ENTRY_BYTES !== 0) return null;
@@ -78,19 +54,16 @@ function parseAclXattr(value: Buffer): AclEntry[] | null {
 
 /** The access ACL of `path` (not following a link). */
 export function readAccessAcl(path: string): AclLookup {
-  const lib = xattr();
-  if (lib === null) {
+  const read = readXattr(path, XATTR_NAME, MAX_ACL_BYTES);
+  if (read === null) {
     return { ok: false, message: `the ACL of ${path} cannot be read here (no getxattr through koffi)` };
   }
-  const value = Buffer.alloc(MAX_ACL_BYTES);
-  const size = lib.lgetxattr(path, XATTR_NAME, value, value.length);
-  if (size < 0) {
-    const errno = lib.errno();
+  if (!read.ok) {
     // No attribute, or a file system without ACLs: the mode bits are the whole story.
-    if (errno === ENODATA || errno === ENOTSUP) return { ok: true, entries: null };
-    return { ok: false, message: `the ACL of ${path} cannot be read (errno ${errno})` };
+    if (read.errno === ENODATA || read.errno === ENOTSUP) return { ok: true, entries: null };
+    return { ok: false, message: `the ACL of ${path} cannot be read (errno ${read.errno})` };
   }
-  const entries = parseAclXattr(value.subarray(0, size));
+  const entries = parseAclXattr(read.value);
   if (entries === null) return { ok: false, message: `the ACL of ${path} is not one this broker can read` };
   return { ok: true, entries };
 }

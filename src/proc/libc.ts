@@ -2,13 +2,14 @@ import { createRequire } from "node:module";
 
 /**
  * The libc calls Node does not offer: prctl(PR_SET_CHILD_SUBREAPER), a
- * waitpid on one given pid, and getsockopt(SO_PEERCRED). Loaded through koffi
- * on first use only, so processes that never need them never map it.
+ * waitpid on one given pid, getsockopt(SO_PEERCRED) and lgetxattr. Loaded
+ * through koffi on first use only, so processes that never need them never map it.
  */
 interface Libc {
   prctl(option: number, arg2: number, arg3: number, arg4: number, arg5: number): number;
   waitpid(pid: number, status: number[], options: number): number;
   getsockopt(fd: number, level: number, name: number, value: Ucred, length: number[]): number;
+  lgetxattr(path: string, name: string, value: Buffer, size: number): number;
 }
 
 interface Ucred {
@@ -57,8 +58,11 @@ function libc(): Libc | null {
       koffi.out(koffi.pointer(ucred)),
       koffi.inout(koffi.pointer("uint32_t")),
     ]);
+    const lgetxattr = lib.func(
+      "long lgetxattr(const char *path, const char *name, _Out_ uint8_t *value, size_t size)",
+    );
     readErrno = () => koffi.errno();
-    bound = { prctl, waitpid, getsockopt };
+    bound = { prctl, waitpid, getsockopt, lgetxattr };
   } catch {
     // No koffi build for this platform, or no glibc: orphans then go to init as before.
   }
@@ -144,4 +148,19 @@ export function peerCredentials(fd: number): PeerCredentials | null {
 
 function isId(value: number | undefined): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0 && value < 2 ** 32;
+}
+
+/** An extended attribute's bytes, not following a link: the attribute, or the errno when there is none. */
+type XattrRead = { ok: true; value: Buffer } | { ok: false; errno: number };
+
+/**
+ * Read the extended attribute `name` of `path` (lgetxattr(2)) into at most `maxBytes`;
+ * null when the call is not available here.
+ */
+export function readXattr(path: string, name: string, maxBytes: number): XattrRead | null {
+  const lib = libc();
+  if (lib === null) return null;
+  const value = Buffer.alloc(maxBytes);
+  const size = lib.lgetxattr(path, name, value, value.length);
+  return size < 0 ? { ok: false, errno: readErrno() } : { ok: true, value: value.subarray(0, size) };
 }

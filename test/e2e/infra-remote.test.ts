@@ -792,6 +792,36 @@ results.pull = await remote.pull(profile, "runs/" + runId, pullInto, 1 << 20);
 process.stdout.write(JSON.stringify({ uid: process.geteuid(), broken: [...set.broken.values()], results }));
 `;
 
+/** Run DRIVER as the daemon's account (the built transport, as the broker would) and parse its report. */
+function driveAsDaemon<T>(
+  infra: InfraFixture,
+  credentials: string,
+  run: string,
+  pullInto: string,
+  env: Record<string, string> = {},
+): T {
+  const out = execFileSync(
+    "/usr/sbin/runuser",
+    [
+      "-u",
+      infra.daemonUser.name,
+      "--",
+      process.execPath,
+      "--input-type=module",
+      "-e",
+      DRIVER,
+      join(REPO_ROOT, "dist"),
+      infra.configDir,
+      infra.stateDir,
+      credentials,
+      run,
+      pullInto,
+    ],
+    { encoding: "utf8", env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", ...env } },
+  );
+  return JSON.parse(out) as T;
+}
+
 describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's own account", () => {
   let infra: InfraFixture;
 
@@ -808,30 +838,11 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
     const pullInto = join(infra.stateDir, "pulled");
     mkdirSync(pullInto);
     chownSync(pullInto, infra.daemonUser.uid, infra.daemonUser.gid);
-    const out = execFileSync(
-      "/usr/sbin/runuser",
-      [
-        "-u",
-        infra.daemonUser.name,
-        "--",
-        process.execPath,
-        "--input-type=module",
-        "-e",
-        DRIVER,
-        join(REPO_ROOT, "dist"),
-        infra.configDir,
-        infra.stateDir,
-        infra.credentialsDir,
-        "r1",
-        pullInto,
-      ],
-      { encoding: "utf8", env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8", SSH_AUTH_SOCK: "/nonexistent" } },
-    );
-    const report = JSON.parse(out) as {
+    const report = driveAsDaemon<{
       uid: number;
       broken: Array<{ id: string; problems: string[] }>;
       results: Record<string, RemoteResult>;
-    };
+    }>(infra, infra.credentialsDir, "r1", pullInto, { SSH_AUTH_SOCK: "/nonexistent" });
     expect(report.uid).toBe(infra.daemonUser.uid);
     expect(report.broken).toEqual([
       {
@@ -857,7 +868,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
       .keyText()
       .split("\n")
       .filter((line) => line.length >= 20 && !line.startsWith("-----"));
-    for (const line of keyLines) expect(out).not.toContain(line);
+    for (const line of keyLines) expect(JSON.stringify(report)).not.toContain(line);
     expect(readdirSync(infra.stateDir).filter((name) => name.startsWith(".ssh-home-"))).toEqual([]);
     for (const file of allFiles(infra.stateDir)) {
       const content = readFileSync(file, "latin1");
@@ -881,26 +892,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
     const pullInto = join(infra.stateDir, "pulled-acl");
     mkdirSync(pullInto);
     chownSync(pullInto, infra.daemonUser.uid, infra.daemonUser.gid);
-    const out = execFileSync(
-      "/usr/sbin/runuser",
-      [
-        "-u",
-        infra.daemonUser.name,
-        "--",
-        process.execPath,
-        "--input-type=module",
-        "-e",
-        DRIVER,
-        join(REPO_ROOT, "dist"),
-        infra.configDir,
-        infra.stateDir,
-        creds,
-        "r-acl",
-        pullInto,
-      ],
-      { encoding: "utf8", env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8" } },
-    );
-    const report = JSON.parse(out) as { results: Record<string, RemoteResult> };
+    const report = driveAsDaemon<{ results: Record<string, RemoteResult> }>(infra, creds, "r-acl", pullInto);
     for (const [name, result] of Object.entries(report.results)) {
       expect({ name, ok: result.ok, ...(result.ok ? {} : { message: result.message }) }).toEqual({
         name,
@@ -914,27 +906,12 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
     const pullAgain = join(infra.stateDir, "pulled-acl2");
     mkdirSync(pullAgain);
     chownSync(pullAgain, infra.daemonUser.uid, infra.daemonUser.gid);
-    const refused = JSON.parse(
-      execFileSync(
-        "/usr/sbin/runuser",
-        [
-          "-u",
-          infra.daemonUser.name,
-          "--",
-          process.execPath,
-          "--input-type=module",
-          "-e",
-          DRIVER,
-          join(REPO_ROOT, "dist"),
-          infra.configDir,
-          infra.stateDir,
-          creds,
-          "r-acl2",
-          pullAgain,
-        ],
-        { encoding: "utf8", env: { PATH: "/usr/bin:/bin", LANG: "C.UTF-8" } },
-      ),
-    ) as { results: Record<string, RemoteResult> };
+    const refused = driveAsDaemon<{ results: Record<string, RemoteResult> }>(
+      infra,
+      creds,
+      "r-acl2",
+      pullAgain,
+    );
     expect(refused.results.preflight).toMatchObject({
       ok: false,
       code: "CREDENTIAL_UNAVAILABLE",
