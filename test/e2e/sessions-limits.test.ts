@@ -4,23 +4,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RUN, sleepers, until } from "../../src/testing/processes.js";
 import { startServer, type TestServer } from "../helpers/server.js";
+import { recvUntil } from "../helpers/sessions.js";
 
 function idOf(text: string): string {
   const match = /^session (sh-[0-9a-f]{12}) started/.exec(text);
   if (!match) throw new Error(`spawn failed: ${text}`);
   return match[1] as string;
-}
-
-async function recvUntil(s: TestServer, id: string, needle: string, ms = 10_000): Promise<string> {
-  let text = "";
-  const deadline = Date.now() + ms;
-  while (!text.includes(needle)) {
-    if (Date.now() > deadline) throw new Error(`no ${needle} in ${JSON.stringify(text)}`);
-    const r = await s.call("session_recv", { session_id: id, timeout: 1 });
-    if (r.text.startsWith("[ERROR")) throw new Error(r.text);
-    text += r.text;
-  }
-  return text;
 }
 
 describe("session limit, recordings and guarded keystrokes", () => {

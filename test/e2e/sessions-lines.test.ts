@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServer, type TestServer } from "../helpers/server.js";
+import { recvUntil } from "../helpers/sessions.js";
 
 /**
  * session_send is judged as the line the terminal will run (ADR 0034). Guarded
@@ -30,18 +31,6 @@ describe("terminal lines assembled across sends, in guarded mode", () => {
     rmSync(canaryDir, { recursive: true, force: true });
   });
 
-  async function recvUntil(id: string, needle: string, ms = 10_000): Promise<string> {
-    let text = "";
-    const deadline = Date.now() + ms;
-    while (!text.includes(needle)) {
-      if (Date.now() > deadline) throw new Error(`no ${needle} in ${JSON.stringify(text)}`);
-      const r = await s.call("session_recv", { session_id: id, timeout: 1 });
-      if (r.text.startsWith("[ERROR")) throw new Error(r.text);
-      text += r.text;
-    }
-    return text;
-  }
-
   async function spawnBash(): Promise<string> {
     const r = await s.call("shell_spawn", {
       command: "bash --norc --noprofile",
@@ -49,7 +38,7 @@ describe("terminal lines assembled across sends, in guarded mode", () => {
     });
     const id = /^session (sh-[0-9a-f]{12}) started/.exec(r.text)?.[1];
     if (id === undefined) throw new Error(`spawn failed: ${r.text}`);
-    await recvUntil(id, "lines> ");
+    await recvUntil(s, id, "lines> ");
     return id;
   }
 
@@ -78,7 +67,7 @@ describe("terminal lines assembled across sends, in guarded mode", () => {
     // One line entered, the start of the next one left pending.
     const first = await send(id, "echo one\nr", false);
     expect(first.text).toBe(`sent 10 bytes to ${id}`);
-    await recvUntil(id, "one");
+    await recvUntil(s, id, "one");
 
     const refused = await send(id, `m -rf ${canaryDir}`);
     expect(refused.text).toBe(GUARDED_3);
@@ -99,11 +88,11 @@ describe("terminal lines assembled across sends, in guarded mode", () => {
       denied: false,
       args: { line: `realpath ${canaryDir}` },
     });
-    await recvUntil(id, `${canaryDir}\r\n`);
+    await recvUntil(s, id, `${canaryDir}\r\n`);
 
     // A harmless line still runs, and is recorded without a separate line.
     await send(id, "echo done-$((3*3))");
-    await recvUntil(id, "done-9");
+    await recvUntil(s, id, "done-9");
     const sends = s.records().filter((r) => r.tool === "session_send");
     expect(sends.at(-1)?.args).toEqual({ session_id: id, data: "echo done-$((3*3))", enter: true });
     expect(existsSync(canary)).toBe(true);
