@@ -9,7 +9,8 @@ import { MAX_FRAME_BYTES, parseResponse } from "../infra-protocol/index.js";
 import { type AdmissionConfig, createAdmission } from "./admission.js";
 import type { Dispatcher } from "./dispatch.js";
 import { createReceipts, type Receipts } from "./receipts.js";
-import { createInfraServer, type InfraServer, readFrame } from "./server.js";
+import { readFrame } from "./request-read.js";
+import { createInfraServer, type InfraServer } from "./server.js";
 import type { Principal } from "./types.js";
 
 const PEER: Principal = { uid: 1000, gid: 1000, pid: 7, groups: [] };

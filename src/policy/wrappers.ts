@@ -34,7 +34,12 @@ export function argv(rest: Word[]): Word[][] {
  * first operand). `valued` lists options whose value is the next word;
  * `letters` are short options that take a value inside a cluster (`-uroot`).
  */
-function skipOptions(words: Word[], valued: ReadonlySet<string>, letters = "", assignments = false): number {
+function skipOptions(
+  words: readonly Word[],
+  valued: ReadonlySet<string>,
+  letters = "",
+  assignments = false,
+): number {
   let i = 0;
   while (i < words.length) {
     const w = words[i]!;
@@ -74,7 +79,7 @@ function skipOptions(words: Word[], valued: ReadonlySet<string>, letters = "", a
  * wrapper does counts only there, never among the command's own arguments (`ionice rm -rf /x -p 5`
  * runs rm; `ionice -p 5` only prints).
  */
-export function leadingOptions(words: Word[], valued: ReadonlySet<string>, letters = ""): Word[] {
+export function leadingOptions(words: readonly Word[], valued: ReadonlySet<string>, letters = ""): Word[] {
   return words.slice(0, skipOptions(words, valued, letters));
 }
 

@@ -88,58 +88,49 @@ export function createAdmission(deps: AdmissionDeps): Admit {
 
     // Unscanned input counts as the highest tier (ADR 0003).
     const inputBytes = utf8Length(policyText);
+    // What cannot be scanned or bounded is refused as Tier 3 before any classification.
+    const unscanned = (reason: string, text: string): Refused => ({
+      admitted: false,
+      auditArgs,
+      classification: { tier: 3, basis: "default", part: "" },
+      tier: 3,
+      reason,
+      text: deniedText(3, text),
+    });
     if (inputBytes > settings.maxInput) {
-      return {
-        admitted: false,
-        auditArgs,
-        classification: { tier: 3, basis: "default", part: "" },
-        tier: 3,
-        reason: "input too large",
-        text: deniedText(
-          3,
-          `input of ${inputBytes} bytes exceeds RELAY_SHELL_MAX_INPUT (${settings.maxInput})`,
-        ),
-      };
+      return unscanned(
+        "input too large",
+        `input of ${inputBytes} bytes exceeds RELAY_SHELL_MAX_INPUT (${settings.maxInput})`,
+      );
     }
 
     // Targets the deny list sees besides the probe (ADR 0020): unscanned text refuses here too.
     const targets = callTargets(tool, args);
     const targetBytes = targets === null ? 0 : targets.reduce((sum, line) => sum + utf8Length(line), 0);
-    if (targets === null || targetBytes > settings.maxInput) {
-      return {
-        admitted: false,
-        auditArgs,
-        classification: { tier: 3, basis: "default", part: "" },
-        tier: 3,
-        reason: targets === null ? "targets unknown" : "targets too large",
-        text: deniedText(
-          3,
-          targets === null
-            ? "the targets of the call could not be determined for the deny list"
-            : `targets of ${targetBytes} bytes exceed RELAY_SHELL_MAX_INPUT (${settings.maxInput})`,
-        ),
-      };
+    if (targets === null) {
+      return unscanned(
+        "targets unknown",
+        "the targets of the call could not be determined for the deny list",
+      );
+    }
+    if (targetBytes > settings.maxInput) {
+      return unscanned(
+        "targets too large",
+        `targets of ${targetBytes} bytes exceed RELAY_SHELL_MAX_INPUT (${settings.maxInput})`,
+      );
     }
 
     markStage("prepare");
-    // The deny list first, then the mode.
     // The tool's floor (an interactive program, an edited terminal line); one it cannot compute refuses.
     const floor = callFloor(tool, args, scope);
-    if (floor === undefined) {
-      return {
-        admitted: false,
-        auditArgs,
-        classification: { tier: 3, basis: "default", part: "" },
-        tier: 3,
-        reason: "floor unknown",
-        text: deniedText(3, "the least tier of the call could not be determined"),
-      };
-    }
+    if (floor === undefined)
+      return unscanned("floor unknown", "the least tier of the call could not be determined");
     const classification = raised(
       assessTier(tool.tier, policyText, classifier, tool.programInput?.(args)),
       floor,
     );
     markStage("classify");
+    // The deny list first, then the mode.
     const decision = decide(policyConfig, tool.name, policyText, classification, targets);
     markStage("policy");
     const refuse = (reason: string): Refused => ({

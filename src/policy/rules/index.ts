@@ -1,5 +1,6 @@
 import { ACCESS_RULES } from "./access.js";
 import type { Rule } from "./args.js";
+import { BUILD_RULES } from "./build.js";
 import { CLUSTER_STORAGE_RULES } from "./cluster-storage.js";
 import { DATA_RULES } from "./data.js";
 import { DATA_IMPORT_RULES } from "./data-import.js";
@@ -29,6 +30,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   ACCESS_RULES,
   NETWORK_RULES,
   PACKAGE_RULES,
+  BUILD_RULES,
   HTTP_RULES,
 ];
 

@@ -1,4 +1,5 @@
 import { type Args, type Hit, hit, type Rule, type RuleInput, table } from "./args.js";
+import { packageScript } from "./build.js";
 
 /**
  * Packages of every manager, and scheduled jobs: Tier 2. What they change is
@@ -240,25 +241,6 @@ function zypperRemoving(changing: string[]): Rule {
 const PIP = verbs(["install", "uninstall", "remove"]);
 
 /**
- * Build runners run the recipes of a file in the working directory (a Makefile, a justfile,
- * package.json scripts): code the call does not show, like `bash FILE` (script_file); `install`
- * and `uninstall` targets change packages. Their dry-run and help forms are lowered before this.
- */
-function make({ args }: RuleInput): Hit | null {
-  if (args.operands().some((o) => o === "install" || o === "uninstall")) return PACKAGE;
-  if (args.length === 1 && /^(?:-v|--version|-h|--help)$/.test(args.at(0) ?? "")) return null;
-  return hit(2, "script_file");
-}
-
-/** `npm run X`, `npm test`, `pnpm run X`: a script from package.json. */
-function packageScript({ args }: RuleInput): Hit | null {
-  const verb = args.subcommand()?.value.toLowerCase();
-  return verb === "run" || verb === "run-script" || verb === "test" || verb === "start" || verb === "exec"
-    ? hit(2, "script_file")
-    : null;
-}
-
-/**
  * crontab: `-r` removes every job with no backup and no prompt (Tier 3);
  * `-l` only lists; installing a file or editing is Tier 2.
  */
@@ -416,7 +398,6 @@ export const PACKAGE_RULES = table([
         ? hit(2, "config_change")
         : null,
   ],
-  [["make", "gmake", "just", "task", "rake", "invoke"], make],
   ["crontab", crontab],
   [["at", "batch", "atq", "atrm"], at],
 ]);
