@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -515,6 +516,12 @@ int main(void) {
   int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
     perror("relay-launcher: signalfd");
+    return 71;
+  }
+  /* The parent's death arrives as SIGTERM through the signalfd, as a stop does: everything goes.
+     Closed stdin says the same; this does not depend on nobody else holding the pipe's write end. */
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
+    perror("relay-launcher: prctl");
     return 71;
   }
   set_nonblock(0);

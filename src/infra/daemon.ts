@@ -2,7 +2,7 @@ import { chmodSync, lstatSync, statSync, unlinkSync } from "node:fs";
 import type { Socket } from "node:net";
 import { redactString } from "../audit/index.js";
 import { type Clock, describeError, type Ids, type Logger } from "../core/index.js";
-import { createProcessRunner } from "../exec/index.js";
+import { createLauncherRunner, type LauncherRunner } from "../exec/index.js";
 import { PROTOCOL_VERSION } from "../infra-protocol/index.js";
 import { createAdmission, DEFAULT_ADMISSION } from "./admission.js";
 import { createApprovalGate, type SignatureCheck } from "./approvals.js";
@@ -200,8 +200,12 @@ export async function startInfraBroker(
   const startedAt = new Date(clock.now()).toISOString();
   let server: InfraServer;
   let socket: { dev: number; ino: number };
+  // ssh and rsync run under the launcher (ADR 0031): when this daemon dies, even by SIGKILL, the
+  // launcher sees its input close (or gets its parent-death signal) and kills every process group it
+  // started, so no copy goes on writing after the broker that owns it is gone.
+  let runner: LauncherRunner | null = null;
   try {
-    const runner = createProcessRunner({ clock });
+    runner = createLauncherRunner({ clock });
     const base = { stateDir: options.stateDir, runner, clock, ids, logger };
     const remote = attempt("cannot set up the transport", () =>
       (deps.createRemote ?? createRemote)(base, {
@@ -246,8 +250,10 @@ export async function startInfraBroker(
     });
     socket = await listen(server, options.socketPath);
   } catch (err) {
+    runner?.close();
     return fail(err);
   }
+  const launcher = runner;
 
   let stopping: Promise<void> | null = null;
   async function stop(): Promise<void> {
@@ -263,6 +269,7 @@ export async function startInfraBroker(
         logger.warn({ err: describeError(err).message }, "the socket could not be removed");
       }
     }
+    launcher.close();
     nonces?.close();
     receipts.close();
   }

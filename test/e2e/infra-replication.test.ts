@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   closeSync,
@@ -301,4 +302,73 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("the whole cycle through the daemon'
     expect(["OK", "WRITE_INTERRUPTED"]).toContain(answer?.code);
     expect(answeredAt).toBeGreaterThan(signalled);
   }, 60_000);
+
+  it("a broker killed with SIGKILL mid-copy leaves no ssh or rsync running, and no key copy after a restart", async () => {
+    await daemon?.stop();
+    daemon = await fx.startDaemon();
+    const base = { v: 1, profile: "big", run_id: "killed-1" };
+    const [preview] = (await infraExchange(fx.socketPath, [{ ...base, op: "rsync-dry-run" }])) as Array<{
+      code: string;
+    }>;
+    expect(preview?.code).toBe("OK");
+    const socket = connect(fx.socketPath);
+    socket.on("error", () => undefined);
+    await new Promise((resolve) => socket.once("connect", resolve));
+    socket.write(`${JSON.stringify({ ...base, op: "replicate", idempotency_key: "killed-key" })}\n`);
+    // The copy is under way once the receiver runs its rsync. Stopping the receiver's side holds the
+    // copy open however fast this machine is: the broker's rsync then waits on a full pipe.
+    const login = TEST_USER;
+    const deadline = Date.now() + 10_000;
+    let receiving = processesOf(login, fx.receiverDir);
+    while (!receiving.some((p) => p.args.includes("rsync --server"))) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      receiving = processesOf(login, fx.receiverDir);
+    }
+    for (const p of receiving) process.kill(p.pid, "SIGSTOP");
+    try {
+      expect(processesOf(fx.daemonUser.uid, fx.root).some((p) => p.args.startsWith("rsync "))).toBe(true);
+      const child = (daemon as InfraDaemon).child;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGKILL");
+      await exited;
+      socket.destroy();
+      // Within two seconds nothing of the broker's account runs on: the copy does not go on by itself.
+      const gone = Date.now() + 2000;
+      let left = processesOf(fx.daemonUser.uid, fx.root);
+      while (left.length > 0 && Date.now() < gone) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        left = processesOf(fx.daemonUser.uid, fx.root);
+      }
+      expect(left).toEqual([]);
+    } finally {
+      for (const p of receiving) {
+        try {
+          process.kill(p.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }
+    daemon = await fx.startDaemon();
+    expect(readdirSync(fx.stateDir).filter((name) => name.startsWith(".ssh-home-"))).toEqual([]);
+  }, 60_000);
 });
+
+/** The processes an account (uid or name) runs now whose command line names `under` (this fixture's files). */
+function processesOf(user: number | string, under: string): Array<{ pid: number; args: string }> {
+  let out = "";
+  try {
+    out = execFileSync("ps", ["-u", String(user), "-o", "pid=,args="], { encoding: "utf8" });
+  } catch {
+    return []; // ps exits 1 when the account runs nothing
+  }
+  return out
+    .split("\n")
+    .map((line) => line.trim())
+    .map((line) => {
+      const space = line.indexOf(" ");
+      return { pid: Number(line.slice(0, space)), args: line.slice(space + 1).trim() };
+    })
+    .filter((p) => p.pid > 0 && p.args.includes(under));
+}
