@@ -41,7 +41,7 @@ export const consentBench: Bench = {
       });
       const read = { command: "echo read", cwd: world.work };
       const opened = await on.call("shell_exec", read);
-      const approved = world.cli(["approve", consentId(opened.text), "--key", world.operatorKey, "--yes"]);
+      const approved = world.approve(consentId(opened.text));
       if (approved.status !== 0) throw new Error(`approve failed: ${approved.stderr}`);
       const expect = "[exit 0]\nread\n";
       const offRelay = off;

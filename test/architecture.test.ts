@@ -42,7 +42,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   // OpenSSH signatures and allowed-signers files: pure parsing and node:crypto.
   sshsig: ["core"],
   // Transactional consent: the store, the signed payload, the description of an act.
-  consent: ["core", "config", "files", "sshsig"],
+  consent: ["core", "config", "files", "proc", "sshsig"],
   // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
   infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol", "sshsig", "consent"],
   broker: ["core", "config", "policy", "audit"],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ConsentRequest } from "../consent/index.js";
-import { requestLine, visible } from "./consent-text.js";
+import { listLines, requestLine, visible } from "./consent-text.js";
 
 const request = (bound: Record<string, unknown>): ConsentRequest => ({
   id: "0123456789",
@@ -45,5 +45,35 @@ describe("what the consent CLI shows an operator", () => {
     const summary = line.split("  ").at(-1) ?? "";
     expect(summary.length).toBeLessThanOrEqual(60);
     expect(summary).toBe("printf 'x' …");
+  });
+
+  it("lists requests by session with counts, and one act asked many times on one line", () => {
+    const ask = (
+      id: string,
+      session: string,
+      digest: string,
+      status: ConsentRequest["status"] = "pending",
+    ) => ({
+      ...request({ command: `touch ${digest}` }),
+      id,
+      session,
+      actDigest: digest.repeat(64).slice(0, 64),
+      status,
+    });
+    const lines = listLines(
+      [
+        ask("a000000001", "s1", "a"),
+        ask("a000000002", "s1", "a"),
+        ask("a000000003", "s1", "a"),
+        ask("b000000001", "s1", "b", "approved"),
+        ask("c000000001", "s2", "c"),
+      ],
+      0,
+    );
+    expect(lines[0]).toBe("session s1  client c  3 pending, 1 approved");
+    expect(lines[1]).toMatch(/^ {2}a000000003 {2}pending .* {2}\(x3, also a000000001 a000000002\)$/);
+    expect(lines[2]).toMatch(/^ {2}b000000001 {2}approved/);
+    expect(lines[3]).toBe("session s2  client c  1 pending, 0 approved");
+    expect(lines).toHaveLength(5);
   });
 });

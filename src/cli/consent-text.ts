@@ -1,4 +1,5 @@
 import {
+  actDigest,
   actSummary,
   type ConsentLease,
   type ConsentRequest,
@@ -74,6 +75,41 @@ export function requestLine(request: ConsentRequest, now: number): string {
   ].join("  ");
 }
 
+/**
+ * The lines of `consent list`: the live requests by consent session, each session with its
+ * counts, and repeats of one act (same digest) in a session on one line with their count, so
+ * one act among many is not lost in a long list.
+ */
+export function listLines(requests: ConsentRequest[], now: number): string[] {
+  const sessions = new Map<string, ConsentRequest[]>();
+  for (const r of requests) sessions.set(r.session, [...(sessions.get(r.session) ?? []), r]);
+  const lines: string[] = [];
+  for (const [session, own] of sessions) {
+    const pending = own.filter((r) => r.status === "pending").length;
+    lines.push(
+      `session ${oneLine(session)}  client ${oneLine(own[0]?.clientId ?? "")}  ${pending} pending, ${own.length - pending} approved`,
+    );
+    const acts = new Map<string, ConsentRequest[]>();
+    for (const r of own) {
+      const key = `${r.status}:${r.actDigest}`;
+      acts.set(key, [...(acts.get(key) ?? []), r]);
+    }
+    for (const same of acts.values()) {
+      const newest = same[same.length - 1] as ConsentRequest;
+      const more =
+        same.length > 1
+          ? `  (x${same.length}, also ${same
+              .slice(0, -1)
+              .map((r) => r.id)
+              .slice(-3)
+              .join(" ")}${same.length > 4 ? " …" : ""})`
+          : "";
+      lines.push(`  ${requestLine(newest, now)}${more}`);
+    }
+  }
+  return lines;
+}
+
 /** Everything `consent show` prints about a request, payload excluded. */
 export function showRequest(request: ConsentRequest, now: number): string {
   // The description names the request, the act and who asked; the state comes first.
@@ -84,6 +120,8 @@ export function showRequest(request: ConsentRequest, now: number): string {
       request.expiresAt > now ? `in ${seconds(request.expiresAt - now)}` : "expired"
     })`,
     describeRequest(request, now),
+    // What `approve --yes --digest` must be given: the digest of the act shown above.
+    `digest:   ${actDigest(request.act)}`,
   ];
   if (request.approval !== undefined) {
     lines.push(

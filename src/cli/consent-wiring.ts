@@ -8,8 +8,11 @@ import {
   createSshsigVerifier,
   describeAct,
   fileCounters,
+  ledgerPath,
+  openLedger,
   openSqliteStore,
   rememberConsumedNonces,
+  withLedger,
 } from "../consent/index.js";
 import { type Clock, cryptoIds } from "../core/index.js";
 import { createConsentGate, type Gate } from "../runner/index.js";
@@ -55,8 +58,15 @@ export function openConsent(settings: Settings, deps: { clock: Clock; actOf: Con
   });
   if (!opened.ok)
     throw new Error(`the consent store ${settings.consentDb} cannot be opened: ${opened.detail}`);
-  // The database is writable by this process's own user: consumed nonces are also kept in memory.
-  const store = rememberConsumedNonces(opened.value, deps.clock);
+  // The database is writable by this process's own user: withdrawals and spent nonces are also in
+  // the operator's append-only ledger beside the allowed-signers file (whose directory the
+  // verifier above checked), and consumed nonces in memory.
+  const ledger = openLedger(ledgerPath(settings.consentAllowedSigners), { clock: deps.clock });
+  if (!ledger.ok) {
+    opened.value.close();
+    throw new Error(`the consent ledger cannot be used: ${ledger.detail}`);
+  }
+  const store = withLedger(rememberConsumedNonces(opened.value, deps.clock), ledger.value);
   const gate = createConsentGate({
     store,
     actOf: deps.actOf,
@@ -71,6 +81,7 @@ export function openConsent(settings: Settings, deps: { clock: Clock; actOf: Con
       }),
     verifier,
     clock: deps.clock,
+    ledger: ledger.value,
     settings: {
       leaseMode: settings.consentLeaseMode,
       leaseTtlSeconds: settings.consentLeaseTtl,

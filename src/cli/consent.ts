@@ -2,35 +2,45 @@ import { chownSync, existsSync, lstatSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { snapshotEnvironment } from "../config/index.js";
-import { type ConsentRequest, type ConsentStore, consentPayload, openSqliteStore } from "../consent/index.js";
+import { type ConsentStore, ledgerPath, openLedger, openSqliteStore, withLedger } from "../consent/index.js";
 import { cryptoIds, systemClock } from "../core/index.js";
-import { buildEnv, createProcessRunner } from "../exec/index.js";
-import { signPayload } from "./consent-sign.js";
-import { leaseLines, requestLine, showRequest, visible } from "./consent-text.js";
+import {
+  approveRequest,
+  editedWarning,
+  MIN_DIGEST_PREFIX,
+  payloadMatches,
+  Refused,
+} from "./consent-approve.js";
+import { leaseLines, listLines, showRequest, visible } from "./consent-text.js";
 
 const CONSENT_USAGE = `usage: relay-shell consent list [--db PATH]
        relay-shell consent show ID [--payload] [--db PATH]
-       relay-shell consent approve ID --key PATH [--yes] [--db PATH]
+       relay-shell consent approve ID --key PATH [--yes --digest HEX] [--db PATH]
        relay-shell consent deny ID [--reason TEXT] [--db PATH]
        relay-shell consent leases [--db PATH]
        relay-shell consent revoke (ID | --all) [--db PATH]
 
 Decide, on the operator's terminal, the acts the relay asked consent for.
 
-  list      the live requests (pending or approved), oldest first
-  show      one request: the act, its bound arguments and the exact bytes a
-            signature covers (--payload: only those bytes, to pipe elsewhere)
+  list      the live requests (pending or approved) by consent session, with
+            each session's counts; repeats of one act are one line
+  show      one request: the act, its bound arguments, its digest and the
+            exact bytes a signature covers (--payload: only those bytes)
   approve   show the act, ask "Approve this act? [y/N]" on the terminal (or
-            not, with --yes), sign its payload with
-            \`ssh-keygen -Y sign -n relay-shell-consent -f PATH\` and store the
-            signature; PATH is a private key, or the public key of one held by
-            ssh-agent or a security key (a key with a passphrase must be in
-            ssh-agent)
+            not, with --yes, which needs --digest: the act's digest as
+            \`show\` printed it, at least ${MIN_DIGEST_PREFIX} hex digits), sign the
+            payload of the act shown with
+            \`ssh-keygen -Y sign -n relay-shell-consent -f PATH\`, check the
+            signature against the allowed-signers file and store it; PATH is a
+            private key, or the public key of one held by ssh-agent or a
+            security key (a key with a passphrase must be in ssh-agent)
   deny      refuse a request, or withdraw an approval not used yet
   leases    the consent sessions and their read leases
   revoke    revoke one lease, or every lease of a consent session (ending
             it), or every lease (--all)
+
+Denials and revocations are written first to the consent ledger beside the
+allowed-signers file, which the relay's account cannot rewrite.
 
 options:
   --db PATH   the consent database (RELAY_SHELL_CONSENT_DB)
@@ -53,6 +63,7 @@ const OPTIONS = {
   reason: { type: "string" },
   all: { type: "boolean" },
   payload: { type: "boolean" },
+  digest: { type: "string" },
 } as const;
 type Option = keyof typeof OPTIONS;
 
@@ -60,7 +71,7 @@ type Option = keyof typeof OPTIONS;
 const COMMANDS: Record<string, { options: readonly Option[]; ids: number }> = {
   list: { options: [], ids: 0 },
   show: { options: ["payload"], ids: 1 },
-  approve: { options: ["key", "yes"], ids: 1 },
+  approve: { options: ["key", "yes", "digest"], ids: 1 },
   deny: { options: ["reason"], ids: 1 },
   leases: { options: [], ids: 0 },
   revoke: { options: ["all"], ids: 1 },
@@ -74,8 +85,6 @@ interface ConsentArgs {
 
 /** A wrong argument: message on stderr, exit 2. */
 class Usage extends Error {}
-/** A refusal by the store or the operator: message on stderr, exit 1. */
-class Refused extends Error {}
 
 function parseConsentArgs(argv: readonly string[]): ConsentArgs | "help" {
   const [command, ...rest] = argv;
@@ -159,7 +168,11 @@ function handSidecars(path: string, owner: { uid: number; gid: number } | null):
   }
 }
 
-function openStore(path: string, owner: { uid: number; gid: number } | null): ConsentStore {
+function openStore(
+  path: string,
+  owner: { uid: number; gid: number } | null,
+  allowedSigners: string,
+): ConsentStore {
   // The relay creates the database; a mistyped path must not show an empty one.
   if (!existsSync(path))
     throw new Usage(`no consent database at ${visible(path)} (the relay creates it when consent is on)`);
@@ -170,7 +183,18 @@ function openStore(path: string, owner: { uid: number; gid: number } | null): Co
     ...(owner ? { euid: owner.uid } : {}),
   });
   if (!opened.ok) throw new Usage(`cannot open the consent database: ${visible(opened.detail)}`);
-  return opened.value;
+  if (allowedSigners === "") {
+    opened.value.close();
+    throw new Usage(
+      "RELAY_SHELL_CONSENT_ALLOWED_SIGNERS is not set: the consent ledger lives beside the allowed-signers file",
+    );
+  }
+  const ledger = openLedger(ledgerPath(allowedSigners), { clock: systemClock });
+  if (!ledger.ok) {
+    opened.value.close();
+    throw new Usage(`cannot use the consent ledger: ${visible(ledger.detail)}`);
+  }
+  return withLedger(opened.value, ledger.value);
 }
 
 function must<T>(result: { ok: true; value: T } | { ok: false; failure: string; detail: string }): T {
@@ -200,61 +224,14 @@ function operatorName(): string {
   }
 }
 
-/**
- * Whether the stored payload is exactly the bytes of the act shown. The file
- * is writable by the relay's user: a payload edited to another act would have
- * the operator sign what they were not shown.
- */
-function payloadMatches(store: ConsentStore, request: ConsentRequest): boolean {
-  const fields = {
-    request: request.id,
-    nonce: request.nonce,
-    expiresAt: request.expiresAt,
-    instance: store.instanceId,
-  };
-  return consentPayload(request.act, fields) === request.payload;
-}
-
-const EDITED = "its stored payload is not the act shown (the consent database was edited)";
-
-async function approve(store: ConsentStore, request: ConsentRequest, args: ConsentArgs): Promise<string> {
-  const now = systemClock.now();
-  if (request.status !== "pending")
-    throw new Refused(`request ${request.id} is ${request.status}, not pending`);
-  if (request.expiresAt <= now) throw new Refused(`request ${request.id} expired`);
-  if (!payloadMatches(store, request))
-    throw new Refused(`request ${request.id}: ${EDITED}; nothing is signed`);
-  process.stdout.write(`${showRequest(request, now)}\n`);
-  const key = args.values.key as string;
-  if (args.values.yes !== true) {
-    if (!(await confirm("Approve this act? [y/N] ")))
-      throw new Refused(`request ${request.id} was not approved`);
-  }
-  process.stderr.write(
-    `relay_shell consent: signing with ${visible(key)} (touch your security key if it blinks)\n`,
-  );
-  const runner = createProcessRunner();
-  const signed = await signPayload(runner, buildEnv(snapshotEnvironment(), ""), key, request.payload);
-  if (!signed.ok) throw new Refused(`not approved: ${visible(signed.detail)}`);
-  const approved = must(
-    store.approve(request.id, {
-      channel: "sshsig",
-      proof: signed.signature,
-      claimedSigner: signed.fingerprint,
-      at: systemClock.now(),
-    }),
-  );
-  return `approved ${approved.id} (signed by ${signed.fingerprint})`;
-}
-
-async function run(store: ConsentStore, args: ConsentArgs): Promise<string> {
+async function run(store: ConsentStore, args: ConsentArgs, allowedSigners: string): Promise<string> {
   const now = systemClock.now();
   const id = args.id ?? "";
   switch (args.command) {
     case "list": {
       const requests = must(store.listRequests());
       if (requests.length === 0) return "no live consent requests";
-      return requests.map((r) => requestLine(r, now)).join("\n");
+      return listLines(requests, now).join("\n");
     }
     case "show": {
       const request = must(store.getRequest(id));
@@ -264,15 +241,21 @@ async function run(store: ConsentStore, args: ConsentArgs): Promise<string> {
       }
       const shown = visible(request.payload);
       const note = shown === request.payload ? "" : " (characters a terminal would act on are escaped here)";
-      const warning = payloadMatches(store, request) ? "" : `\nWARNING: ${EDITED}`;
+      const warning = payloadMatches(store, request) ? "" : `\n${editedWarning()}`;
       return `${showRequest(request, now)}\npayload, the exact bytes signed${note}:\n${shown}${warning}`;
     }
     case "approve":
-      return approve(store, must(store.getRequest(id)), args);
+      return approveRequest(store, must(store.getRequest(id)), {
+        key: args.values.key as string,
+        yes: args.values.yes === true,
+        digest: typeof args.values.digest === "string" ? args.values.digest : null,
+        allowedSigners,
+        confirm,
+      });
     case "deny": {
       const reason = typeof args.values.reason === "string" ? args.values.reason : "denied by the operator";
       const denied = must(store.deny(id, operatorName(), reason));
-      return `denied ${denied.id}`;
+      return `denied ${denied.id} (recorded in the consent ledger)`;
     }
     case "leases":
       return leaseLines(must(store.listSessions()), must(store.listLeases()), now).join("\n");
@@ -294,7 +277,10 @@ async function run(store: ConsentStore, args: ConsentArgs): Promise<string> {
  * is the configured database; `--db` overrides it. Resolves with the exit
  * status, having written the result on stdout and any refusal on stderr.
  */
-export async function runConsentCli(argv: readonly string[], dbPath: string | null = null): Promise<number> {
+export async function runConsentCli(
+  argv: readonly string[],
+  configured: { db: string | null; allowedSigners: string },
+): Promise<number> {
   let store: ConsentStore | null = null;
   let path: string | null = null;
   let owner: { uid: number; gid: number } | null = null;
@@ -304,7 +290,7 @@ export async function runConsentCli(argv: readonly string[], dbPath: string | nu
       process.stdout.write(CONSENT_USAGE);
       return 0;
     }
-    path = typeof args.values.db === "string" ? args.values.db : dbPath;
+    path = typeof args.values.db === "string" ? args.values.db : configured.db;
     if (path === null) throw new Usage("no consent database: give --db PATH or set RELAY_SHELL_CONSENT_DB");
     if (args.command === "approve") {
       const key = args.values.key;
@@ -312,6 +298,16 @@ export async function runConsentCli(argv: readonly string[], dbPath: string | nu
         throw new Usage("approve needs --key PATH: the key that signs the approval");
       if (!statSync(key, { throwIfNoEntry: false })?.isFile())
         throw new Usage(`--key ${visible(key)}: no such file`);
+      const digest = args.values.digest;
+      if (args.values.yes === true && typeof digest !== "string") {
+        throw new Usage(
+          `approve --yes needs --digest HEX: the digest \`consent show ID\` printed, at least ${MIN_DIGEST_PREFIX} hex digits, so what is signed is the act you read`,
+        );
+      }
+      if (typeof digest === "string" && !new RegExp(`^[0-9a-fA-F]{${MIN_DIGEST_PREFIX},64}$`).test(digest))
+        throw new Usage(
+          `--digest ${visible(digest)}: ${MIN_DIGEST_PREFIX} to 64 hex digits of the act's digest`,
+        );
       if (args.values.yes !== true && !process.stdin.isTTY) {
         throw new Usage(
           "approve asks on the terminal, and stdin is not one; give --yes to approve without asking",
@@ -319,9 +315,9 @@ export async function runConsentCli(argv: readonly string[], dbPath: string | nu
       }
     }
     owner = existsSync(path) ? ownerOf(path) : null;
-    store = openStore(path, owner);
+    store = openStore(path, owner, configured.allowedSigners);
     handSidecars(path, owner);
-    const out = await run(store, args);
+    const out = await run(store, args, configured.allowedSigners);
     handSidecars(path, owner);
     if (out !== "") process.stdout.write(`${out}\n`);
     return 0;

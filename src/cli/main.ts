@@ -135,9 +135,12 @@ async function main(): Promise<void> {
   // The operator's side of the consent gate: it never serves MCP, so it loads none of the server.
   if (process.argv[2] === "consent") {
     const { runConsentCli } = await import("./consent.js");
-    // The database the server uses, from the same settings; `--db` overrides it.
-    const consentDb = loadOrExit(snapshotEnvironment()).settings.consentDb;
-    process.exitCode = await runConsentCli(process.argv.slice(3), consentDb);
+    // The database and allowed-signers file the server uses, from the same settings; `--db` overrides the first.
+    const { settings } = loadOrExit(snapshotEnvironment());
+    process.exitCode = await runConsentCli(process.argv.slice(3), {
+      db: settings.consentDb,
+      allowedSigners: settings.consentAllowedSigners,
+    });
     return;
   }
   // The operator enrols a console passkey: a one-off page, none of the server.

@@ -1,4 +1,6 @@
 export { actSummary, describeAct } from "./describe.js";
+export { type ConsentLedger, ledgerPath, openLedger } from "./ledger.js";
+export { withLedger } from "./ledger-store.js";
 /** @public The consent gate of the runner uses it beside the store (docs/adr/0024-consent-store-and-approval-lifetime.md). */
 export { rememberConsumedNonces } from "./nonce-memory.js";
 /** @public The operator console's passkey login keeps its counters with the same store (docs/adr/0027-passkeys-as-a-consent-channel.md). */

@@ -129,6 +129,23 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
         refuse("unavailable", `a request's lifetime must be 0 < seconds <= ${MAX_TTL_SECONDS}, got ${ttl}`);
       }
       const createdAt = now();
+      if (request.maxPending) {
+        const pending = stmt(
+          "SELECT COUNT(*) AS total, COALESCE(SUM(session = ?), 0) AS own FROM requests WHERE status = 'pending' AND expires_at > ?",
+        ).get(request.session, createdAt) as { total: number; own: number };
+        if (pending.own >= request.maxPending.session) {
+          refuse(
+            "full",
+            `this consent session already has ${pending.own} requests waiting for a decision (at most ${request.maxPending.session})`,
+          );
+        }
+        if (pending.total >= request.maxPending.total) {
+          refuse(
+            "full",
+            `the relay already has ${pending.total} requests waiting for a decision (at most ${request.maxPending.total})`,
+          );
+        }
+      }
       const expiresAt = createdAt + Math.round(ttl * 1000);
       const id = freshId("requests");
       const nonce = ids.hex(NONCE_BYTES);
@@ -156,7 +173,9 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     return write(() => {
       const request = requireRequest(id);
       if (request.status === "consumed") refuse("consumed", `request ${id} was already used`);
-      if (request.status !== "pending")
+      // An approval not used yet may be replaced: the operator's channels replace only one that
+      // does not verify, so a request approved with a wrong key still waits for a valid one.
+      if (request.status !== "pending" && request.status !== "approved")
         refuse("not-pending", `request ${id} is ${request.status}, not pending`);
       if (now() >= request.expiresAt) refuse("expired", `request ${id} expired`);
       if (approval.channel !== "sshsig" && approval.channel !== "passkey") {

@@ -94,6 +94,8 @@ export type StoreFailure =
   | "not-pending"
   | "not-approved"
   | "consumed"
+  | "withdrawn" // the operator denied the request or revoked the lease (the ledger says so)
+  | "full" // too many requests wait for a decision already
   | "unavailable"; // the database cannot be opened, read or written
 
 export type StoreResult<T> = { ok: true; value: T } | { ok: false; failure: StoreFailure; detail: string };
@@ -106,6 +108,8 @@ export interface NewRequest {
   clientId: string;
   /** Seconds the request (and the approval it may receive) stays usable. */
   ttlSeconds: number;
+  /** Pending requests allowed at once, for the asking session and for the store as a whole. */
+  maxPending?: { session: number; total: number };
 }
 
 /**
@@ -126,7 +130,7 @@ export interface ConsentStore {
   findApproved(actDigest: string): StoreResult<ConsentRequest | null>;
   /** The newest pending or denied, unexpired request for this act digest in this session, if any. */
   findOpen(actDigest: string, session: string): StoreResult<ConsentRequest | null>;
-  /** Attach a proof to a pending, unexpired request. */
+  /** Attach a proof to a pending, unexpired request, or replace the proof of one approved and not yet used. */
   approve(id: string, approval: StoredApproval): StoreResult<ConsentRequest>;
   deny(id: string, by: string, reason: string): StoreResult<ConsentRequest>;
   /**

@@ -1,4 +1,4 @@
-export { peerCredentials, readXattr, waitChild } from "./libc.js";
+export { isAppendOnly, peerCredentials, readXattr, waitChild } from "./libc.js";
 export { signalGroup, signalSession, toExitCode } from "./signal.js";
 export { readProc } from "./stat.js";
 export { readSupplementaryGroups } from "./status.js";

@@ -2,7 +2,8 @@ import { createRequire } from "node:module";
 
 /**
  * The libc calls Node does not offer: prctl(PR_SET_CHILD_SUBREAPER), a
- * waitpid on one given pid, getsockopt(SO_PEERCRED) and lgetxattr. Loaded
+ * waitpid on one given pid, getsockopt(SO_PEERCRED), lgetxattr and the
+ * inode-flags ioctl (FS_IOC_GETFLAGS). Loaded
  * through koffi on first use only, so processes that never need them never map it.
  */
 interface Libc {
@@ -10,6 +11,7 @@ interface Libc {
   waitpid(pid: number, status: number[], options: number): number;
   getsockopt(fd: number, level: number, name: number, value: Ucred, length: number[]): number;
   lgetxattr(path: string, name: string, value: Buffer, size: number): number;
+  ioctl(fd: number, request: number, flags: number[]): number;
 }
 
 interface Ucred {
@@ -31,6 +33,10 @@ const ECHILD = 10;
 const EINTR = 4;
 const SOL_SOCKET = 1;
 const SO_PEERCRED = 17;
+/** _IOR('f', 1, long) on the 64-bit Linux ABIs; the kernel reads and writes an int through it. */
+const FS_IOC_GETFLAGS = 0x80086601;
+/** The append-only inode flag (`chattr +a`): writes only at the end, no truncation, rename or unlink. */
+const FS_APPEND_FL = 0x20;
 /** sizeof(struct ucred): three 32-bit fields. */
 const UCRED_SIZE = 12;
 
@@ -61,8 +67,9 @@ function libc(): Libc | null {
     const lgetxattr = lib.func(
       "long lgetxattr(const char *path, const char *name, _Out_ uint8_t *value, size_t size)",
     );
+    const ioctl = lib.func("int ioctl(int fd, unsigned long request, _Out_ int *flags)");
     readErrno = () => koffi.errno();
-    bound = { prctl, waitpid, getsockopt, lgetxattr };
+    bound = { prctl, waitpid, getsockopt, lgetxattr, ioctl };
   } catch {
     // No koffi build for this platform, or no glibc: orphans then go to init as before.
   }
@@ -163,4 +170,17 @@ export function readXattr(path: string, name: string, maxBytes: number): XattrRe
   const value = Buffer.alloc(maxBytes);
   const size = lib.lgetxattr(path, name, value, value.length);
   return size < 0 ? { ok: false, errno: readErrno() } : { ok: true, value: value.subarray(0, size) };
+}
+
+/**
+ * Whether the file open on `fd` carries the append-only inode flag (`chattr +a`), which only a
+ * process with CAP_LINUX_IMMUTABLE can set or clear. An errno when the file system cannot say
+ * (ENOTTY: it keeps no such flags); null when the call is not available here.
+ */
+export function isAppendOnly(fd: number): { ok: true; value: boolean } | { ok: false; errno: number } | null {
+  const lib = libc();
+  if (lib === null || !Number.isInteger(fd) || fd < 0) return null;
+  const flags = [0];
+  if (lib.ioctl(fd, FS_IOC_GETFLAGS, flags) !== 0) return { ok: false, errno: readErrno() };
+  return { ok: true, value: ((flags[0] ?? 0) & FS_APPEND_FL) !== 0 };
 }

@@ -169,8 +169,11 @@ describe("the consent gate", () => {
     expect((await gate.check(call("touch x", 3), ctx)).kind).toBe("challenge");
 
     approve(await gate.check(call("touch z", 2), ctx), "0".repeat(64));
+    // An approval that does not verify is no approval: the request still waits for a valid one.
     const forged = await gate.check(call("touch z", 2), ctx);
-    expect(forged.kind === "refuse" && forged.reason).toMatch(/does not verify: signature does not verify/);
+    expect(forged.kind === "challenge" && forged.text).toMatch(
+      /still waits for a valid approval: its stored approval does not verify \(signature does not verify\)/,
+    );
 
     clock.advance(301_000);
     const late = await gate.check(call("touch x", 2), ctx);

@@ -1,14 +1,15 @@
-import type { FollowUpPlan } from "../broker/index.js";
 import {
   type ApprovalVerifier,
   actDigest,
   type ConsentAct,
+  type ConsentLedger,
   type ConsentRequest,
   type ConsentStore,
   consentPayload,
   type StoreResult,
 } from "../consent/index.js";
 import type { Clock, Tier } from "../core/index.js";
+import { sleep, withFollowUps } from "./consent-parts.js";
 import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 
 /**
@@ -43,6 +44,12 @@ export interface ConsentGateDeps {
   settings: ConsentGateSettings;
   /** How often a waiting call looks for the decision (ms). */
   pollMs?: number;
+  /**
+   * The operator's withdrawals (docs/adr/0037-consent-withdrawals-in-an-append-only-ledger.md):
+   * a lease opened here is checked against them with this process's own record of when it opened,
+   * which the relay's account cannot edit. The store is expected to read it fresh (withLedger).
+   */
+  ledger?: Pick<ConsentLedger, "leaseRevoked">;
 }
 
 /** The consent gate, and the end of a consent session when its MCP session ends. */
@@ -52,6 +59,11 @@ export interface ConsentGate extends Gate {
 
 /** Reads a session takes from its lease in the store at a time. */
 const LEASE_BLOCK = 8;
+/**
+ * Requests that may wait for a decision at once, per consent session and for the whole store: a
+ * model cannot bury one harmful act among thousands in the operator's queue (docs/consent.md).
+ */
+const MAX_PENDING = { session: 16, total: 128 } as const;
 
 interface Reserve {
   lease: string;
@@ -85,11 +97,18 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
   // A consent session lives in one process, so its leases were opened here. The store's count is
   // the shared one; this process keeps its own copy of each lease's bounds, so a lease row written
   // into the store by someone else, or a budget or expiry raised there, is never honoured.
-  const openedLeases = new Map<string, { remaining: number; expiresAt: number }>();
+  const openedLeases = new Map<
+    string,
+    { remaining: number; expiresAt: number; session: string; createdAt: number }
+  >();
 
   function takeOwnLease(id: string, now: number): { remaining: number } | null {
     const own = openedLeases.get(id);
     if (!own || own.remaining <= 0 || own.expiresAt <= now) return null;
+    if (deps.ledger?.leaseRevoked(id, own.session, own.createdAt)) {
+      openedLeases.delete(id);
+      return null;
+    }
     own.remaining -= 1;
     return own;
   }
@@ -161,11 +180,12 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       : refuse(`the consent store cannot be used (${result.failure}: ${result.detail}); nothing ran`);
   }
 
-  function challenge(request: ConsentRequest): GateVerdict {
+  function challenge(request: ConsentRequest, note?: string): GateVerdict {
     const seconds = Math.max(0, Math.ceil((request.expiresAt - clock.now()) / 1000));
+    const waiting = note ? `\nRequest ${request.id} still waits for a valid approval: ${note}.` : "";
     return {
       kind: "challenge",
-      text: `[CONSENT REQUIRED id=${request.id} expires_in=${seconds}s]\n${deps.describe(request, seconds)}`,
+      text: `[CONSENT REQUIRED id=${request.id} expires_in=${seconds}s]\n${deps.describe(request, seconds)}${waiting}`,
       action: "consent_request",
       outcome: "consent_required",
       auditExtra: { consent: { request: request.id } },
@@ -189,14 +209,14 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
     }
     if (!request.approval) return refuse(`request ${request.id} carries no approval`, ref);
     const verified = deps.verifier.verify(request.approval, payload, now);
-    if (!verified.ok) {
-      return refuse(`the approval of request ${request.id} does not verify: ${verified.reason}`, ref);
-    }
+    // An approval that does not verify is no approval: the request waits for a valid one.
+    if (!verified.ok) return challenge(request, `its stored approval does not verify (${verified.reason})`);
     const taken = store.consume(request.id, request.nonce);
     if (!taken.ok) {
       if (taken.failure === "consumed") {
         return refuse(`the approval of request ${request.id} was already used`, ref);
       }
+      if (taken.failure === "withdrawn") return refuse(`${taken.detail}; nothing ran`, ref);
       return storeRefusal(taken) ?? refuse("the approval could not be consumed", ref);
     }
     const record: Record<string, unknown> = {
@@ -224,6 +244,8 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
         openedLeases.set(lease.value.id, {
           remaining: lease.value.remaining,
           expiresAt: lease.value.expiresAt,
+          session: call.session,
+          createdAt: now,
         });
         record.lease = lease.value.id;
       }
@@ -326,7 +348,14 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
           session,
           clientId,
           ttlSeconds: settings.approvalTtlSeconds,
+          maxPending: MAX_PENDING,
         });
+        if (!created.ok && created.failure === "full") {
+          return refuse(
+            `${created.detail}; nothing ran and no new request was made, ask the operator to decide`,
+            { pending_limit: MAX_PENDING },
+          );
+        }
         if (!created.ok) return storeRefusal(created) as GateVerdict;
         request = created.value;
       }
@@ -346,31 +375,4 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
     const why = request.denial?.reason ? `: ${request.denial.reason}` : "";
     return refuse(`request ${request.id} was denied${by}${why}`, { request: request.id });
   }
-}
-
-function withFollowUps(act: ConsentAct, plan: FollowUpPlan): ConsentAct {
-  return {
-    ...act,
-    bound: {
-      ...act.bound,
-      follow_ups: {
-        verify: plan.verifyCommand,
-        verify_expect: plan.verifyExpect,
-        rollback: plan.rollbackCommand,
-        auto_rollback: plan.autoRollback,
-      },
-    },
-  };
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, Math.max(0, ms));
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }

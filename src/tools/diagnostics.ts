@@ -1,5 +1,6 @@
 import type { AuditLog } from "../audit/index.js";
 import { configWarnings, type Settings } from "../config/index.js";
+import { ledgerPath } from "../consent/index.js";
 import { clamp } from "../core/index.js";
 import type { TierSpec } from "../policy/index.js";
 import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
@@ -93,6 +94,7 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
               consent: {
                 enabled: true,
                 allowed_signers: settings.consentAllowedSigners,
+                ledger: ledgerPath(settings.consentAllowedSigners),
                 ...(settings.consolePasskeys === ""
                   ? {}
                   : {

@@ -1,5 +1,13 @@
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -8,6 +16,7 @@ import { actDigest } from "../../src/consent/payload.js";
 import { openSqliteStore } from "../../src/consent/sqlite-store.js";
 import type { ConsentAct, ConsentRequest, ConsentStore, StoreResult } from "../../src/consent/types.js";
 import { cryptoIds, systemClock } from "../../src/core/index.js";
+import { createLedger, removeLedger } from "../helpers/consent.js";
 import { baseEnv, SERVER_ENTRY } from "../helpers/server.js";
 
 function value<T>(result: StoreResult<T>): T {
@@ -28,13 +37,26 @@ function run(command: string, args: string[], input?: string, env: Record<string
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-describe("relay-shell consent (the built CLI)", () => {
+// The consent ledger is append-only (chattr +a), which only root can set up.
+describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)", () => {
   let dir: string;
   let db: string;
   let key: string;
   let store: ConsentStore;
+  let allowedSigners: string;
+  let ledger: string;
   const cli = (args: string[], env: Record<string, string> = {}) =>
-    run(process.execPath, [SERVER_ENTRY, "consent", ...args, "--db", db], undefined, env);
+    run(process.execPath, [SERVER_ENTRY, "consent", ...args, "--db", db], undefined, {
+      RELAY_SHELL_CONSENT_ALLOWED_SIGNERS: allowedSigners,
+      ...env,
+    });
+  /** `--yes` with the digest `consent show` prints for the request's act. */
+  const yes = (r: ConsentRequest): string[] => ["--yes", "--digest", actDigest(r.act)];
+  /** Let `key` sign approvals: one more line in the operator's allowed-signers file. */
+  const allow = (publicKeyFile: string, principal: string): void => {
+    const pub = readFileSync(publicKeyFile, "utf8").trim().split(" ").slice(0, 2).join(" ");
+    appendFileSync(allowedSigners, `${principal} namespaces="relay-shell-consent" ${pub}\n`);
+  };
 
   const act = (command: string): ConsentAct => ({
     tool: "shell_exec",
@@ -69,21 +91,28 @@ describe("relay-shell consent (the built CLI)", () => {
     key = join(dir, "operator_ed25519");
     expect(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "operator", "-f", key]).code).toBe(0);
     store = value(openSqliteStore(db, { clock: systemClock, ids: cryptoIds, busyTimeoutMs: 5000 }));
+    const anchors = join(dir, "anchors");
+    mkdirSync(anchors, { mode: 0o755 });
+    allowedSigners = join(anchors, "allowed_signers");
+    writeFileSync(allowedSigners, "", { mode: 0o644 });
+    allow(`${key}.pub`, "operator@test");
+    ledger = createLedger(join(anchors, "consent.ledger"), { name: "root", uid: 0, gid: 0 });
   });
   afterAll(() => {
     store.close();
+    removeLedger(ledger);
     rmSync(dir, { recursive: true, force: true });
   });
 
   it("approve --yes signs the exact payload with ssh-keygen and stores a signature that verifies", () => {
     const r = request();
-    const out = cli(["approve", r.id, "--key", key, "--yes"]);
+    const out = cli(["approve", r.id, "--key", key, ...yes(r)]);
     expect(out.stderr).not.toMatch(/failed|refused/);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain("touch canary");
     expect(out.stdout).toContain("tool: shell_exec");
     const fingerprint = run("ssh-keygen", ["-lf", `${key}.pub`]).stdout.split(" ")[1];
-    expect(out.stdout).toContain(`approved ${r.id} (signed by ${fingerprint})`);
+    expect(out.stdout).toContain(`approved ${r.id} (signed by operator@test, ${fingerprint})`);
 
     const stored = value(store.getRequest(r.id));
     expect(stored.status).toBe("approved");
@@ -96,14 +125,14 @@ describe("relay-shell consent (the built CLI)", () => {
     expect(checks(proof, r.payload.replace("touch canary", "touch canarz"))).toBe(false);
     expect(checks(proof, r.payload, "file")).toBe(false);
 
-    const again = cli(["approve", r.id, "--key", key, "--yes"]);
+    const again = cli(["approve", r.id, "--key", key, ...yes(r)]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain(`request ${r.id} is approved, not pending`);
+    expect(again.stderr).toContain(`request ${r.id} is already approved`);
   });
 
   it("approve signs the payload's UTF-8 bytes when the act is not ASCII", () => {
     const r = request("echo 'héllo 日本' > canary");
-    const out = cli(["approve", r.id, "--key", key, "--yes"]);
+    const out = cli(["approve", r.id, "--key", key, ...yes(r)]);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain("héllo 日本");
     const proof = value(store.getRequest(r.id)).approval?.proof ?? "";
@@ -135,7 +164,8 @@ describe("relay-shell consent (the built CLI)", () => {
       }
       expect(added).toBe(0);
       const r = request("touch canary-agent");
-      const out = cli(["approve", r.id, "--key", `${locked}.pub`, "--yes"], { SSH_AUTH_SOCK: socket });
+      allow(`${locked}.pub`, "agent@test");
+      const out = cli(["approve", r.id, "--key", `${locked}.pub`, ...yes(r)], { SSH_AUTH_SOCK: socket });
       expect(out.stderr).not.toMatch(/failed/);
       expect(out.code).toBe(0);
       const proof = value(store.getRequest(r.id)).approval?.proof ?? "";
@@ -160,7 +190,10 @@ describe("relay-shell consent (the built CLI)", () => {
           .map((a) => `'${a}'`)
           .join(" ");
         // script(1) gives the CLI a real terminal on stdin.
-        const child = spawn("script", ["-qec", command, "/dev/null"], { env: baseEnv(), stdio: "pipe" });
+        const child = spawn("script", ["-qec", command, "/dev/null"], {
+          env: baseEnv({ RELAY_SHELL_CONSENT_ALLOWED_SIGNERS: allowedSigners }),
+          stdio: "pipe",
+        });
         let output = "";
         let answered = false;
         child.stdout.on("data", (chunk: Buffer) => {
@@ -187,10 +220,10 @@ describe("relay-shell consent (the built CLI)", () => {
 
   it("approve refuses without --key, with a missing key, without a terminal or --yes, and when ssh-keygen fails", () => {
     const r = request("touch canary-refused");
-    const noKey = cli(["approve", r.id, "--yes"]);
+    const noKey = cli(["approve", r.id, ...yes(r)]);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain("approve needs --key PATH");
-    const missing = cli(["approve", r.id, "--key", join(dir, "nope"), "--yes"]);
+    const missing = cli(["approve", r.id, "--key", join(dir, "nope"), ...yes(r)]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("no such file");
     const noTerminal = cli(["approve", r.id, "--key", key]);
@@ -198,7 +231,7 @@ describe("relay-shell consent (the built CLI)", () => {
     expect(noTerminal.stderr).toContain("stdin is not one; give --yes");
     const notAKey = join(dir, "not-a-key");
     writeFileSync(notAKey, "hello\n", { mode: 0o600 });
-    const broken = cli(["approve", r.id, "--key", notAKey, "--yes"]);
+    const broken = cli(["approve", r.id, "--key", notAKey, ...yes(r)]);
     expect(broken.code).toBe(1);
     expect(broken.stderr).toMatch(/not approved: ssh-keygen failed \(exit \d+\)/);
     expect(value(store.getRequest(r.id)).status).toBe("pending");
@@ -212,7 +245,7 @@ describe("relay-shell consent (the built CLI)", () => {
       .prepare("UPDATE requests SET payload = ? WHERE id = ?")
       .run(hidden.payload.replaceAll(hidden.id, shown.id).replaceAll(hidden.nonce, shown.nonce), shown.id);
     edit.close();
-    const out = cli(["approve", shown.id, "--key", key, "--yes"]);
+    const out = cli(["approve", shown.id, "--key", key, ...yes(shown)]);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain(`request ${shown.id}: its stored payload is not the act shown`);
     expect(value(store.getRequest(shown.id)).status).toBe("pending");
@@ -220,14 +253,14 @@ describe("relay-shell consent (the built CLI)", () => {
   });
 
   it("an unknown, expired, denied or used request is refused with exit 1 and the reason", async () => {
-    const unknown = cli(["approve", "0123456789", "--key", key, "--yes"]);
+    const unknown = cli(["approve", "0123456789", "--key", key, "--yes", "--digest", "0".repeat(64)]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("not-found: no consent request 0123456789");
     expect(cli(["show", "abcdefabcd"]).code).toBe(1);
 
     const short = request("touch canary-late", 0.2);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const late = cli(["approve", short.id, "--key", key, "--yes"]);
+    const late = cli(["approve", short.id, "--key", key, ...yes(short)]);
     expect(late.code).toBe(1);
     expect(late.stderr).toContain(`request ${short.id} expired`);
     expect(cli(["deny", short.id]).stderr).toContain("expired");
@@ -240,11 +273,11 @@ describe("relay-shell consent (the built CLI)", () => {
       by: userInfo().username,
       reason: "wrong host",
     });
-    expect(cli(["approve", denied.id, "--key", key, "--yes"]).code).toBe(1);
+    expect(cli(["approve", denied.id, "--key", key, ...yes(denied)]).code).toBe(1);
     expect(cli(["deny", denied.id]).stderr).toContain("already denied");
 
     const used = request("touch canary-used");
-    expect(cli(["approve", used.id, "--key", key, "--yes"]).code).toBe(0);
+    expect(cli(["approve", used.id, "--key", key, ...yes(used)]).code).toBe(0);
     value(store.consume(used.id, used.nonce));
     const reuse = cli(["deny", used.id]);
     expect(reuse.code).toBe(1);
@@ -256,14 +289,14 @@ describe("relay-shell consent (the built CLI)", () => {
     const plain = request("touch canary-list");
     const list = cli(["list"]);
     expect(list.code).toBe(0);
-    const line = list.stdout.split("\n").find((l) => l.startsWith(plain.id)) ?? "";
+    const line = list.stdout.split("\n").find((l) => l.startsWith(`  ${plain.id}`)) ?? "";
     expect(line).toMatch(
       new RegExp(
-        `^${plain.id}  pending   shell_exec  tier 2  expires in \\d+s  session mcp-session-…  touch canary-list`,
+        `^  ${plain.id}  pending   shell_exec  tier 2  expires in \\d+s  session mcp-session-…  touch canary-list`,
       ),
     );
     expect(line.length).toBeLessThan(160);
-    const hostileLine = list.stdout.split("\n").find((l) => l.startsWith(hostile.id)) ?? "";
+    const hostileLine = list.stdout.split("\n").find((l) => l.startsWith(`  ${hostile.id}`)) ?? "";
     expect(hostileLine).toContain("\\x9b");
     // No raw escape, C1 control or bidirectional override reaches the terminal.
     expect(rawControls(list.stdout)).toEqual([]);
@@ -278,7 +311,14 @@ describe("relay-shell consent (the built CLI)", () => {
     expect(rawControls(show.stdout)).toEqual([]);
     const plainShow = cli(["show", plain.id]);
     expect(plainShow.stdout).toContain(`payload, the exact bytes signed:\n${plain.payload}\n`);
-    const raw = run(process.execPath, [SERVER_ENTRY, "consent", "show", hostile.id, "--payload", "--db", db]);
+    const raw = run(
+      process.execPath,
+      [SERVER_ENTRY, "consent", "show", hostile.id, "--payload", "--db", db],
+      "",
+      {
+        RELAY_SHELL_CONSENT_ALLOWED_SIGNERS: allowedSigners,
+      },
+    );
     expect(raw.stdout).toBe(hostile.payload);
   });
 

@@ -287,8 +287,12 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
     const signature = Buffer.from(proof.signature as string, "base64url");
     signature[signature.length - 1] = (signature[signature.length - 1] ?? 0) ^ 0x01;
     approveWith(first, { ...proof, signature: signature.toString("base64url") });
+    // An assertion that does not verify counts as none: the act still waits for a valid one.
     const tampered = await call();
-    expect(tampered.text).toContain(`consent: the approval of request ${first} does not verify`);
+    expect(consentId(tampered.text)).toBe(first);
+    expect(tampered.text).toContain(
+      `Request ${first} still waits for a valid approval: its stored approval does not verify`,
+    );
     expect(tampered.text).toContain("the signature does not verify with passkey alice-laptop");
 
     // A genuine assertion, but over the payload of another request: its challenge does not match.

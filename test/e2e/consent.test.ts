@@ -1,5 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSqliteStore } from "../../src/consent/index.js";
@@ -30,9 +38,9 @@ function lines(path: string): number {
     : 0;
 }
 
-function approve(world: ConsentWorld, id: string, key = world.operatorKey) {
-  const r = world.cli(["approve", id, "--key", key, "--yes"]);
-  if (r.status !== 0) throw new Error(`approve failed (${r.status}): ${r.stderr}`);
+function approve(world: ConsentWorld, id: string, key = world.operatorKey, status = 0) {
+  const r = world.approve(id, key);
+  if (r.status !== status) throw new Error(`approve exited ${r.status}, not ${status}: ${r.stderr}`);
   return r;
 }
 
@@ -183,36 +191,45 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
     expect(consentId(changed.text)).not.toBe(uploadId);
   });
 
-  it("refuses a signature by a key not in allowed-signers, over other bytes, or in another namespace", async () => {
+  it("treats an approval that does not verify as none: the act waits for a valid one", async () => {
     const canary = join(world.work, "forged");
-    const cases: Array<[string, (id: string) => void, RegExp]> = [
-      ["stranger", (id) => approve(world, id, world.strangerKey), /does not verify/],
+    // The operator's CLI will not store a signature the relay would refuse, and says why.
+    const strangerArgs = append(canary, { env_json: JSON.stringify({ CASE: "stranger" }) });
+    const strangerId = consentId((await relay.call("shell_exec", strangerArgs)).text);
+    const stranger = approve(world, strangerId, world.strangerKey, 1);
+    expect(stranger.stderr).toContain("would be refused by the relay");
+    expect(stranger.stderr).toContain("nothing was stored");
+    expect(world.cli(["show", strangerId]).stdout).toContain("status:   pending");
+    // Stored anyway (as the relay's account could), by a stranger's key, over other bytes or in
+    // another namespace: the call asks again, and the operator's own approval then runs it once.
+    const cases: Array<[string, (id: string) => void]> = [
+      [
+        "stranger",
+        (id) => storeSignature(world, id, (p) => sshSign(world, world.strangerKey, "relay-shell-consent", p)),
+      ],
       [
         "tampered",
         (id) =>
           storeSignature(world, id, (p) =>
             sshSign(world, world.operatorKey, "relay-shell-consent", p.replace("ran", "RAN")),
           ),
-        /does not verify/,
       ],
-      [
-        "namespace",
-        (id) => storeSignature(world, id, (p) => sshSign(world, world.operatorKey, "file", p)),
-        /does not verify/,
-      ],
+      ["namespace", (id) => storeSignature(world, id, (p) => sshSign(world, world.operatorKey, "file", p))],
     ];
-    for (const [name, forge, reason] of cases) {
+    for (const [ran, [name, forge]] of cases.entries()) {
       const args = append(canary, { env_json: JSON.stringify({ CASE: name }) });
       const id = consentId((await relay.call("shell_exec", args)).text);
       forge(id);
       const r = await relay.call("shell_exec", args);
-      expect(r.text, name).toMatch(/^\[DENIED tier \d \([A-Z_]+\): consent: /);
-      expect(r.text, name).toMatch(reason);
-      expect(r.structured.denied, name).toBe(true);
+      expect(consentId(r.text), name).toBe(id);
+      expect(r.text, name).toContain(
+        `Request ${id} still waits for a valid approval: its stored approval does not verify`,
+      );
+      expect(lines(canary), name).toBe(ran);
+      approve(world, id);
+      expect((await relay.call("shell_exec", args)).text, name).toBe("[exit 0]\n");
     }
-    expect(lines(canary)).toBe(0);
-    const refused = world.records().filter((r) => r.action === "consent_refuse");
-    expect(refused.length).toBeGreaterThanOrEqual(3);
+    expect(lines(canary)).toBe(3);
   });
 
   it("refuses a denied act with the operator's reason", async () => {
@@ -247,7 +264,12 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
 
   it("shows its posture in server_info", async () => {
     const info = JSON.parse((await relay.call("server_info")).text) as Record<string, unknown>;
-    expect(info.consent).toMatchObject({ enabled: true, lease_mode: "manual", approval_ttl: 300 });
+    expect(info.consent).toMatchObject({
+      enabled: true,
+      lease_mode: "manual",
+      approval_ttl: 300,
+      ledger: world.ledger,
+    });
   });
 });
 
@@ -271,7 +293,7 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent waits, leases and revocat
       let id = "";
       for (let i = 0; i < 100 && id === ""; i += 1) {
         const listed = world.cli(["list"]);
-        id = /^(\S+)\s+pending/m.exec(listed.stdout)?.[1] ?? "";
+        id = /^\s+(\S+)\s+pending/m.exec(listed.stdout)?.[1] ?? "";
         if (id === "") await new Promise((r) => setTimeout(r, 200));
       }
       expect(id).not.toBe("");
@@ -314,7 +336,7 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent waits, leases and revocat
     }
   });
 
-  it("lets a lease carry proven reads only: a script written and fed to a shell each need a signature", async () => {
+  it("lets a lease carry proven reads only: a script written and fed to a shell, SQL on the consent database, each need a signature", async () => {
     const relay = await world.startRelay({
       RELAY_SHELL_CONSENT_LEASE_MODE: "window",
       RELAY_SHELL_CONSENT_LEASE_BUDGET: "10",
@@ -339,8 +361,45 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent waits, leases and revocat
       writeFileSync(script, `rm -rf ${canary}\n`);
       consentId((await relay.call("shell_exec", { command: `bash < ${script}` })).text);
       consentId((await relay.call("shell_exec", { command: `sh ${script}` })).text);
+      // Nor is SQL given to sqlite3 on the consent database, inline or from a file.
+      const sql = join(world.work, "undo.sql");
+      const undo = "UPDATE requests SET status = 'approved' WHERE status = 'denied';";
+      consentId((await relay.call("shell_exec", { command: `sqlite3 ${world.db} "${undo}"` })).text);
+      consentId((await relay.call("shell_exec", { command: `printf "${undo}" > ${sql}` })).text);
+      consentId((await relay.call("shell_exec", { command: `sqlite3 ${world.db} < ${sql}` })).text);
       expect(existsSync(join(canary, "keep"))).toBe(true);
       expect(leased() - before).toBe(1);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it("lets a lease carry no write typed into a terminal in pieces", async () => {
+    const relay = await world.startRelay({
+      RELAY_SHELL_CONSENT_LEASE_MODE: "window",
+      RELAY_SHELL_CONSENT_LEASE_BUDGET: "10",
+    });
+    try {
+      const canary = join(world.work, "typed");
+      approve(world, consentId((await relay.call("shell_exec", { command: "ls", cwd: world.work })).text));
+      expect((await relay.call("shell_exec", { command: "ls", cwd: world.work })).text).toMatch(
+        /^\[exit 0\]/,
+      );
+      const spawnArgs = { command: "bash", cwd: world.work };
+      approve(world, consentId((await relay.call("shell_spawn", spawnArgs)).text));
+      const spawned = await relay.call("shell_spawn", spawnArgs);
+      const session = /^session (\S+) started/.exec(spawned.text)?.[1] ?? "";
+      expect(session, spawned.text).not.toBe("");
+      const answers: string[] = [];
+      for (const data of ["echo ran ", "> ", `${canary}\n`]) {
+        answers.push((await relay.call("session_send", { session_id: session, data })).text);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(
+        answers.some((a) => a.startsWith("[CONSENT REQUIRED")),
+        answers.join("\n---\n"),
+      ).toBe(true);
+      expect(existsSync(canary)).toBe(false);
     } finally {
       await relay.close();
     }
@@ -393,6 +452,20 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)(
 
     it("when the relay runs as root, which can write every file", async () => {
       await expect(startServer(world.settings())).rejects.toThrow();
+    });
+
+    it("when the consent ledger beside it is missing or not append-only", async () => {
+      execFileSync("/usr/bin/chattr", ["-a", world.ledger]);
+      try {
+        await expect(world.startRelay()).rejects.toThrow(
+          /consent\.ledger is not append-only; as root: install/,
+        );
+        renameSync(world.ledger, `${world.ledger}.away`);
+        await expect(world.startRelay()).rejects.toThrow(/consent\.ledger does not exist/);
+      } finally {
+        if (existsSync(`${world.ledger}.away`)) renameSync(`${world.ledger}.away`, world.ledger);
+        execFileSync("/usr/bin/chattr", ["+a", world.ledger]);
+      }
     });
 
     it("and starts when the file is the operator's", async () => {

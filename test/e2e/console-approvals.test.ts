@@ -238,7 +238,7 @@ describe.skipIf(SKIP !== null)("consent approvals in the console (built server, 
   it("a request approved with the CLI leaves the page, and the console can no longer approve it", async () => {
     const id = consentId((await call("cli")).text);
     await card(id).waitFor();
-    const approved = world.cli(["approve", id, "--key", world.operatorKey, "--yes"]);
+    const approved = world.approve(id);
     expect(approved.status, approved.stderr).toBe(0);
     await card(id).waitFor({ state: "detached" });
     const cookie = (await browser.context.cookies()).find((c) => c.name === "relay_console");

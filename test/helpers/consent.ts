@@ -45,6 +45,8 @@ export interface ConsentWorld {
   work: string;
   /** The operator's allowed-signers file: root-owned 0644 in a root-owned 0755 directory. */
   allowedSigners: string;
+  /** The consent ledger beside it: the relay's, 0600, append-only (`chattr +a`). */
+  ledger: string;
   /** The operator's signing key (root-only 0600): the relay cannot read it. */
   operatorKey: string;
   /** A key that is not in allowed-signers. */
@@ -56,6 +58,8 @@ export interface ConsentWorld {
   startRelay(extra?: Record<string, string>): Promise<ConsentRelay>;
   /** Run `relay-shell consent ...` as the operator (root), with this world's settings. */
   cli(args: string[], extra?: Record<string, string>): { status: number; stdout: string; stderr: string };
+  /** As an operator scripts it: `consent show ID`, then `approve ID --yes --digest` with the digest shown. */
+  approve(id: string, key?: string): { status: number; stdout: string; stderr: string };
   /** Audit records written so far. */
   records(): Array<Record<string, unknown>>;
   cleanup(): void;
@@ -99,6 +103,7 @@ export function createConsentWorld(options: { signerNamespaces?: string } = {}):
     allowedSigners,
   ]);
   chmodSync(allowedSigners, 0o644);
+  const ledger = createLedger(join(anchors, "consent.ledger"), user);
   const db = join(state, "consent.db");
   const audit = join(home, "audit.jsonl");
 
@@ -166,6 +171,7 @@ export function createConsentWorld(options: { signerNamespaces?: string } = {}):
     home,
     work,
     allowedSigners,
+    ledger,
     operatorKey,
     strangerKey,
     db,
@@ -173,6 +179,12 @@ export function createConsentWorld(options: { signerNamespaces?: string } = {}):
     settings,
     startRelay,
     cli,
+    approve(id, key = operatorKey) {
+      const shown = cli(["show", id]);
+      const digest = /^digest: +([0-9a-f]{64})$/m.exec(shown.stdout)?.[1];
+      if (shown.status !== 0 || digest === undefined) return shown;
+      return cli(["approve", id, "--key", key, "--yes", "--digest", digest]);
+    },
     records() {
       if (!existsSync(audit)) return [];
       return readFileSync(audit, "utf8")
@@ -181,9 +193,37 @@ export function createConsentWorld(options: { signerNamespaces?: string } = {}):
         .map((l) => JSON.parse(l) as Record<string, unknown>);
     },
     cleanup() {
+      removeLedger(ledger);
       rmSync(root, { recursive: true, force: true });
     },
   };
+}
+
+const CHATTR = "/usr/bin/chattr";
+
+/**
+ * The consent ledger as docs/consent.md sets it up: owned by the relay's account, 0600, with
+ * the append-only flag only root can clear.
+ */
+export function createLedger(path: string, owner: SystemUser): string {
+  execFileSync("/usr/bin/install", [
+    "-o",
+    String(owner.uid),
+    "-g",
+    String(owner.gid),
+    "-m",
+    "0600",
+    "/dev/null",
+    path,
+  ]);
+  execFileSync(CHATTR, ["+a", path]);
+  return path;
+}
+
+/** Clear the append-only flag (root only), so the ledger's directory can be removed. */
+export function removeLedger(path: string): void {
+  if (existsSync(path)) spawnSync(CHATTR, ["-a", path], { stdio: "ignore" });
+  rmSync(path, { force: true });
 }
 
 /** The request id of a `[CONSENT REQUIRED id=... expires_in=...]` answer. */

@@ -1,0 +1,135 @@
+import { readFileSync } from "node:fs";
+import { snapshotEnvironment } from "../config/index.js";
+import {
+  actDigest,
+  CONSENT_NAMESPACE,
+  type ConsentRequest,
+  type ConsentStore,
+  consentPayload,
+} from "../consent/index.js";
+import { systemClock } from "../core/index.js";
+import { buildEnv, createProcessRunner } from "../exec/index.js";
+import { parseAllowedSigners, verifySshsig } from "../sshsig/index.js";
+import { signPayload } from "./consent-sign.js";
+import { showRequest, visible } from "./consent-text.js";
+
+/** A refusal by the store, the checks or the operator: message on stderr, exit 1. */
+export class Refused extends Error {}
+
+/** The shortest digest prefix `--digest` accepts: 48 bits, more than a swapped act can hit. */
+export const MIN_DIGEST_PREFIX = 12;
+
+export interface ApproveOptions {
+  key: string;
+  /** --yes: approve without asking; then `digest` is required. */
+  yes: boolean;
+  /** --digest: a prefix of the act's digest, as `consent show` printed it. */
+  digest: string | null;
+  allowedSigners: string;
+  confirm(question: string): Promise<boolean>;
+}
+
+const EDITED = "its stored payload is not the act shown (the consent database was edited)";
+
+/** The bytes a signature covers, rebuilt from the act itself (never read from the store). */
+function payloadOf(store: ConsentStore, request: ConsentRequest): string {
+  return consentPayload(request.act, {
+    request: request.id,
+    nonce: request.nonce,
+    expiresAt: request.expiresAt,
+    instance: store.instanceId,
+  });
+}
+
+/** Whether the stored payload is exactly the bytes of the act shown (`consent show` warns when not). */
+export function payloadMatches(store: ConsentStore, request: ConsentRequest): boolean {
+  return payloadOf(store, request) === request.payload;
+}
+
+export function editedWarning(): string {
+  return `WARNING: ${EDITED}`;
+}
+
+/**
+ * Check an armored signature over `payload` against the operator's allowed-signers file, as the
+ * relay will: the principal it names, or why it would be refused.
+ */
+function checkSigner(
+  allowedSigners: string,
+  signature: string,
+  payload: string,
+): { ok: true; principal: string } | { ok: false; reason: string } {
+  let text: string;
+  try {
+    text = readFileSync(allowedSigners, "utf8");
+  } catch (err) {
+    return {
+      ok: false,
+      reason: `the allowed-signers file ${allowedSigners} cannot be read (${String(err)})`,
+    };
+  }
+  const parsed = parseAllowedSigners(text);
+  const result = verifySshsig(signature, Buffer.from(payload, "utf8"), {
+    namespace: CONSENT_NAMESPACE,
+    signers: parsed.signers,
+    now: systemClock.now(),
+  });
+  return result.ok ? { ok: true, principal: result.principal } : { ok: false, reason: result.reason };
+}
+
+/**
+ * `consent approve`: show the act, make sure it is the act the operator means (asked on the
+ * terminal, or its digest given with --yes), sign the payload rebuilt from that act, check the
+ * signature against the allowed-signers file as the relay will, and only then store it.
+ */
+export async function approveRequest(
+  store: ConsentStore,
+  request: ConsentRequest,
+  options: ApproveOptions,
+): Promise<string> {
+  const now = systemClock.now();
+  if (request.status === "approved") {
+    const stored = request.approval;
+    if (
+      stored?.channel === "sshsig" &&
+      checkSigner(options.allowedSigners, stored.proof, payloadOf(store, request)).ok
+    )
+      throw new Refused(`request ${request.id} is already approved`);
+    if (stored?.channel === "passkey")
+      throw new Refused(`request ${request.id} is already approved (passkey)`);
+  } else if (request.status !== "pending") {
+    throw new Refused(`request ${request.id} is ${request.status}, not pending`);
+  }
+  if (request.expiresAt <= now) throw new Refused(`request ${request.id} expired`);
+  const payload = payloadOf(store, request);
+  if (payload !== request.payload) throw new Refused(`request ${request.id}: ${EDITED}; nothing is signed`);
+  const digest = actDigest(request.act);
+  if (options.digest !== null && !digest.startsWith(options.digest.toLowerCase())) {
+    throw new Refused(
+      `request ${request.id} now holds another act (digest ${digest.slice(0, 16)}…, not ${visible(options.digest)}…); nothing is signed. Run \`consent show ${request.id}\` again`,
+    );
+  }
+  process.stdout.write(`${showRequest(request, now)}\n`);
+  if (!options.yes && !(await options.confirm("Approve this act? [y/N] ")))
+    throw new Refused(`request ${request.id} was not approved`);
+  process.stderr.write(
+    `relay_shell consent: signing with ${visible(options.key)} (touch your security key if it blinks)\n`,
+  );
+  const runner = createProcessRunner();
+  const signed = await signPayload(runner, buildEnv(snapshotEnvironment(), ""), options.key, payload);
+  if (!signed.ok) throw new Refused(`not approved: ${visible(signed.detail)}`);
+  const signer = checkSigner(options.allowedSigners, signed.signature, payload);
+  if (!signer.ok) {
+    throw new Refused(
+      `not approved: the key ${visible(options.key)} (${signed.fingerprint}) would be refused by the relay: ${visible(signer.reason)}; nothing was stored`,
+    );
+  }
+  const approved = store.approve(request.id, {
+    channel: "sshsig",
+    proof: signed.signature,
+    claimedSigner: signed.fingerprint,
+    at: systemClock.now(),
+  });
+  if (!approved.ok) throw new Refused(`${approved.failure}: ${visible(approved.detail)}`);
+  return `approved ${approved.value.id} (signed by ${signer.principal}, ${signed.fingerprint})`;
+}
