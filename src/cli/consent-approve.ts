@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { snapshotEnvironment } from "../config/index.js";
 import {
   actDigest,
@@ -9,7 +9,7 @@ import {
 } from "../consent/index.js";
 import { systemClock } from "../core/index.js";
 import { buildEnv, createProcessRunner } from "../exec/index.js";
-import { parseAllowedSigners, verifySshsig } from "../sshsig/index.js";
+import { parseAllowedSigners, parsePublicKey, signerAllowsNamespace, verifySshsig } from "../sshsig/index.js";
 import { signPayload } from "./consent-sign.js";
 import { showRequest, visible } from "./consent-text.js";
 
@@ -78,6 +78,43 @@ function checkSigner(
 }
 
 /**
+ * The public key of `--key`, where one is at hand: the file itself when it is a public key (a key
+ * held by ssh-agent or a security key), else `PATH.pub` beside a private key; null when neither.
+ */
+function publicKeyOf(key: string): ReturnType<typeof parsePublicKey> | null {
+  for (const candidate of [key, `${key}.pub`]) {
+    try {
+      if (!existsSync(candidate)) continue;
+      const text = readFileSync(candidate, "utf8");
+      if (text.includes("PRIVATE KEY")) continue;
+      return parsePublicKey(text.trim().split("\n")[0] ?? "");
+    } catch {
+      // not a public key: the signature itself is checked after signing
+    }
+  }
+  return null;
+}
+
+/** Before any signing (and any touch of a security key): a key the file does not list for consent is refused. */
+function refuseUnlisted(key: string, allowedSigners: string): void {
+  const publicKey = publicKeyOf(key);
+  if (publicKey === null) return;
+  let listed: boolean;
+  try {
+    listed = parseAllowedSigners(readFileSync(allowedSigners, "utf8")).signers.some(
+      (s) => s.key.blob.equals(publicKey.blob) && signerAllowsNamespace(s, CONSENT_NAMESPACE),
+    );
+  } catch (err) {
+    throw new Refused(`the allowed-signers file ${visible(allowedSigners)} cannot be read (${String(err)})`);
+  }
+  if (!listed) {
+    throw new Refused(
+      `the key ${visible(key)} (${publicKey.fingerprint}) is not in the allowed-signers file ${visible(allowedSigners)} for consent; the relay would refuse its signature, so nothing is signed`,
+    );
+  }
+}
+
+/**
  * `consent approve`: show the act, make sure it is the act the operator means (asked on the
  * terminal, or its digest given with --yes), sign the payload rebuilt from that act, check the
  * signature against the allowed-signers file as the relay will, and only then store it.
@@ -109,6 +146,7 @@ export async function approveRequest(
       `request ${request.id} now holds another act (digest ${digest.slice(0, 16)}…, not ${visible(options.digest)}…); nothing is signed. Run \`consent show ${request.id}\` again`,
     );
   }
+  refuseUnlisted(options.key, options.allowedSigners);
   process.stdout.write(`${showRequest(request, now)}\n`);
   if (!options.yes && !(await options.confirm("Approve this act? [y/N] ")))
     throw new Refused(`request ${request.id} was not approved`);

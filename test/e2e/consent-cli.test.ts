@@ -130,6 +130,27 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     expect(again.stderr).toContain(`request ${r.id} is already approved`);
   });
 
+  it("approve refuses a key the relay would refuse: before signing when its public key is at hand, after otherwise", () => {
+    const stranger = join(dir, "stranger_ed25519");
+    expect(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stranger", "-f", stranger]).code).toBe(
+      0,
+    );
+    const before = request("touch canary-stranger");
+    const listed = cli(["approve", before.id, "--key", stranger, ...yes(before)]);
+    expect(listed.code).toBe(1);
+    expect(listed.stderr).toContain(`is not in the allowed-signers file ${allowedSigners} for consent`);
+    expect(listed.stderr).not.toContain("signing with");
+    // Without the public key beside it, the signature is made and then checked as the relay will.
+    rmSync(`${stranger}.pub`);
+    const after = request("touch canary-stranger-2");
+    const signed = cli(["approve", after.id, "--key", stranger, ...yes(after)]);
+    expect(signed.code).toBe(1);
+    expect(signed.stderr).toMatch(/would be refused by the relay: .*; nothing was stored/);
+    for (const r of [before, after]) expect(value(store.getRequest(r.id)).status).toBe("pending");
+    // The operator's own key still approves them.
+    expect(cli(["approve", after.id, "--key", key, ...yes(after)]).code).toBe(0);
+  });
+
   it("approve signs the payload's UTF-8 bytes when the act is not ASCII", () => {
     const r = request("echo 'héllo 日本' > canary");
     const out = cli(["approve", r.id, "--key", key, ...yes(r)]);
