@@ -54,7 +54,8 @@ const INSTRUCTIONS: readonly Paragraph[] = [
     text:
       "Infrastructure work without a shell: the operator's broker runs a closed set of operations on profiles " +
       "it defines. infra_status lists the profiles, infra_probe checks one's receiver, infra_rsync_dry_run " +
-      "previews a run, infra_replicate copies it (with an idempotency_key; retry with the same key), " +
+      "previews a run, infra_replicate copies it (with an idempotency_key; retry with the same key, and on " +
+      "a profile that needs an approval ask for a fresh one, since each approval acts once), " +
       "infra_verify checks it. Each answers `<outcome>: <CODE>` on its first line: only ok means done; " +
       "blocked, auth-required and input-required mean nothing was done, unknown means verify before trusting.",
   },
