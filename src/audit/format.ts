@@ -1,5 +1,5 @@
 import type { AuditFormat } from "../config/index.js";
-import { canonicalJson, compactJson } from "../core/index.js";
+import { canonicalJson, pythonJson } from "../core/index.js";
 import type { AuditRecord } from "./types.js";
 
 export const CEF_HEADER = "CEF:0|relay-shell|relay-shell|1.0|audit|tool-call|5|";
@@ -9,7 +9,7 @@ export const LEEF_HEADER = "LEEF:2.0|relay-shell|relay-shell|1.0|audit|x09|";
 export function formatRecord(record: AuditRecord, format: AuditFormat): string {
   switch (format) {
     case "jsonl":
-      return compactJson(record);
+      return pythonJson(record);
     case "cef":
       return CEF_HEADER + keyValues(record, escapeCef).join(" ");
     case "leef":

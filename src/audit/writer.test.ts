@@ -210,7 +210,7 @@ describe("degraded sinks", () => {
     expect(log.reserve()).toBe(false);
     expect(log.append(entry({ tool: "kept-on-stderr" }))).toBe(false);
     expect(stderr).toHaveLength(1);
-    expect(stderr[0]).toContain('"tool":"kept-on-stderr"');
+    expect(stderr[0]).toContain('"tool": "kept-on-stderr"');
   });
 
   it("a directory at the path sends records to stderr with the AUDIT prefix", () => {
@@ -221,7 +221,7 @@ describe("degraded sinks", () => {
     expect(log.status().degradedReason).toMatch(/is-a-dir is a directory, not a regular file/);
     expect(log.append(entry({ tool: "to-stderr" }))).toBe(false);
     expect(stderr).toHaveLength(1);
-    expect(stderr[0]).toMatch(/^AUDIT \{"ts":.*"tool":"to-stderr".*\}\n$/);
+    expect(stderr[0]).toMatch(/^AUDIT \{"ts": .*"tool": "to-stderr".*\}\n$/);
     expect(log.status()).toMatchObject({ lastWriteOk: false, writeFailures: 1 });
   });
 

@@ -7,6 +7,7 @@ import {
   compareCodePoints,
   JsonNumberText,
   pythonFloatRepr,
+  pythonJson,
   quoteString,
   renderNumberText,
 } from "./canonical-json.js";
@@ -145,6 +146,15 @@ describe("canonicalJson edge values", () => {
   it("keeps a __proto__ member as data", () => {
     const value = JSON.parse('{"__proto__":{"x":1},"a":2}') as unknown;
     expect(canonicalJson(value)).toBe('{"__proto__":{"x":1},"a":2}');
+  });
+
+  it("pythonJson writes Python's default separators, insertion order and non-ASCII as is", () => {
+    expect(pythonJson({ z: 1.5, a: { y: "é\n", b: [1, null, true] } })).toBe(
+      '{"z": 1.5, "a": {"y": "é\\n", "b": [1, null, true]}}',
+    );
+    // Parsed back and canonicalised, it is the hashed text.
+    const record = { ts: "t", tool: "server_info", args: { k: "a, b: c" } };
+    expect(canonicalJson(JSON.parse(pythonJson(record)))).toBe(canonicalJson(record));
   });
 
   it("compactJson keeps insertion order with the same scalar forms", () => {

@@ -27,7 +27,7 @@ const NUMBER_TEXT = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 
 /** Sorted keys, `,`/`:` separators, non-ASCII kept: the hashing form. */
 export function canonicalJson(value: unknown): string {
-  return serialize(value, true, []);
+  return serialize(value, true, [], COMPACT);
 }
 
 /**
@@ -36,8 +36,25 @@ export function canonicalJson(value: unknown): string {
  * reader parsing that line and canonicalising it gets exactly the hashed text.
  */
 export function compactJson(value: unknown): string {
-  return serialize(value, false, []);
+  return serialize(value, false, [], COMPACT);
 }
+
+/**
+ * The audit line as the Python relay-shell writes it: `json.dumps(record, ensure_ascii=False)`,
+ * members in insertion order with Python's default `", "` and `": "` separators, the same scalar
+ * forms. Operators' greps and log shippers' patterns (`"tool": "shell_exec"`) match both. Parsing
+ * the line and canonicalising it gives exactly the hashed text, as with compactJson.
+ */
+export function pythonJson(value: unknown): string {
+  return serialize(value, false, [], SPACED);
+}
+
+interface Separators {
+  item: string;
+  key: string;
+}
+const COMPACT: Separators = { item: ",", key: ":" };
+const SPACED: Separators = { item: ", ", key: ": " };
 
 /**
  * Python's `repr(float)`: the shortest digits that round-trip (the same digits
@@ -139,7 +156,7 @@ function sortByCodePoint(keys: string[]): void {
   keys.sort(); // the built-in unit order is code-point order for these keys, and faster
 }
 
-function serialize(value: unknown, sortKeys: boolean, ancestors: object[]): string {
+function serialize(value: unknown, sortKeys: boolean, ancestors: object[], sep: Separators): string {
   switch (typeof value) {
     case "string":
       return quoteString(value);
@@ -156,11 +173,16 @@ function serialize(value: unknown, sortKeys: boolean, ancestors: object[]): stri
     case "function":
       return quoteString(`[function ${value.name || "anonymous"}]`);
     case "object":
-      return serializeObject(value, sortKeys, ancestors);
+      return serializeObject(value, sortKeys, ancestors, sep);
   }
 }
 
-function serializeObject(value: object | null, sortKeys: boolean, ancestors: object[]): string {
+function serializeObject(
+  value: object | null,
+  sortKeys: boolean,
+  ancestors: object[],
+  sep: Separators,
+): string {
   if (value === null) return "null";
   if (value instanceof JsonNumberText) return renderNumberText(value.text);
   // Only the current path is tracked, so shared (non-cyclic) subtrees are fine.
@@ -168,7 +190,7 @@ function serializeObject(value: object | null, sortKeys: boolean, ancestors: obj
   const toJSON = (value as { toJSON?: unknown }).toJSON;
   if (typeof toJSON === "function") {
     ancestors.push(value);
-    const out = serialize(toJSON.call(value), sortKeys, ancestors);
+    const out = serialize(toJSON.call(value), sortKeys, ancestors, sep);
     ancestors.pop();
     return out;
   }
@@ -177,8 +199,8 @@ function serializeObject(value: object | null, sortKeys: boolean, ancestors: obj
   if (Array.isArray(value)) {
     out = "[";
     for (let i = 0; i < value.length; i++) {
-      if (i > 0) out += ",";
-      out += serialize(value[i] as unknown, sortKeys, ancestors);
+      if (i > 0) out += sep.item;
+      out += serialize(value[i] as unknown, sortKeys, ancestors, sep);
     }
     out += "]";
   } else {
@@ -189,8 +211,8 @@ function serializeObject(value: object | null, sortKeys: boolean, ancestors: obj
     for (const key of keys) {
       const member = record[key];
       if (member === undefined) continue;
-      if (out.length > 1) out += ",";
-      out += `${quoteString(key)}:${serialize(member, sortKeys, ancestors)}`;
+      if (out.length > 1) out += sep.item;
+      out += `${quoteString(key)}${sep.key}${serialize(member, sortKeys, ancestors, sep)}`;
     }
     out += "}";
   }

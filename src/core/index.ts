@@ -1,4 +1,4 @@
-export { canonicalJson, compactJson, JsonNumberText } from "./canonical-json.js";
+export { canonicalJson, compactJson, JsonNumberText, pythonJson } from "./canonical-json.js";
 export { type Clock, isoTimestamp, systemClock } from "./clock.js";
 export { describeError, RelayError } from "./errors.js";
 export { cryptoIds, type Ids } from "./ids.js";

@@ -211,7 +211,7 @@ describe("createInfraServer", () => {
     expect(responses.map((r) => r?.message)).toEqual(["status r6", "probe r5", "verify r6"]);
     const ids = responses.map((r) => r?.receipt_id);
     const log = readFileSync(receipts?.path ?? "", "utf8");
-    for (const id of ids) expect(log).toContain(`"request_id":"${id}"`);
+    for (const id of ids) expect(log).toContain(`"request_id": "${id}"`);
     expect(verifyAuditChain(receipts?.path ?? "").ok).toBe(true);
   });
 
@@ -361,7 +361,7 @@ describe("createInfraServer", () => {
     server = null;
     setTimeout(() => release(), 100);
     await closing;
-    expect(readFileSync(receipts?.path ?? "", "utf8")).toContain('"code":"OK"');
+    expect(readFileSync(receipts?.path ?? "", "utf8")).toContain('"code": "OK"');
   });
 
   it("answers the request in progress before closing its connection, and runs nothing queued behind it", async () => {

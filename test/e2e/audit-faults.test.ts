@@ -145,7 +145,7 @@ describe("the audit file on a 256 KiB tmpfs that fills up", () => {
     expect(failures).toBeGreaterThan(0);
     // The call whose record did not fit was told so.
     expect(noticed).toBe(true);
-    expect(s.stderr()).toMatch(/^AUDIT \{.*"tool":"server_info"/m);
+    expect(s.stderr()).toMatch(/^AUDIT \{.*"tool": "server_info"/m);
 
     // What failed to fit was cut back: the file ends on a record boundary and verifies.
     const text = readFileSync(auditPath, "utf8");

@@ -127,9 +127,14 @@ describe("relay-shell CLI", () => {
     await client.connect(transport);
     const r = await client.callTool({ name: "shell_exec", arguments: { command: "echo hi" } });
     expect((r.content as Array<{ text: string }>)[0]?.text).toBe("[exit 0]\nhi\n");
+    await client.callTool({ name: "server_info", arguments: {} });
     await client.close();
     const audit = join(home, ".local", "state", "relay-shell", "audit.jsonl");
-    expect(readFileSync(audit, "utf8")).toContain('"tool":"shell_exec"');
+    // The line as the Python relay-shell writes it (its own stdio end-to-end test greps for these).
+    const text = readFileSync(audit, "utf8");
+    expect(text).toContain('"tool": "shell_exec"');
+    expect(text).toContain('"tool": "server_info"');
+    expect(text.split("\n")[0]).toMatch(/^\{"ts": "[^"]+", "tool": "shell_exec", "tier": 0, /);
     expect(statSync(join(home, ".local", "state", "relay-shell")).mode & 0o777).toBe(0o700);
   });
 

@@ -386,7 +386,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("infra broker daemon", () => {
     const copy = join(fx.root, "tampered.jsonl");
     writeFileSync(
       copy,
-      readFileSync(receiptsPath(fx), "utf8").replace('"code":"PRINCIPAL_NOT_ALLOWED"', '"code":"OK"'),
+      readFileSync(receiptsPath(fx), "utf8").replace('"code": "PRINCIPAL_NOT_ALLOWED"', '"code": "OK"'),
     );
     expect(verifyAudit(copy).code).toBe(2);
   });
