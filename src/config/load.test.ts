@@ -1,3 +1,5 @@
+import { chmodSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { settingsHarness } from "../testing/settings.js";
 import { loadSettings, snapshotEnvironment } from "./load.js";
@@ -109,6 +111,28 @@ describe("cross-field rules", () => {
       'RELAY_SHELL_AUDIT_CHAIN: audit_chain=true requires audit_format=jsonl (RELAY_SHELL_AUDIT_FORMAT is "cef")',
     ]);
     expect(loadSettings({ RELAY_SHELL_AUDIT_CHAIN: "true" }, opts()).auditChain).toBe(true);
+  });
+
+  it("with consent on, refuses a .env the relay's own account could rewrite, and reads one it cannot", () => {
+    const cwd = workdir("RELAY_SHELL_CONSENT_LEASE_BUDGET=500\n");
+    const env = {
+      RELAY_SHELL_CONSENT: "true",
+      RELAY_SHELL_CONSENT_ALLOWED_SIGNERS: "/etc/relay-shell/allowed_signers",
+    };
+    const lines = problems(env, opts({ cwd }));
+    expect(lines.join("\n")).toContain(
+      `RELAY_SHELL_CONSENT is on and settings are read from ${join(cwd, ".env")}, which the relay's own account can write or replace`,
+    );
+    // Consent off: the file is read as before.
+    expect(loadSettings({}, opts({ cwd })).consentLeaseBudget).toBe(500);
+    if (process.geteuid?.() === 0) return; // root may write every file; the rest needs another account
+    chmodSync(join(cwd, ".env"), 0o444);
+    chmodSync(cwd, 0o555);
+    try {
+      expect(loadSettings(env, opts({ cwd })).consentLeaseBudget).toBe(500);
+    } finally {
+      chmodSync(cwd, 0o755);
+    }
   });
 
   it("rollback pairing needs the Tier-3 broker", () => {

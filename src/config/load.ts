@@ -1,9 +1,11 @@
+import { accessSync, constants } from "node:fs";
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { readEnvFile } from "./env-file.js";
-import { createSettingsSchema, type RawSettings, SETTING_ENV_NAMES } from "./schema.js";
+import { createSettingsSchema, lenientWarnings, type RawSettings, SETTING_ENV_NAMES } from "./schema.js";
 import type { Settings } from "./types.js";
 import type { PathContext } from "./values.js";
+import { rememberLoadWarnings } from "./warnings.js";
 
 /** Invalid configuration: one line per problem, every problem at once. */
 export class ConfigError extends Error {
@@ -120,8 +122,15 @@ export function loadSettingsReport(
       );
     }
   }
+  if (result.success && result.data.consent && file.path !== null && relayCanRewrite(file.path)) {
+    problems.push(
+      `RELAY_SHELL_CONSENT is on and settings are read from ${file.path}, which the relay's own account can write or replace: a command the relay runs could change its consent and policy settings for the next start. Set them in the environment (the service's EnvironmentFile) or make the file and its directory unwritable by this account (docs/consent.md)`,
+    );
+  }
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);
-  return { settings: Object.freeze(result.data), unknown, envFile: file.path };
+  const settings = Object.freeze(result.data);
+  rememberLoadWarnings(settings, lenientWarnings(merged));
+  return { settings, unknown, envFile: file.path };
 }
 
 /** Load, validate and freeze the settings; throws ConfigError naming every invalid value. */
@@ -130,4 +139,17 @@ export function loadSettings(
   options: LoadOptions = {},
 ): Settings {
   return loadSettingsReport(env, options).settings;
+}
+
+/** Whether this process could rewrite `path`, or replace it through its directory. */
+function relayCanRewrite(path: string): boolean {
+  const writable = (p: string): boolean => {
+    try {
+      accessSync(p, constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return writable(path) || writable(dirname(path));
 }

@@ -7,7 +7,9 @@ import {
   enumSetting,
   hostSetting,
   integerSetting,
+  type LenientEnum,
   lenientEnumSetting,
+  lenientWarning,
   originSetting,
   type PathContext,
   pathSetting,
@@ -18,6 +20,21 @@ import {
   urlPathSetting,
   urlSetting,
 } from "./values.js";
+
+/** What a signed read covers besides itself (docs/consent.md); anything else is the strictest, manual. */
+const LEASE_MODE: LenientEnum<Settings["consentLeaseMode"]> = {
+  env: "RELAY_SHELL_CONSENT_LEASE_MODE",
+  values: ["manual", "window", "session"],
+  fallback: "manual",
+};
+
+/** The settings whose unknown values fall back instead of failing start-up. */
+const LENIENT_SETTINGS: readonly LenientEnum<string>[] = [LEASE_MODE];
+
+/** One warning per lenient setting whose value (raw, by variable name) names none of its words. */
+export function lenientWarnings(raw: ReadonlyMap<string, string>): string[] {
+  return LENIENT_SETTINGS.flatMap((spec) => lenientWarning(spec, raw.get(spec.env)) ?? []);
+}
 
 type SettingEntry<T> = readonly [env: string, build: (env: string, ctx: PathContext) => SettingSchema<T>];
 type SettingTable = { readonly [K in keyof Settings]: SettingEntry<Settings[K]> };
@@ -104,10 +121,7 @@ const TABLE: SettingTable = {
   consentAllowedSigners: ["RELAY_SHELL_CONSENT_ALLOWED_SIGNERS", path(() => "")],
   consentDb: ["RELAY_SHELL_CONSENT_DB", path((ctx) => join(ctx.stateDir, "consent.db"))],
   consentWait: ["RELAY_SHELL_CONSENT_WAIT", int(0, 0, 3600)],
-  consentLeaseMode: [
-    "RELAY_SHELL_CONSENT_LEASE_MODE",
-    (env) => lenientEnumSetting(env, ["manual", "window", "session"], "manual"),
-  ],
+  consentLeaseMode: [LEASE_MODE.env, () => lenientEnumSetting(LEASE_MODE)],
   consentLeaseTtl: ["RELAY_SHELL_CONSENT_LEASE_TTL", int(90, 1, 86400)],
   consentLeaseBudget: ["RELAY_SHELL_CONSENT_LEASE_BUDGET", int(20, 1, 100000)],
   consentSessionIdle: ["RELAY_SHELL_CONSENT_SESSION_IDLE", int(28800, 60, 604800)],

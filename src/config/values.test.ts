@@ -231,6 +231,8 @@ describe("paths", () => {
       loadSettings(raw === undefined ? {} : { RELAY_SHELL_CONSENT_LEASE_MODE: raw }, opts()).consentLeaseMode;
     expect(mode(undefined)).toBe("manual");
     expect(mode("window")).toBe("window");
+    // Trimmed and in any case, like every enumerated setting (docs/configuration.md).
+    expect(mode("WINDOW")).toBe("window");
     expect(mode(" Session ")).toBe("session");
     expect(mode("windw")).toBe("manual");
     expect(mode("")).toBe("manual");

@@ -100,24 +100,40 @@ export function enumSetting<const T extends string>(
   );
 }
 
+/** A lenient enumeration: its words, and the one an unknown value falls back to. */
+export interface LenientEnum<T extends string> {
+  env: string;
+  values: readonly T[];
+  fallback: T;
+}
+
+/** The word `raw` names, trimmed and in any case like every enumerated setting; undefined for any other text. */
+function lenientWord<T extends string>(raw: string, values: readonly T[]): T | undefined {
+  const word = raw.trim().toLowerCase();
+  return values.find((v) => v === word);
+}
+
 /**
  * An enumeration whose unknown values fall back to `fallback` instead of
  * failing start-up: for a setting where the fallback is the strictest choice,
  * so a typo can only make the server stricter than meant, never looser.
+ * Start-up still says so (lenientWarning), or the operator would not know.
  */
-export function lenientEnumSetting<const T extends string>(
-  env: string,
-  values: readonly T[],
-  fallback: T,
-): SettingSchema<T> {
+export function lenientEnumSetting<const T extends string>(spec: LenientEnum<T>): SettingSchema<T> {
   return setting(
-    env,
-    () => fallback,
-    (raw) => {
-      const word = raw.trim().toLowerCase();
-      return { ok: true, value: values.find((v) => v === word) ?? fallback };
-    },
+    spec.env,
+    () => spec.fallback,
+    (raw) => ({ ok: true, value: lenientWord(raw, spec.values) ?? spec.fallback }),
   );
+}
+
+/** The warning for a value of a lenient enumeration that names none of its words; null when it names one or is blank. */
+export function lenientWarning<T extends string>(
+  spec: LenientEnum<T>,
+  raw: string | undefined,
+): string | null {
+  if (raw === undefined || raw.trim() === "" || lenientWord(raw, spec.values) !== undefined) return null;
+  return `${spec.env}=${quoteValue(raw)} is none of ${spec.values.join(", ")}: ${spec.fallback} is used`;
 }
 
 /**

@@ -56,6 +56,26 @@ describe("configWarnings", () => {
     expect(configWarnings(settings({ ...strict, ...manual, consent: true }), user)).toEqual([]);
   });
 
+  it("names a lease mode it read as manual because it names no mode, consent on or off", () => {
+    const load = (mode: string) =>
+      loadSettings(
+        { RELAY_SHELL_CONSENT_LEASE_MODE: mode },
+        { cwd: "/nonexistent-relay-cwd", homeDir: "/home/op", xdgStateHome: "" },
+      );
+    const misread = load("windw");
+    expect(misread.consentLeaseMode).toBe("manual");
+    const warning =
+      'RELAY_SHELL_CONSENT_LEASE_MODE="windw" is none of manual, window, session: manual is used';
+    expect(configWarnings(misread, user)).toEqual([...configWarnings(defaults, user), warning]);
+    expect(configWarnings(load("always"), user)).toContain(
+      'RELAY_SHELL_CONSENT_LEASE_MODE="always" is none of manual, window, session: manual is used',
+    );
+    // A mode in any case and blanks are read as the docs say: nothing to warn about.
+    for (const named of ["manual", "window", "WINDOW", " Session ", "", "  "]) {
+      expect(configWarnings(load(named), user), named).toEqual(configWarnings(defaults, user));
+    }
+  });
+
   it("warns when running as root", () => {
     expect(configWarnings(settings(), { euid: 0 })[0]).toBe(
       "running as root: every command runs with full host privileges",

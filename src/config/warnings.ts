@@ -7,6 +7,18 @@ export interface RuntimeInfo {
 }
 
 /**
+ * What the loader noticed in the values themselves, per settings object it
+ * returned: a lenient setting whose value named none of its words (the
+ * settings hold only the word used instead, so the text is kept here).
+ */
+const LOAD_WARNINGS = new WeakMap<Settings, readonly string[]>();
+
+/** Keep the loader's warnings for `settings`, for configWarnings to report with the others. */
+export function rememberLoadWarnings(settings: Settings, warnings: readonly string[]): void {
+  if (warnings.length > 0) LOAD_WARNINGS.set(settings, Object.freeze([...warnings]));
+}
+
+/**
  * Operator-facing warnings about the live settings (docs/wire-contract.md §8.7). A pure
  * function of its inputs, recomputed on every call so that `server_info`
  * never reports a stale posture. An empty list does not mean "secure".
@@ -46,6 +58,7 @@ export function configWarnings(settings: Settings, runtime: RuntimeInfo): string
       "unauthenticated HTTP listener on a non-loopback address (RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true)",
     );
   }
+  warnings.push(...(LOAD_WARNINGS.get(settings) ?? []));
   warnings.push(...consentWarnings(settings));
   return warnings;
 }

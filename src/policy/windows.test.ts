@@ -50,6 +50,7 @@ describe("windows rules", () => {
   it("binds parameter abbreviations and switch values like PowerShell", () => {
     expect(tierOf("Remove-Item -rec x")).toBe(3);
     expect(tierOf("Remove-Item -Recurse:$true x")).toBe(3);
+    // Not recursive: the removal of a named item, Tier 1 like `rm x`.
     expect(tierOf("Remove-Item -Recurse:$false x")).toBe(1);
     expect(tierOf("ri -fo x")).toBe(3);
   });
@@ -58,6 +59,16 @@ describe("windows rules", () => {
     expect(tierOf("Format-Table -AutoSize")).toBe(1);
     expect(tierOf("echo Remove-Item -Recurse")).toBe(1);
     expect(tierOf("echo runasteroid")).toBe(1);
+  });
+
+  it("judges removals as the POSIX rules do: a named item Tier 1, a pipeline's items Tier 3", () => {
     expect(tierOf("del C:\\onefile.txt")).toBe(1);
+    expect(tierOf("erase C:\\onefile.txt")).toBe(1);
+    expect(tierOf("rmdir C:\\empty")).toBe(1);
+    expect(tierOf("Remove-Item single.txt")).toBe(1);
+    expect(tierOf("Get-ChildItem C:\\x | Remove-Item")).toBe(3);
+    expect(tierOf("Get-ChildItem C:\\x | ri")).toBe(3);
+    expect(tierOf("Remove-ItemProperty -Path HKLM:\\Software\\Foo -Name Bar")).toBe(2);
+    expect(tierOf("Get-ChildItem C:\\x | Measure-Object")).toBe(1);
   });
 });

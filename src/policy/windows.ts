@@ -247,6 +247,8 @@ const REMOVERS = new Set([
   "remove-itemproperty",
 ]);
 const CMD_REMOVERS = new Set(["rmdir", "rd", "del", "erase"]);
+const REGISTRY_REMOVERS = new Set(["rp", "remove-itemproperty"]);
+const REMOVE_NAMED = hit(1, "file_destruction");
 export const DOWNLOADS =
   /(?:invoke-webrequest|invoke-restmethod|\biwr\b|\birm\b|downloadstring|downloadfile|net\.webclient|start-bitstransfer|\bcurl\b|\bwget\b)/;
 
@@ -277,7 +279,10 @@ export function classifyWindowsCommand(
   if (REMOVERS.has(name)) {
     if (switchParam(args, next, 16, ["recurse", "force"])) return DESTROY;
     if (CMD_REMOVERS.has(name) && slashFlag(args, next, 8, ["/s", "/q"])) return DESTROY;
-    return null;
+    if (REGISTRY_REMOVERS.has(name)) return STATEFUL;
+    // Removing what a pipeline hands over (`… | Remove-Item`) is a removal per item, as `xargs rm`
+    // is; a named item is the POSIX rules' deletion family: Tier 1, as the conformance rows have it.
+    return st.piped ? DESTROY : REMOVE_NAMED;
   }
   if (DESTRUCTIVE_CMDLETS.has(name)) return DESTROY;
   if (name === "format") {

@@ -47,6 +47,14 @@ function entry<S extends z.ZodType>(
   return { args, bind: (a, ctx) => bind(a as z.infer<S>, ctx) };
 }
 
+/** Sorted, so the order hosts were typed in is not a new act; a host named twice runs twice, so it stays twice. */
+function sortedTargets<T>(targets: readonly T[]): T[] {
+  return targets
+    .map((t) => ({ key: canonicalJson(t), t }))
+    .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0))
+    .map(({ t }) => t);
+}
+
 /** `operation`, `profile`, `run_id`, `idempotency_key`: exactly these, for every INFRA tool (the daemon checks them). */
 function infraEntry(operation: "probe" | "rsync-dry-run" | "replicate" | "verify"): ActEntry {
   return entry(
@@ -169,13 +177,14 @@ const TABLE: Record<string, ActEntry> = {
   ssh_fanout: entry(z.object({ command: z.string(), hosts: z.string() }), (a, { deps }) => {
     const names = a.hosts.trim() === "" ? deps.directory.names() : splitHostList(a.hosts);
     if (names.length === 0) throw new Unbindable("no hosts: pass hosts= or add an inventory");
-    // Sorted, so the order they were typed in is not a new act; a host named twice runs twice, so it stays twice.
-    const hosts = names
-      .map((name) => sshTarget(deps, name, {}))
-      .map((t) => ({ key: canonicalJson(t), t }))
-      .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0))
-      .map(({ t }) => t);
+    const hosts = sortedTargets(names.map((name) => sshTarget(deps, name, {})));
     return { hosts, command: a.command, command_sha256: sha256(a.command) };
+  }),
+  // Tier 1 only when it names a host outside the inventory: the hosts it will dial are the act.
+  ssh_check: entry(z.object({ hosts: z.string() }), (a, { deps }) => {
+    const names = a.hosts.trim() === "" ? deps.directory.names() : splitHostList(a.hosts);
+    if (names.length === 0) throw new Unbindable("no hosts: pass hosts= or add an inventory");
+    return { hosts: sortedTargets(names.map((name) => sshTarget(deps, name, {}))) };
   }),
   ssh_keyscan: entry(z.object({ hosts: z.string(), port: z.number().int(), key_types: z.string() }), (a) => {
     // The tool's own checks: what would be refused when it runs cannot be approved either.

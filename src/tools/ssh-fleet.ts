@@ -1,6 +1,13 @@
 import { clamp, describeError, RelayError } from "../core/index.js";
 import { splitHostList, type TierSpec } from "../policy/index.js";
-import { annotationsFor, clampOutput, defineTool, fanoutShare, type Tool } from "../runner/index.js";
+import {
+  annotationsFor,
+  clampOutput,
+  defineTool,
+  fanoutShare,
+  type TierFloor,
+  type Tool,
+} from "../runner/index.js";
 import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
 import { clampTimeout } from "./shell.js";
 import { REMOTE_COMMAND_TIER, remoteProgram, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
@@ -20,6 +27,18 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
   /** Hosts a call targets: the typed list, or every inventory / ssh_config name. */
   const targetsOf = (hosts: string): string[] =>
     hosts.trim() === "" ? ssh.directory.names() : splitHostList(hosts);
+
+  /**
+   * ssh_check dials every host it is given. A name the operator configured (an inventory or
+   * ssh_config alias) is a reachability probe of the operator's own fleet: Tier 0. Any other name
+   * (an address, `user@host`, a host name no alias holds) makes the relay open connections where
+   * the caller chooses, as ssh_keyscan does: Tier 1, so readonly mode refuses it.
+   */
+  const outsideInventory = (hosts: string): TierFloor | null => {
+    const outside = targetsOf(hosts).filter((host) => ssh.directory.lookup(host).source === "explicit");
+    if (outside.length === 0) return null;
+    return { tier: 1, basis: "default", part: `not in the inventory: ${outside.join(", ")}`.slice(0, 120) };
+  };
 
   const fanout = defineTool({
     name: "ssh_fanout",
@@ -131,7 +150,8 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
     title: "Probe SSH hosts",
     description:
       "Check which hosts answer over SSH by running `echo ok` on each (8 at a time, at most 100 hosts): one " +
-      "line per host, `<name>: ok` or `<name>: UNREACHABLE (…)`. Empty hosts = every inventory host. Read-only.",
+      "line per host, `<name>: ok` or `<name>: UNREACHABLE (…)`. Empty hosts = every inventory host. Read-only; " +
+      "Tier 0 for inventory and ssh_config aliases, Tier 1 when it names any other host.",
     params: {
       hosts: {
         type: "string",
@@ -152,6 +172,7 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       const hosts = targetsOf(a.hosts);
       return sshProbe(ssh, a.hosts.trim() === "" ? hosts.join(" ") : a.hosts, hosts);
     },
+    tierFloor: (a) => outsideInventory(a.hosts),
     targets: (a) =>
       targetsOf(a.hosts)
         .slice(0, HOST_CAP)

@@ -6,6 +6,7 @@ import {
   mkdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
@@ -16,6 +17,7 @@ import {
   CONSENT_SKIP_REASON,
   type ConsentRelay,
   type ConsentWorld,
+  canaryLines,
   consentId,
   createConsentWorld,
 } from "../helpers/consent.js";
@@ -30,13 +32,7 @@ import { startServer } from "../helpers/server.js";
  */
 if (CONSENT_SKIP_REASON) process.stderr.write(`[skipped] consent e2e: ${CONSENT_SKIP_REASON}\n`);
 
-function lines(path: string): number {
-  return existsSync(path)
-    ? readFileSync(path, "utf8")
-        .split("\n")
-        .filter((l) => l !== "").length
-    : 0;
-}
+const lines = canaryLines;
 
 function approve(world: ConsentWorld, id: string, key = world.operatorKey, status = 0) {
   const r = world.approve(id, key);
@@ -454,6 +450,19 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)(
 
     it("when the relay runs as root, which can write every file", async () => {
       await expect(startServer(world.settings())).rejects.toThrow();
+    });
+
+    it("when a .env the relay's own account can write would set its settings", async () => {
+      const envFile = join(world.home, ".env");
+      writeFileSync(envFile, "RELAY_SHELL_CONSENT_LEASE_BUDGET=100000\n");
+      chownSync(envFile, world.user.uid, world.user.gid);
+      try {
+        await expect(world.startRelay()).rejects.toThrow(
+          /which the relay's own account can write or replace/,
+        );
+      } finally {
+        rmSync(envFile);
+      }
     });
 
     it("when the consent ledger beside it is missing or not append-only", async () => {

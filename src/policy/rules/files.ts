@@ -16,45 +16,52 @@ import { emptiedTier, isDatabasePath, isLoginGate } from "./targets.js";
  */
 
 /**
+ * Removing named entries is one family, whatever the spelling: `rm` without
+ * recursion or force (`-i`, `-d` and `-v` included), `unlink`, `rmdir`, and
+ * the same calls in Python. The tier follows what is removed, never which
+ * program removes it: Tier 1 for an entry of no system importance (a temporary
+ * file, an empty directory in a home), as the Python relay-shell's conformance
+ * rows and operators' own judgement have it; Tier 2 for a service's files under
+ * /etc; Tier 3 for /etc's own files (hosts, fstab), the system's programs and libraries, /var/lib, a
+ * database's files, a top-level tree, a file that decides who logs in
+ * (account_access) and a block device (storage_destruction). Deleting trees or
+ * many entries at once is Tier 3 (`rm -r`, `rm -f`, `find -delete`, `xargs
+ * rm`). A command that names nothing removes nothing.
+ */
+function removal(targets: readonly string[]): Hit | null {
+  if (targets.length === 0) return null;
+  // /etc's own files (hosts, fstab, resolv.conf) are the host's; a service's files below them are its own.
+  const hostFile = (t: string) => isAuthPath(t) || /^\/etc\/[^/]+$/.test(normalizePath(t));
+  const system = (t: string) => isCriticalPath(t) && (!isEtcPath(t) || hostFile(t));
+  if (targets.some((t) => isTopLevelTree(t) || system(t))) return hit(3, "file_destruction");
+  if (targets.some((t) => isAuthPath(t))) return hit(3, "account_access");
+  if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
+  if (targets.some((t) => !isEtcPath(t) && emptiedTier(t) === 3)) return hit(3, "file_destruction");
+  if (targets.some((t) => isEtcPath(t))) return hit(2, "file_destruction");
+  return hit(1, "file_destruction");
+}
+
+/**
  * rm: a recursive or forced removal is Tier 3 whatever the spelling: any short
  * cluster holding r, R or f (`-vr`, `-Rf`, `-fv`; upper-case F too, since the
  * name itself matches case-insensitively), or a GNU long option or its
  * abbreviation (`--rec`, `--force`, `--no-preserve-root`). GNU rm takes options
- * anywhere before `--`. A plain `rm file` stays Tier 1; removing a file the
- * system or a login depends on is Tier 3. An argument only known at run time
- * may carry `-rf`, so it gives Tier 2.
+ * anywhere before `--`. Any other form removes the entries it names. An
+ * argument only known at run time may carry `-rf`, so it gives Tier 2.
  */
 function rm({ args }: RuleInput): Hit | null {
   if (args.clusters().some((c) => /[rRfF]/.test(c))) return hit(3, "file_destruction");
   if (args.long("recursive", 1) || args.long("force", 1) || args.long("no-preserve-root", 2)) {
     return hit(3, "file_destruction");
   }
-  const targets = args.operands();
-  if (targets.some((t) => isCriticalPath(t))) return hit(3, "file_destruction");
-  if (targets.some((t) => isAuthPath(t))) return hit(3, "account_access");
-  if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
-  if (args.dynamicOption()) return hit(2, "file_destruction");
-  return null;
+  const removed = removal(args.operands());
+  if (args.dynamicOption() && (removed === null || removed.tier < 2)) return hit(2, "file_destruction");
+  return removed;
 }
 
-/**
- * unlink and rmdir delete what they name, one entry at a time: by hand, a
- * directory tree goes with `unlink` on each file and `rmdir` on each
- * directory, so they are the deletion family at Tier 2 even where a plain
- * `rm file` stays Tier 1 (the conformance corpus pins that row). A file the
- * system or a login depends on makes it Tier 3.
- */
-function unlink({ args }: RuleInput): Hit | null {
-  const targets = args.operands();
-  if (targets.some((t) => isCriticalPath(t))) return hit(3, "file_destruction");
-  if (targets.some((t) => isAuthPath(t))) return hit(3, "account_access");
-  return hit(2, "file_destruction");
-}
-
-function rmdir({ args }: RuleInput): Hit | null {
-  const targets = args.operands();
-  if (targets.some((t) => isCriticalPath(t) || isTopLevelTree(t))) return hit(3, "file_destruction");
-  return hit(2, "file_destruction");
+/** unlink and rmdir remove what they name, one entry at a time: the same family as `rm`. */
+function removeNamed({ args }: RuleInput): Hit | null {
+  return removal(args.operands());
 }
 
 /**
@@ -218,8 +225,7 @@ function transfer({ args }: RuleInput): Hit | null {
 
 export const FILE_RULES = table([
   ["rm", rm],
-  ["unlink", unlink],
-  ["rmdir", rmdir],
+  [["unlink", "rmdir"], removeNamed],
   ["truncate", truncate],
   ["rsync", rsync],
   ["mv", mv],
