@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -10,6 +10,7 @@ import {
   CONSENT_SKIP_REASON,
   type ConsentRelay,
   type ConsentWorld,
+  canaryLines,
   consentId,
   createConsentWorld,
 } from "../helpers/consent.js";
@@ -44,13 +45,7 @@ function asRelayShell(world: ConsentWorld, command: string): number {
   }).status as number;
 }
 
-function lines(path: string): number {
-  return existsSync(path)
-    ? readFileSync(path, "utf8")
-        .split("\n")
-        .filter((l) => l !== "").length
-    : 0;
-}
+const lines = canaryLines;
 
 describe.skipIf(CONSENT_SKIP_REASON !== null)("consent withdrawals the relay's account cannot undo", () => {
   let world: ConsentWorld;

@@ -274,14 +274,20 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("the whole cycle through the daemon'
     }
   });
 
-  it("answers a replicate still running when SIGTERM arrives, then exits", async () => {
-    const base = { v: 1, profile: "big", run_id: "stopping-1" };
+  /** A dry run of `base` (a replicate needs one), then a fresh connection for the replicate. */
+  async function previewedConnection(base: { v: number; profile: string; run_id: string }) {
     const [preview] = (await infraExchange(fx.socketPath, [{ ...base, op: "rsync-dry-run" }])) as Array<{
       code: string;
     }>;
     expect(preview?.code).toBe("OK");
     const socket = connect(fx.socketPath);
     socket.on("error", () => undefined);
+    return socket;
+  }
+
+  it("answers a replicate still running when SIGTERM arrives, then exits", async () => {
+    const base = { v: 1, profile: "big", run_id: "stopping-1" };
+    const socket = await previewedConnection(base);
     let received = "";
     let answeredAt = 0;
     socket.on("data", (chunk: Buffer) => {
@@ -307,12 +313,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("the whole cycle through the daemon'
     await daemon?.stop();
     daemon = await fx.startDaemon();
     const base = { v: 1, profile: "big", run_id: "killed-1" };
-    const [preview] = (await infraExchange(fx.socketPath, [{ ...base, op: "rsync-dry-run" }])) as Array<{
-      code: string;
-    }>;
-    expect(preview?.code).toBe("OK");
-    const socket = connect(fx.socketPath);
-    socket.on("error", () => undefined);
+    const socket = await previewedConnection(base);
     await new Promise((resolve) => socket.once("connect", resolve));
     socket.write(`${JSON.stringify({ ...base, op: "replicate", idempotency_key: "killed-key" })}\n`);
     // The copy is under way once the receiver runs its rsync. Stopping the receiver's side holds the

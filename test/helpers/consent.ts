@@ -232,3 +232,12 @@ export function consentId(text: string): string {
   if (!match?.[1]) throw new Error(`not a consent challenge: ${text.slice(0, 300)}`);
   return match[1];
 }
+
+/** How many lines a canary file has (0 when it does not exist): how often a command under test ran. */
+export function canaryLines(path: string): number {
+  return existsSync(path)
+    ? readFileSync(path, "utf8")
+        .split("\n")
+        .filter((l) => l !== "").length
+    : 0;
+}
