@@ -3,7 +3,7 @@ export { type ConsentLedger, ledgerPath, openLedger } from "./ledger.js";
 export { withLedger } from "./ledger-store.js";
 /** @public The consent gate of the runner uses it beside the store (docs/adr/0024-consent-store-and-approval-lifetime.md). */
 export { rememberConsumedNonces } from "./nonce-memory.js";
-/** @public The operator console's passkey login keeps its counters with the same store (docs/adr/0027-passkeys-as-a-consent-channel.md). */
+/** @public memoryCounters serves the tests of the built bundle (src/consent/passkey-verifier.test.ts); the relay keeps fileCounters beside the consent store (docs/adr/0027-passkeys-as-a-consent-channel.md). */
 export { fileCounters, memoryCounters, type PasskeyCounters } from "./passkey-counters.js";
 /** @public The console asks the browser for an assertion over passkeyChallenge(payload) (docs/consent.md). */
 export { createPasskeyVerifier, passkeyChallenge } from "./passkey-verifier.js";
