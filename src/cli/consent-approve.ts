@@ -5,7 +5,7 @@ import {
   CONSENT_NAMESPACE,
   type ConsentRequest,
   type ConsentStore,
-  consentPayload,
+  requestPayload,
 } from "../consent/index.js";
 import { systemClock } from "../core/index.js";
 import { buildEnv, createProcessRunner } from "../exec/index.js";
@@ -33,12 +33,7 @@ const EDITED = "its stored payload is not the act shown (the consent database wa
 
 /** The bytes a signature covers, rebuilt from the act itself (never read from the store). */
 function payloadOf(store: ConsentStore, request: ConsentRequest): string {
-  return consentPayload(request.act, {
-    request: request.id,
-    nonce: request.nonce,
-    expiresAt: request.expiresAt,
-    instance: store.instanceId,
-  });
+  return requestPayload(request, store.instanceId);
 }
 
 /** Whether the stored payload is exactly the bytes of the act shown (`consent show` warns when not). */

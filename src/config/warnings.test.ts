@@ -86,6 +86,10 @@ describe("configWarnings", () => {
     expect(configWarnings(settings({ policyDeny: /x/iu }), user)).not.toContain(OPEN);
     expect(configWarnings(settings({ confirmTier3: true }), user)).not.toContain(OPEN);
     expect(configWarnings(settings({ policyMode: "readonly" }), user)).not.toContain(OPEN);
+    // With consent on, the open policy refuses nothing, but the calls are held: the warning says so.
+    const held = configWarnings(settings({ consent: true }), user);
+    expect(held).not.toContain(OPEN);
+    expect(held.join("\n")).toContain("but human consent holds every call that is not a proven read (Tier 0)");
   });
 
   it("names the weak host-key mode", () => {

@@ -27,7 +27,11 @@ export function configWarnings(settings: Settings, runtime: RuntimeInfo): string
   const warnings: string[] = [];
   if (runtime.euid === 0) warnings.push("running as root: every command runs with full host privileges");
   if (settings.policyMode === "open" && settings.policyDeny === null && !settings.confirmTier3) {
-    warnings.push("policy is open with no deny list and no Tier-3 confirmation: nothing is refused");
+    warnings.push(
+      settings.consent
+        ? "policy is open with no deny list and no Tier-3 confirmation: policy refuses nothing, but human consent holds every call that is not a proven read (Tier 0) until an operator approves it"
+        : "policy is open with no deny list and no Tier-3 confirmation: nothing is refused",
+    );
   }
   if (settings.sshKnownHosts === "accept-new" || settings.sshKnownHosts === "ignore") {
     warnings.push(`ssh_known_hosts=${settings.sshKnownHosts}: SSH host keys are not strictly verified`);

@@ -9,7 +9,7 @@ export { fileCounters, memoryCounters, type PasskeyCounters } from "./passkey-co
 export { createPasskeyVerifier, passkeyChallenge } from "./passkey-verifier.js";
 /** @public The console's passkey login reads the same operator file with the same checks. */
 export { loadPasskeys, type Passkey, parsePasskeys } from "./passkeys.js";
-export { actDigest, CONSENT_NAMESPACE, consentPayload } from "./payload.js";
+export { actDigest, CONSENT_NAMESPACE, consentPayload, requestPayload } from "./payload.js";
 export { createSshsigVerifier } from "./signers.js";
 export { openSqliteStore } from "./sqlite-store.js";
 export type {

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { canonicalJson } from "../core/index.js";
-import type { ConsentAct } from "./types.js";
+import type { ConsentAct, ConsentRequest } from "./types.js";
 
 /** The SSHSIG namespace of every consent signature (`ssh-keygen -Y sign -n relay-shell-consent`). */
 export const CONSENT_NAMESPACE = "relay-shell-consent";
@@ -42,4 +42,22 @@ export function actDigest(act: ConsentAct): string {
   return createHash("sha256")
     .update(canonicalJson({ tool: act.tool, tier: act.tier, bound: act.bound }))
     .digest("hex");
+}
+
+/**
+ * The payload of a stored request rebuilt from `act` (by default the act the request holds): what
+ * an operator's channel signs is the act it showed, never the payload stored beside it, and what
+ * the gate checks is the live call's act.
+ */
+export function requestPayload(
+  request: Pick<ConsentRequest, "id" | "nonce" | "expiresAt" | "act">,
+  instance: string,
+  act: ConsentAct = request.act,
+): string {
+  return consentPayload(act, {
+    request: request.id,
+    nonce: request.nonce,
+    expiresAt: request.expiresAt,
+    instance,
+  });
 }

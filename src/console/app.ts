@@ -1,3 +1,4 @@
+import type { IncomingMessage } from "node:http";
 import {
   type AuthenticationResponseJSON,
   generateAuthenticationOptions,
@@ -6,17 +7,18 @@ import {
 } from "@simplewebauthn/server";
 import { isoBase64URL } from "@simplewebauthn/server/helpers";
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { AuditLog } from "../audit/index.js";
 import type { Clock, Logger } from "../core/index.js";
-import { type ApprovalsChannel, registerApprovals } from "./approvals.js";
+import { type ApprovalsChannel, pendingCount, registerApprovals } from "./approvals.js";
 import type { Asset } from "./assets.js";
 import { registerAuditView } from "./audit-view.js";
+import { boundedBody } from "./body.js";
 import type { SignCounters } from "./counters.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
-import { loginPage, type Posture, posturePage } from "./pages.js";
+import { loginPage, type Nav, type Posture, posturePage } from "./pages.js";
 import type { PasskeyFile } from "./passkey-file.js";
+import { createPendingLogins } from "./pending-logins.js";
 import { type ConsoleSession, createLoginLimiter, createSessionStore, sameSecret } from "./sessions.js";
 import { type ConsoleSessions, registerSessionsView } from "./sessions-view.js";
 
@@ -28,6 +30,12 @@ const MAX_BODY_BYTES = 64 * 1024;
 const LOGINS_PER_MINUTE = 10;
 /** Challenges handed out per minute: each holds a pending login. */
 const OPTIONS_PER_MINUTE = 30;
+
+/** The address of the client's connection ("unknown" when the request did not come over a socket). */
+function clientAddress(c: Context): string {
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  return incoming?.socket?.remoteAddress ?? "unknown";
+}
 
 export interface ConsoleAppOptions {
   /** The one origin the console is reached under (and passkeys are bound to). */
@@ -63,6 +71,8 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
   const { origin, rpId, passkeys, counters, assets, clock, logger } = options;
   const secure = origin.startsWith("https:");
   const sessions = createSessionStore(options.sessionTtlSeconds, clock);
+  const logins = createPendingLogins(clock);
+  let floodWarned = Number.NEGATIVE_INFINITY;
   const loginLimiter = createLoginLimiter(LOGINS_PER_MINUTE, clock);
   const optionsLimiter = createLoginLimiter(OPTIONS_PER_MINUTE, clock);
   const cookie = { httpOnly: true, sameSite: "Strict", path: "/console", secure } as const;
@@ -81,6 +91,10 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     return { id, session };
   }
 
+  /** The header's navigation: the approvals page and its pending count, where consent is on. */
+  const nav = (): Nav =>
+    options.approvals ? { pending: pendingCount(options.approvals.store, clock.now()) } : {};
+
   /** The synchronizer token of a state-changing request: a header from script, a field from a form. */
   async function sentCsrf(c: Context): Promise<string> {
     const header = c.req.header("x-csrf-token");
@@ -98,8 +112,15 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
   app.use("*", guardRequests(origin));
   app.use(
     "*",
-    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => refuse(c, 413, "Request body too large") }),
+    boundedBody(MAX_BODY_BYTES, (c) => refuse(c, 413, "Request body too large")),
   );
+  // A browser that comes back with its login cookie (the page loading its scripts, the button's
+  // request) holds that login: from then on a flood of new login pages cannot evict it.
+  app.use("*", async (c, next) => {
+    const pending = getCookie(c, LOGIN_COOKIE);
+    if (pending !== undefined) logins.get(pending);
+    await next();
+  });
 
   app.get("/console/assets/:name", (c) => {
     const asset = assets.get(c.req.param("name"));
@@ -110,22 +131,39 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
   const home = (c: Context) => {
     const who = operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(posturePage(who.session.csrf, who.session.passkey, options.posture()));
+    return c.html(posturePage(who.session.csrf, who.session.passkey, options.posture(), nav()));
   };
   app.get("/console", home);
   app.get("/console/", home);
 
   app.get("/console/login", (c) => {
     if (operator(c)) return c.redirect("/console", 303);
-    const { id, login } = sessions.startLogin();
-    setCookie(c, LOGIN_COOKIE, id, { ...cookie, maxAge: 300 });
-    return c.html(loginPage(login.csrf));
+    // The login page is a page of its own: an image or a script of another page cannot start logins.
+    const dest = c.req.header("sec-fetch-dest");
+    if (dest !== undefined && dest !== "document")
+      return refuse(c, 403, "The login page opens only as a page of its own");
+    // A browser already in the middle of a login gets the same one again.
+    const held = getCookie(c, LOGIN_COOKIE);
+    const kept = held === undefined ? null : logins.get(held);
+    if (kept) return c.html(loginPage(kept.csrf));
+    const started = logins.start(clientAddress(c));
+    if ("retryAfter" in started) {
+      c.header("Retry-After", String(started.retryAfter));
+      // Once a minute at most: a flood is one line in the log, not one per request.
+      if (clock.monotonic() - floodWarned >= 60_000) {
+        floodWarned = clock.monotonic();
+        logger.warn({ address: clientAddress(c) }, "console login pages opened over the limit");
+      }
+      return refuse(c, 429, "Too many logins started from this address; retry later");
+    }
+    setCookie(c, LOGIN_COOKIE, started.id, { ...cookie, maxAge: 300 });
+    return c.html(loginPage(started.login.csrf));
   });
 
   /** The pending login of a POST whose CSRF token matches it, or the refusal. */
   async function pendingLogin(c: Context) {
     const id = getCookie(c, LOGIN_COOKIE);
-    const login = id === undefined ? null : sessions.login(id);
+    const login = id === undefined ? null : logins.get(id);
     if (id === undefined || !login)
       return { refusal: refuse(c, 403, "No login in progress; reload the page") };
     if (!sameSecret(await sentCsrf(c), login.csrf)) return { refusal: refuse(c, 403, "Invalid CSRF token") };
@@ -206,7 +244,7 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
       return refuse(c, 401, `Login refused: ${err instanceof Error ? err.message : String(err)}`);
     }
     counters.set(key.credentialId, newCounter);
-    sessions.endLogin(pending.id);
+    logins.end(pending.id);
     deleteCookie(c, LOGIN_COOKIE, cookie);
     const { id } = sessions.create(key.name, key.credentialId);
     setCookie(c, SESSION_COOKIE, id, cookie);
@@ -224,13 +262,23 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
   });
 
   if (options.approvals)
-    registerApprovals(app, { channel: options.approvals, rpId, passkeys, operator, sentCsrf, clock, logger });
+    registerApprovals(app, {
+      channel: options.approvals,
+      rpId,
+      passkeys,
+      operator,
+      sentCsrf,
+      nav,
+      clock,
+      logger,
+    });
   registerAuditView(app, {
     auditPath: options.auditPath,
     operator: (c) => {
       const who = operator(c);
       return who && { csrf: who.session.csrf, passkey: who.session.passkey };
     },
+    nav,
     logger,
   });
 
@@ -250,6 +298,7 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     },
     sentCsrf,
     sameSecret,
+    nav,
     clock,
     logger,
   });

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { Hono } from "hono";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
@@ -8,6 +9,7 @@ import {
   actDigest,
   type ConsentAct,
   type ConsentStore,
+  consentPayload,
   openSqliteStore,
   passkeyChallenge,
 } from "../consent/index.js";
@@ -108,6 +110,8 @@ describe("the console's approval routes", () => {
     id: SESSION.credentialId,
     response: { authenticatorData: "YQ", clientDataJSON: "Yg", signature: "Yw", userHandle: "ZA" },
   };
+  /** What the page sends: the digest of the act it showed, and the assertion. */
+  const APPROVAL = { digest: actDigest(ACT), assertion: ASSERTION };
 
   it("lists pending requests with describeAct's text (controls escaped), and only pending ones", async () => {
     const pending = ask();
@@ -124,7 +128,7 @@ describe("the console's approval routes", () => {
 
   it("offers the logged-in passkey only, with the payload's digest as the challenge", async () => {
     const request = ask();
-    const answer = await post(`/console/approvals/${request.id}/options`, {});
+    const answer = await post(`/console/approvals/${request.id}/options`, { digest: actDigest(ACT) });
     expect(await answer.json()).toEqual({
       challenge: passkeyChallenge(request.payload),
       rpId: "localhost",
@@ -136,7 +140,7 @@ describe("the console's approval routes", () => {
 
   it("stores an approval only once the gate's verifier accepts it, with the proof the gate reads", async () => {
     const request = ask();
-    const refused = await post(`/console/approvals/${request.id}/approve`, ASSERTION);
+    const refused = await post(`/console/approvals/${request.id}/approve`, APPROVAL);
     expect(refused.status).toBe(403);
     expect(await error(refused)).toBe(
       "Approval refused: the signature does not verify with passkey alice-laptop",
@@ -144,7 +148,7 @@ describe("the console's approval routes", () => {
     expect((store.getRequest(request.id) as { value: { status: string } }).value.status).toBe("pending");
 
     verdict = { ok: true, signer: "alice-laptop", key: "passkey:Y3JlZA", channel: "passkey" };
-    const approved = await post(`/console/approvals/${request.id}/approve`, ASSERTION);
+    const approved = await post(`/console/approvals/${request.id}/approve`, APPROVAL);
     expect(approved.status).toBe(200);
     expect(verified.at(-1)?.payload).toBe(request.payload);
     expect(JSON.parse(verified.at(-1)?.proof ?? "")).toEqual({
@@ -185,7 +189,7 @@ describe("the console's approval routes", () => {
     expect((await post("/console/approvals/nosuch/deny", { reason: "r" })).status).toBe(404);
     const old = ask(10);
     now += 11_000;
-    const expired = await post(`/console/approvals/${old.id}/options`, {});
+    const expired = await post(`/console/approvals/${old.id}/options`, { digest: actDigest(ACT) });
     expect(expired.status).toBe(409);
     expect(await error(expired)).toBe(`Request ${old.id} expired`);
     const request = ask();
@@ -197,5 +201,61 @@ describe("the console's approval routes", () => {
     ).toBe(401);
     expect((await post(`/console/approvals/${request.id}/approve`, "not json")).status).toBe(400);
     expect(verified).toEqual([]);
+  });
+  it("lists each request with its act's digest, as `consent show` prints it", async () => {
+    ask();
+    const answer = await app.request("/console/approvals/list", { headers: { cookie: "in" } });
+    const { requests } = (await answer.json()) as { requests: Array<Record<string, unknown>> };
+    expect(requests[0]?.digest).toBe(actDigest(ACT));
+    expect(requests[0]?.problem).toBeNull();
+  });
+
+  it("refuses to approve an act other than the one the page showed: nothing is asked, verified or stored", async () => {
+    const request = ask();
+    const shown = actDigest(ACT);
+    // The relay's account rewrites the row, consistently: another act, its digest and its payload.
+    const swapped: ConsentAct = { ...ACT, bound: { ...ACT.bound, command: "rm -rf /srv" } };
+    const db = new Database(join(dir, "consent.db"));
+    db.prepare("UPDATE requests SET act = ?, act_digest = ?, payload = ? WHERE id = ?").run(
+      JSON.stringify(swapped),
+      actDigest(swapped),
+      consentPayload(swapped, {
+        request: request.id,
+        nonce: request.nonce,
+        expiresAt: request.expiresAt,
+        instance: store.instanceId,
+      }),
+      request.id,
+    );
+    db.close();
+    verdict = { ok: true, signer: "alice-laptop", key: "passkey:Y3JlZA", channel: "passkey" };
+    const options = await post(`/console/approvals/${request.id}/options`, { digest: shown });
+    expect(options.status).toBe(409);
+    expect(await error(options)).toContain(`Request ${request.id} now holds another act than the one shown`);
+    const approve = await post(`/console/approvals/${request.id}/approve`, {
+      digest: shown,
+      assertion: ASSERTION,
+    });
+    expect(approve.status).toBe(409);
+    expect(await error(approve)).toContain("nothing was approved");
+    expect(verified).toEqual([]);
+    expect((store.getRequest(request.id) as { value: { status: string } }).value.status).toBe("pending");
+    // Without the digest shown, nothing is approved either.
+    const bare = await post(`/console/approvals/${request.id}/approve`, ASSERTION);
+    expect(bare.status).toBe(400);
+    expect(await error(bare)).toBe("Send the digest of the act the page showed; reload the page");
+  });
+
+  it("refuses a row whose stored payload is not its act's", async () => {
+    const request = ask();
+    const db = new Database(join(dir, "consent.db"));
+    db.prepare("UPDATE requests SET payload = ? WHERE id = ?").run(`${request.payload} `, request.id);
+    db.close();
+    const answer = await app.request("/console/approvals/list", { headers: { cookie: "in" } });
+    const { requests } = (await answer.json()) as { requests: Array<Record<string, unknown>> };
+    expect(requests[0]?.problem).toContain("the consent database was edited");
+    const options = await post(`/console/approvals/${request.id}/options`, { digest: actDigest(ACT) });
+    expect(options.status).toBe(409);
+    expect(await error(options)).toContain("its stored payload is not the act shown");
   });
 });

@@ -1,14 +1,16 @@
 import type { Context, Hono } from "hono";
 import {
   type ApprovalVerifier,
+  actDigest,
   type ConsentRequest,
   type ConsentStore,
   describeAct,
   passkeyChallenge,
+  requestPayload,
 } from "../consent/index.js";
 import type { Clock, Logger } from "../core/index.js";
 import { refuse } from "./http-rules.js";
-import { approvalsPage } from "./pages.js";
+import { approvalsPage, type Nav } from "./pages.js";
 import type { PasskeyFile } from "./passkey-file.js";
 import { type ConsoleSession, sameSecret } from "./sessions.js";
 
@@ -26,6 +28,8 @@ export interface ApprovalsDeps {
   passkeys: PasskeyFile;
   operator(c: Context): { id: string; session: ConsoleSession } | null;
   sentCsrf(c: Context): Promise<string>;
+  /** The header's navigation (the pending count); none when absent. */
+  nav?(): Nav;
   clock: Clock;
   logger: Logger;
 }
@@ -36,6 +40,8 @@ const MAX_REASON_CHARS = 500;
 const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** How long the browser waits for the authenticator. */
 const ASSERTION_TIMEOUT_MS = 120_000;
+/** An act's digest as the page shows it and sends it back: sha256 hex. */
+const DIGEST = /^[0-9a-f]{64}$/;
 
 /** One pending request as the page shows it. */
 interface ListedRequest {
@@ -47,9 +53,38 @@ interface ListedRequest {
   expiresInSeconds: number;
   /** describeAct's text, the same the MCP client and `relay-shell consent show` print. */
   description: string;
+  /** The act's digest (`consent show` prints the same): the page sends it back with its approval. */
+  digest: string;
+  /** Why this row cannot be approved as shown (its stored payload or digest is not its act's), or null. */
+  problem: string | null;
+  /** The consent session (MCP session) that asked, and its client: the page counts requests per session. */
+  session: string;
+  client: string;
 }
 
-function listed(request: ConsentRequest, now: number): ListedRequest {
+/** The bytes a passkey signs for a request: rebuilt from the act shown, never read from the row. */
+function payloadOf(store: ConsentStore, request: ConsentRequest): string {
+  return requestPayload(request, store.instanceId);
+}
+
+/**
+ * Why the row does not hold together, or null: the relay's own account can
+ * write the consent database, and a row whose payload or digest is not its
+ * act's would have the operator sign something other than what is shown.
+ */
+function rowProblem(store: ConsentStore, request: ConsentRequest): string | null {
+  if (request.actDigest !== actDigest(request.act) || request.payload !== payloadOf(store, request))
+    return "its stored payload is not the act shown (the consent database was edited)";
+  return null;
+}
+
+/** Pending, unexpired requests: the count the navigation shows, or null when the store cannot be read. */
+export function pendingCount(store: ConsentStore, now: number): number | null {
+  const listed = store.listRequests();
+  return listed.ok ? listed.value.filter((r) => r.status === "pending" && r.expiresAt > now).length : null;
+}
+
+function listed(store: ConsentStore, request: ConsentRequest, now: number): ListedRequest {
   const expiresInSeconds = Math.max(0, Math.ceil((request.expiresAt - now) / 1000));
   return {
     id: request.id,
@@ -66,6 +101,10 @@ function listed(request: ConsentRequest, now: number): ListedRequest {
       session: request.session,
       clientId: request.clientId,
     }),
+    digest: actDigest(request.act),
+    problem: rowProblem(store, request),
+    session: request.session,
+    client: request.clientId,
   };
 }
 
@@ -118,10 +157,53 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     return { request };
   }
 
+  /** The JSON object of a POST's body, or null when it is not one. */
+  async function jsonObject(c: Context): Promise<Record<string, unknown> | null> {
+    try {
+      const body: unknown = await c.req.json();
+      return typeof body === "object" && body !== null && !Array.isArray(body)
+        ? (body as Record<string, unknown>)
+        : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The payload to sign for the act the page showed, whose digest it sends back; the refusal when
+   * the row holds another act now (rewritten since the page was drawn) or does not hold together.
+   */
+  function asShown(
+    c: Context,
+    request: ConsentRequest,
+    shown: unknown,
+  ): { payload: string } | { refusal: Response } {
+    if (typeof shown !== "string" || !DIGEST.test(shown))
+      return { refusal: refuse(c, 400, "Send the digest of the act the page showed; reload the page") };
+    const current = actDigest(request.act);
+    if (current !== shown) {
+      logger.warn(
+        { request: request.id, shown, current },
+        "console approval of an act other than the one shown refused",
+      );
+      return {
+        refusal: refuse(
+          c,
+          409,
+          `Request ${request.id} now holds another act than the one shown (digest ${current.slice(0, 16)}…, shown ${shown.slice(0, 16)}…); nothing was approved. Reload the page and read the act again`,
+        ),
+      };
+    }
+    const problem = rowProblem(channel.store, request);
+    if (problem)
+      return { refusal: refuse(c, 409, `Request ${request.id}: ${problem}; nothing was approved`) };
+    return { payload: payloadOf(channel.store, request) };
+  }
+
   app.get("/console/approvals", (c) => {
     const who = deps.operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(approvalsPage(who.session.csrf, who.session.passkey));
+    return c.html(approvalsPage(who.session.csrf, who.session.passkey, deps.nav?.() ?? {}));
   });
 
   app.get("/console/approvals/list", (c) => {
@@ -130,7 +212,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     if (!requests.ok) return storeRefusal(c, requests.failure, requests.detail);
     const now = clock.now();
     const pending = requests.value.filter((r) => r.status === "pending" && r.expiresAt > now);
-    return c.json({ requests: pending.map((r) => listed(r, now)) });
+    return c.json({ requests: pending.map((r) => listed(channel.store, r, now)) });
   });
 
   app.post("/console/approvals/:id/options", async (c) => {
@@ -138,12 +220,14 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     if ("refusal" in who) return who.refusal;
     const pending = pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
+    const shown = asShown(c, pending.request, (await jsonObject(c))?.digest);
+    if ("refusal" in shown) return shown.refusal;
     const keys = deps.passkeys.current();
     const key = keys.ok ? keys.keys.find((k) => k.credentialId === who.session.credentialId) : undefined;
     if (!key) return refuse(c, 403, "Your passkey is no longer enrolled");
     // Only the logged-in operator's passkey may answer, and its signature is over the payload's digest.
     return c.json({
-      challenge: passkeyChallenge(pending.request.payload),
+      challenge: passkeyChallenge(shown.payload),
       rpId: deps.rpId,
       allowCredentials: [{ id: key.credentialId, type: "public-key", transports: key.transports }],
       userVerification: "required",
@@ -156,13 +240,13 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     if ("refusal" in who) return who.refusal;
     const pending = pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return refuse(c, 400, "Expected a JSON WebAuthn response");
-    }
-    const response = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+    const body = await jsonObject(c);
+    if (body === null) return refuse(c, 400, "Expected a JSON body with the digest shown and the assertion");
+    const shown = asShown(c, pending.request, body.digest);
+    if ("refusal" in shown) return shown.refusal;
+    const response = (
+      typeof body.assertion === "object" && body.assertion !== null ? body.assertion : {}
+    ) as Record<string, unknown>;
     const inner = (
       typeof response.response === "object" && response.response !== null ? response.response : {}
     ) as Record<string, unknown>;
@@ -191,7 +275,8 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
       at: clock.now(),
     };
     const request = pending.request;
-    const verified = channel.verifier.verify(approval, request.payload, approval.at);
+    // Checked against the payload of the act shown, which the row was just found to hold.
+    const verified = channel.verifier.verify(approval, shown.payload, approval.at);
     if (!verified.ok) {
       logger.warn(
         { request: request.id, passkey: who.session.passkey, reason: verified.reason },

@@ -53,6 +53,8 @@ export function loadAssets(): ReadonlyMap<string, Asset> {
     ["audit-chart.js", join(web, "audit-chart.js"), JS],
     ["sessions.js", join(web, "sessions.js"), JS],
     ["player.js", join(web, "player.js"), JS],
+    ["follow.js", join(web, "follow.js"), JS],
+    ["time.js", join(web, "time.js"), JS],
     ["webauthn.js", webauthnBundle(), JS],
     ["asciinema-player.js", playerFile("asciinema-player.min.js"), JS],
     ["asciinema-player.css", playerFile("asciinema-player.css"), "text/css; charset=utf-8"],

@@ -11,7 +11,7 @@ import {
 } from "../audit/index.js";
 import type { Logger } from "../core/index.js";
 import { refuse } from "./http-rules.js";
-import { auditPage } from "./pages.js";
+import { auditPage, type Nav } from "./pages.js";
 import { createStreamPace } from "./stream-pace.js";
 
 /** Records of the file's end sent when a page opens, before the live ones. */
@@ -26,6 +26,8 @@ export interface AuditViewOptions {
   auditPath: string;
   /** The CSRF token and passkey name of the logged-in operator behind the request, or null. */
   operator(c: Context): { csrf: string; passkey: string } | null;
+  /** The header's navigation (the pending consent requests); none when absent. */
+  nav?(): Nav;
   logger: Logger;
 }
 
@@ -120,7 +122,7 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
   app.get("/console/audit", (c) => {
     const who = options.operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(auditPage(who.csrf, who.passkey, auditPath));
+    return c.html(auditPage(who.csrf, who.passkey, auditPath, options.nav?.() ?? {}));
   });
 
   app.get("/console/audit/events", (c) => {

@@ -72,4 +72,25 @@ describe("the console's origin", () => {
     );
     expect(consoleOriginProblem({ ...BASE, transport: "http", httpPath: "/consoles" })).toBeNull();
   });
+  it("refuses an IP address as the relying party, or as the origin's host: WebAuthn allows neither", () => {
+    for (const rpId of ["127.0.0.1", "127.1", "0x7f.0.0.1", "::1", "[::1]", "192.168.1.20"]) {
+      const problem = consoleOriginProblem({
+        ...BASE,
+        consoleRpId: rpId,
+        consoleOrigin: rpId.includes(":") ? "http://[::1]:8765" : `http://${rpId}:8765`,
+      });
+      expect(problem, rpId).toContain(`RELAY_SHELL_CONSOLE_RP_ID: "${rpId}" is an IP address`);
+      expect(problem).toContain("WebAuthn accepts only a domain name as the relying party");
+    }
+    expect(consoleOriginProblem({ ...BASE, consoleOrigin: "http://127.0.0.1:8765" })).toContain(
+      "RELAY_SHELL_CONSOLE_ORIGIN: http://127.0.0.1:8765 names an IP address",
+    );
+    expect(
+      consoleOriginProblem({
+        ...BASE,
+        consoleRpId: "relay.example.com",
+        consoleOrigin: "https://relay.example.com",
+      }),
+    ).toBeNull();
+  });
 });

@@ -8,6 +8,7 @@ import { openSignCounters } from "./counters.js";
 import { type ConsoleHandler, nodeHandler } from "./listen.js";
 import type { Posture } from "./pages.js";
 import { watchPasskeyFile } from "./passkey-file.js";
+import { originHostProblem, rpIdProblem } from "./rp-id.js";
 import type { ConsoleSessions } from "./sessions-view.js";
 
 export type ConsoleSettings = Pick<
@@ -27,9 +28,16 @@ export type ConsoleSettings = Pick<
   | "sessionRecordDir"
 >;
 
-/** Why the console cannot be served with these settings (its origin, or its path beside MCP), or null. */
+/**
+ * Why the console cannot be served with these settings (its relying party, its origin, or its path
+ * beside MCP), or null.
+ */
 export function consoleOriginProblem(settings: ConsoleSettings): string | null {
+  const rpProblem = rpIdProblem(settings.consoleRpId);
+  if (rpProblem) return `RELAY_SHELL_CONSOLE_RP_ID: ${rpProblem}`;
   const origin = new URL(consoleOrigin(settings));
+  const hostProblem = originHostProblem(origin);
+  if (hostProblem) return `RELAY_SHELL_CONSOLE_ORIGIN: ${hostProblem}`;
   const rpId = settings.consoleRpId.toLowerCase();
   if (origin.hostname !== rpId && !origin.hostname.endsWith(`.${rpId}`)) {
     return `RELAY_SHELL_CONSOLE_RP_ID: "${settings.consoleRpId}" must be the host of the console's origin ${origin.origin} or a parent domain of it (WebAuthn binds passkeys to it)`;

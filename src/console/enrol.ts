@@ -7,9 +7,9 @@ import {
 } from "@simplewebauthn/server";
 import { cose, decodeCredentialPublicKey, isoBase64URL } from "@simplewebauthn/server/helpers";
 import { type Context, Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import type { Clock, Logger } from "../core/index.js";
 import { loadAssets } from "./assets.js";
+import { boundedBody } from "./body.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
 import { listenLoopback, nodeHandler } from "./listen.js";
 import { enrolPage } from "./pages.js";
@@ -20,6 +20,7 @@ import {
   passkeyLine,
   passkeyNameProblem,
 } from "./passkeys.js";
+import { rpIdProblem } from "./rp-id.js";
 import { newToken, sameSecret } from "./sessions.js";
 
 /** Wrong codes tolerated before the enrolment stops: the code is short enough to read off a terminal. */
@@ -78,6 +79,8 @@ function appendLine(path: string, line: string): void {
 export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome> {
   const nameProblem = passkeyNameProblem(options.name);
   if (nameProblem) return { ok: false, message: `--name: ${nameProblem}` };
+  const rpProblem = rpIdProblem(options.rpId);
+  if (rpProblem) return { ok: false, message: `--rp-id: ${rpProblem}` };
   const before = existingKeys(options.passkeysFile);
   if (typeof before === "string") return { ok: false, message: before };
   if (before.some((k) => k.name === options.name)) {
@@ -101,7 +104,10 @@ export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome>
   const app = new Hono();
   app.use("*", securityHeaders());
   app.use("*", async (c, next) => guardRequests(origin)(c, next));
-  app.use("*", bodyLimit({ maxSize: 64 * 1024, onError: (c) => refuse(c, 413, "Request body too large") }));
+  app.use(
+    "*",
+    boundedBody(64 * 1024, (c) => refuse(c, 413, "Request body too large")),
+  );
   const assets = loadAssets();
   app.get("/console/assets/:name", (c) => {
     const asset = assets.get(c.req.param("name"));

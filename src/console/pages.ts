@@ -30,8 +30,19 @@ export function esc(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => ESCAPES[ch] ?? ch);
 }
 
+/** The header's navigation of a logged-in page. */
+export interface Nav {
+  /** Consent requests waiting for a decision (null: the store cannot be read); absent without an approvals page. */
+  pending?: number | null;
+}
+
+type Place = "posture" | "approvals" | "audit" | "sessions";
+
 export interface Layout {
   title: string;
+  /** The entry of the navigation this page is (none for the player pages, which sit under Sessions). */
+  place?: Place;
+  nav?: Nav;
   csrf: string;
   /** Module scripts of the page (names under /console/assets/). */
   modules: string[];
@@ -42,6 +53,32 @@ export interface Layout {
   /** The logged-in passkey, for the header and its log-out form. */
   who: string | null;
   body: string;
+}
+
+/** The links between the console's pages, with the count of requests waiting for the operator. */
+function navigation(layout: Layout): string {
+  const link = (place: Place, href: string, label: string, extra = "") =>
+    `<a id="nav-${place}" href="${href}"${layout.place === place ? ' aria-current="page"' : ""}>${esc(label)}${extra}</a>`;
+  const pending = layout.nav?.pending;
+  const approvals =
+    pending === undefined
+      ? ""
+      : link(
+          "approvals",
+          "/console/approvals",
+          "Approvals",
+          pending === null
+            ? ' <span id="nav-pending" class="count bad" title="the consent store cannot be read">?</span>'
+            : ` <span id="nav-pending" class="count${pending > 0 ? " waiting" : ""}" title="requests waiting for a decision">${pending}</span>`,
+        );
+  return `<nav class="top" aria-label="Console">${[
+    link("posture", "/console", "Posture"),
+    approvals,
+    link("audit", "/console/audit", "Live audit"),
+    link("sessions", "/console/sessions", "Sessions"),
+  ]
+    .filter((a) => a !== "")
+    .join("")}</nav>`;
 }
 
 export function page(layout: Layout): string {
@@ -66,7 +103,7 @@ export function page(layout: Layout): string {
 ${layout.player ? '<link rel="stylesheet" href="/console/assets/asciinema-player.css">\n' : ""}${scripts}
 </head>
 <body>
-<header><h1>relay-shell console</h1>${who}</header>
+<header><h1>relay-shell console</h1>${layout.who === null ? "" : navigation(layout)}${who}</header>
 <main>
 ${layout.body}
 </main>
@@ -123,7 +160,14 @@ function row(label: string, value: string, id: string): string {
   return `<tr id="${id}"><th>${esc(label)}</th><td>${value}</td></tr>`;
 }
 
-export function posturePage(csrf: string, who: string, p: Posture): string {
+/** The warning as it holds with consent on: an open policy refuses nothing, but consent still holds the calls. */
+function postureWarning(warning: string, p: Posture): string {
+  if (p.consent.enabled && warning.startsWith("policy is open with no deny list and no Tier-3 confirmation"))
+    return "policy is open with no deny list and no Tier-3 confirmation: policy refuses nothing, but human consent holds every call that is not a proven read (Tier 0) until an operator approves it";
+  return warning;
+}
+
+export function posturePage(csrf: string, who: string, p: Posture, nav: Nav = {}): string {
   const consent = p.consent.enabled
     ? `<span class="ok">on</span> (leases: ${esc(p.consent.leaseMode)}; pending requests: ${
         p.consent.pending === null
@@ -137,9 +181,11 @@ export function posturePage(csrf: string, who: string, p: Posture): string {
   const warnings =
     p.warnings.length === 0
       ? '<p class="muted">No configuration warnings. (No warning does not mean secure.)</p>'
-      : `<ul class="warnings">${p.warnings.map((w) => `<li>${esc(w)}</li>`).join("")}</ul>`;
+      : `<ul class="warnings">${p.warnings.map((w) => `<li>${esc(postureWarning(w, p))}</li>`).join("")}</ul>`;
   return page({
     title: "Posture",
+    place: "posture",
+    nav,
     csrf,
     modules: [],
     webauthn: false,
@@ -162,13 +208,12 @@ ${row("Audit fail-closed", state(p.audit.failClosed, "on", "off", "bad"), "postu
 <section class="card" id="warnings">
 <h2>Configuration warnings</h2>
 ${warnings}
-</section>
-<nav class="card"><a id="nav-audit" href="/console/audit">Live audit log</a> · <a id="nav-sessions" href="/console/sessions">Sessions and recordings</a></nav>`,
+</section>`,
   });
 }
 
 /** The live audit page; its rows, chart and detail are drawn by audit.js from /console/audit/events. */
-export function auditPage(csrf: string, who: string, auditPath: string): string {
+export function auditPage(csrf: string, who: string, auditPath: string, nav: Nav = {}): string {
   const select = (id: string, label: string, options: string[]) =>
     `<label>${esc(label)} <select id="${id}" name="${id}"><option value="">any</option>${options
       .map((o) => `<option value="${esc(o)}">${esc(o)}</option>`)
@@ -177,12 +222,13 @@ export function auditPage(csrf: string, who: string, auditPath: string): string 
     `<label>${esc(label)} <input id="${id}" name="${id}" type="${type}" spellcheck="false"></label>`;
   return page({
     title: "Audit",
+    place: "audit",
+    nav,
     csrf,
     modules: ["audit.js"],
     webauthn: false,
     who,
-    body: `<nav class="crumbs"><a href="/console">Posture</a> · Live audit</nav>
-<section class="card">
+    body: `<section class="card">
 <h2>Live audit</h2>
 <p class="muted">Following <code>${esc(auditPath)}</code>: the last records, then each one as it is written, by this relay or any other.</p>
 <form id="filters" class="filters">
@@ -202,9 +248,9 @@ ${text("f-until", "Until", "datetime-local")}
 <h2>Calls per minute by tier</h2>
 <div id="audit-chart"></div>
 </section>
-<section class="card">
+<section class="card wide">
 <table id="audit-rows" class="audit">
-<thead><tr><th>Time</th><th>Tool</th><th>Tier</th><th>Outcome</th><th>Denied</th><th>Client</th><th>Host</th><th>Action</th><th>Chain</th></tr></thead>
+<thead><tr><th>Time (local)</th><th>Tool</th><th>Command</th><th>Tier</th><th>Outcome</th><th>Denied</th><th>Client</th><th>Host</th><th>Action</th><th>Chain</th></tr></thead>
 <tbody></tbody>
 </table>
 </section>
@@ -221,18 +267,20 @@ function approvalsLink(p: Posture): string {
  * The pending consent requests, filled and refreshed by approvals.js from
  * the list endpoint: every value is set as text in the browser, never as HTML.
  */
-export function approvalsPage(csrf: string, who: string): string {
+export function approvalsPage(csrf: string, who: string, nav: Nav = {}): string {
   return page({
     title: "Approvals",
+    place: "approvals",
+    nav,
     csrf,
     modules: ["approvals.js"],
     webauthn: true,
     who,
-    body: `<p><a href="/console">Posture</a></p>
-<section class="card">
+    body: `<section class="card">
 <h2>Pending consent requests</h2>
 <p class="muted">Read the whole act before approving: your passkey signs exactly what is shown here. The list refreshes every 2 seconds.</p>
 <p id="list-status" role="status"></p>
+<ul id="sessions" class="muted"></ul>
 <div id="requests"></div>
 <p id="none" class="muted" hidden>No request is waiting.</p>
 </section>`,

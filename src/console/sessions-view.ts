@@ -7,6 +7,7 @@ import type { AuditLog } from "../audit/index.js";
 import type { Clock, Logger } from "../core/index.js";
 import type { SessionRegistry } from "../sessions/index.js";
 import { allowWasm, refuse } from "./http-rules.js";
+import type { Nav } from "./pages.js";
 import { isRecordingName, listRecordings, openRegular, outputSoFar } from "./recordings.js";
 import { playerPage, sessionsPage } from "./sessions-pages.js";
 import { createStreamPace } from "./stream-pace.js";
@@ -18,6 +19,10 @@ const MAX_BACKLOG_BYTES = 2 * 1024 * 1024;
 /** Output waiting for a slow follower before the follow is ended (the page says so). */
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
 const SESSION_ID = /^(?:sh|ssh)-[0-9a-f]{12}$/;
+/** Why a follow ends, as the page shows it. */
+const FELL_BEHIND = "this page fell too far behind the session's output; reload it to follow again";
+const LOGIN_ENDED =
+  "your login ended (it expired, you logged out, or its passkey was removed); log in again to follow";
 
 /** What the sessions page needs of the registry. */
 export type ConsoleSessions = Pick<SessionRegistry, "overview" | "terminate" | "watch">;
@@ -38,6 +43,8 @@ export interface SessionsViewOptions {
   operator(c: Context): ConsoleOperator | null;
   sentCsrf(c: Context): Promise<string>;
   sameSecret(a: string, b: string): boolean;
+  /** The header's navigation (the pending consent requests); none when absent. */
+  nav?(): Nav;
   clock: Clock;
   logger: Logger;
 }
@@ -56,12 +63,13 @@ function event(seconds: number, code: "o" | "r", data: string): string {
  */
 export function registerSessionsView(app: Hono, options: SessionsViewOptions): void {
   const { sessions, recordDir, clock, logger } = options;
+  const nav = () => options.nav?.() ?? {};
   let following = 0;
 
   app.get("/console/sessions", (c) => {
     const who = options.operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(sessionsPage(who.csrf, who.passkey, recordDir));
+    return c.html(sessionsPage(who.csrf, who.passkey, recordDir, nav()));
   });
 
   app.get("/console/sessions/list", (c) => {
@@ -127,11 +135,16 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
     if (recordDir === "" || !isRecordingName(name)) return refuse(c, 404, "No such recording");
     allowWasm(c);
     return c.html(
-      playerPage(who.csrf, who.passkey, {
-        title: `Recording ${name}`,
-        heading: `Recording ${name}`,
-        source: { kind: "recording", url: `/console/recordings/${name}/cast` },
-      }),
+      playerPage(
+        who.csrf,
+        who.passkey,
+        {
+          title: `Recording ${name}`,
+          heading: `Recording ${name}`,
+          source: { kind: "recording", url: `/console/recordings/${name}/cast` },
+        },
+        nav(),
+      ),
     );
   });
 
@@ -166,11 +179,16 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
     if (!live) return refuse(c, 404, `No live session ${id}`);
     allowWasm(c);
     return c.html(
-      playerPage(who.csrf, who.passkey, {
-        title: `Session ${id}`,
-        heading: `Session ${id} (live, read-only): ${live.title}`,
-        source: { kind: "live", url: `/console/sessions/${id}/stream` },
-      }),
+      playerPage(
+        who.csrf,
+        who.passkey,
+        {
+          title: `Session ${id}`,
+          heading: `Session ${id} (live, read-only): ${live.title}`,
+          source: { kind: "live", url: `/console/sessions/${id}/stream` },
+        },
+        nav(),
+      ),
     );
   });
 
@@ -242,7 +260,7 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
             if (queue.length === 0 && !ended && !over) await pace.sleep();
             if (released) break;
             if (over) {
-              await stream.writeSSE({ event: "done", data: '{"reason":"the page fell behind the session"}' });
+              await stream.writeSSE({ event: "done", data: JSON.stringify({ reason: FELL_BEHIND }) });
               break;
             }
             const take = queue.splice(0, queue.length);
@@ -256,7 +274,7 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
             }
             if (pace.beatDue()) {
               if (!options.operator(c)) {
-                await stream.writeSSE({ event: "done", data: '{"reason":"the login expired"}' });
+                await stream.writeSSE({ event: "done", data: JSON.stringify({ reason: LOGIN_ENDED }) });
                 break;
               }
               await stream.write(": keep-alive\n\n");

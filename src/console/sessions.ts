@@ -17,7 +17,7 @@ export function sameSecret(a: string, b: string): boolean {
  * Sessions and pending logins are kept under the SHA-256 of their token, so
  * looking one up compares digests, never the secret a request sent.
  */
-function keyOf(token: string): string {
+export function keyOf(token: string): string {
   return createHash("sha256").update(token).digest("base64url");
 }
 
@@ -32,39 +32,24 @@ export interface ConsoleSession {
   lastSeenMs: number;
 }
 
-/** A browser on the way to logging in: its CSRF token, and the challenge it was given. */
-interface PendingLogin {
-  csrf: string;
-  challenge: string | null;
-  createdMs: number;
-}
-
 /** How long a session lives at most, however busy: a multiple of the idle limit, within a day. */
 export function absoluteLifetimeSeconds(idleSeconds: number): number {
   return Math.min(86400, idleSeconds * 8);
 }
 
-/** A login ceremony has this long to finish. */
-const LOGIN_TTL_MS = 5 * 60 * 1000;
-/** Pending logins kept at most: a flood of login pages evicts the oldest, it cannot grow memory. */
-const MAX_PENDING = 256;
 const MAX_SESSIONS = 64;
 
-/** Sessions and pending logins of one console, in memory: a restart logs everyone out. */
+/** Sessions of one console, in memory: a restart logs everyone out (pending logins: pending-logins.ts). */
 export interface SessionStore {
   create(passkey: string, credentialId: string): { id: string; session: ConsoleSession };
   /** The live session under `id`, its idle clock restarted; null when unknown or expired. */
   use(id: string): ConsoleSession | null;
   end(id: string): void;
-  startLogin(): { id: string; login: PendingLogin };
-  login(id: string): PendingLogin | null;
-  endLogin(id: string): void;
   readonly size: number;
 }
 
 export function createSessionStore(idleSeconds: number, clock: Clock): SessionStore {
   const sessions = new Map<string, ConsoleSession>();
-  const logins = new Map<string, PendingLogin>();
   const idleMs = idleSeconds * 1000;
   const absoluteMs = absoluteLifetimeSeconds(idleSeconds) * 1000;
 
@@ -73,7 +58,6 @@ export function createSessionStore(idleSeconds: number, clock: Clock): SessionSt
 
   function sweep(now: number): void {
     for (const [key, s] of sessions) if (expired(s, now)) sessions.delete(key);
-    for (const [key, l] of logins) if (now - l.createdMs >= LOGIN_TTL_MS) logins.delete(key);
   }
 
   function evictOldest<T>(map: Map<string, T>, max: number): void {
@@ -106,25 +90,6 @@ export function createSessionStore(idleSeconds: number, clock: Clock): SessionSt
       return session;
     },
     end: (id) => void sessions.delete(keyOf(id)),
-    startLogin() {
-      const now = clock.monotonic();
-      sweep(now);
-      evictOldest(logins, MAX_PENDING);
-      const id = newToken();
-      const login = { csrf: newToken(), challenge: null, createdMs: now };
-      logins.set(keyOf(id), login);
-      return { id, login };
-    },
-    login(id) {
-      const login = logins.get(keyOf(id));
-      if (!login) return null;
-      if (clock.monotonic() - login.createdMs >= LOGIN_TTL_MS) {
-        logins.delete(keyOf(id));
-        return null;
-      }
-      return login;
-    },
-    endLogin: (id) => void logins.delete(keyOf(id)),
     get size() {
       return sessions.size;
     },

@@ -5,7 +5,7 @@ import {
   type ConsentLedger,
   type ConsentRequest,
   type ConsentStore,
-  consentPayload,
+  requestPayload,
   type StoreResult,
 } from "../consent/index.js";
 import type { Clock, Tier } from "../core/index.js";
@@ -198,12 +198,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
     const ref = { request: request.id };
     if (request.expiresAt <= now) return refuse(`the approval of request ${request.id} has expired`, ref);
     // Rebuilt from the live call: a payload edited in the store cannot match a signature.
-    const payload = consentPayload(act, {
-      request: request.id,
-      nonce: request.nonce,
-      expiresAt: request.expiresAt,
-      instance: store.instanceId,
-    });
+    const payload = requestPayload(request, store.instanceId, act);
     if (payload !== request.payload) {
       return refuse(`request ${request.id} in the store does not describe this act; it is not used`, ref);
     }

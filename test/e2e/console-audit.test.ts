@@ -64,7 +64,8 @@ describe.skipIf(SKIP !== null)("the console's live audit page (built server, rea
 
   beforeAll(async () => {
     world = createConsoleWorld();
-    browser = await launchBrowser();
+    // Half an hour off UTC, so a local time can never pass for the UTC one.
+    browser = await launchBrowser({ timezoneId: "Asia/Kolkata" });
     port = await freePort();
     base = `http://localhost:${port}`;
     await addVirtualAuthenticator(browser.context, browser.page);
@@ -114,9 +115,28 @@ describe.skipIf(SKIP !== null)("the console's live audit page (built server, rea
     const first = page().locator("#audit-rows tbody tr").first();
     await first.locator("td", { hasText: "shell_exec" }).waitFor();
     const cells = (await first.locator("td").allTextContents()).map((t) => t.trim());
-    expect(cells[0]).toMatch(/^\d{4}-\d\d-\d\dT/); // time
-    expect(cells[2]).toMatch(/^[0-3]$/);
-    expect(cells.slice(1, 9)).toEqual(["shell_exec", cells[2], "ok", "no", cells[5], "", "", "verified"]);
+    expect(cells[3]).toMatch(/^[0-3]$/);
+    expect(cells.slice(1, 10)).toEqual([
+      "shell_exec",
+      "echo audit-live-one",
+      cells[3],
+      "ok",
+      "no",
+      cells[6],
+      "",
+      "",
+      "verified",
+    ]);
+    // The time is the browser's local time (here UTC+05:30), and the record's UTC time is on hover.
+    const record = readFileSync(world.audit, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { ts: string; args?: { command?: string } })
+      .findLast((r) => r.args?.command === "echo audit-live-one");
+    const at = Date.parse(record?.ts ?? "");
+    const stamp = (ms: number) => new Date(ms).toISOString().slice(0, 19).replace("T", " ");
+    expect(cells[0]).toBe(stamp(at + 330 * 60_000));
+    expect(await first.locator("td").first().getAttribute("title")).toBe(`${stamp(at)} UTC`);
     await first.click();
     const detail = page().locator("#audit-detail");
     await detail.waitFor({ state: "visible" });
@@ -155,7 +175,7 @@ describe.skipIf(SKIP !== null)("the console's live audit page (built server, rea
     await page().locator("#audit-rows tbody tr").first().waitFor();
     const tools = await page().locator("#audit-rows tbody tr td:nth-child(2)").allTextContents();
     expect(tools.length).toBeGreaterThanOrEqual(2);
-    const tiers = await page().locator("#audit-rows tbody tr td:nth-child(3)").allTextContents();
+    const tiers = await page().locator("#audit-rows tbody tr td:nth-child(4)").allTextContents();
     expect(new Set(tiers)).toEqual(new Set(["0"]));
     // The newest tier-0 record is the call the tool filter hid.
     await page().locator("#audit-rows tbody tr").nth(0).click();
@@ -211,15 +231,30 @@ describe.skipIf(SKIP !== null)("the console's live audit page (built server, rea
     }
   });
 
-  it("escapes every field of the detail view", async () => {
+  it("escapes every field of the detail view, and the command in the row", async () => {
     await openLive();
     await shellShown("echo '<img src=x id=injected>' audit-escape");
+    expect(await page().locator("#audit-rows tbody tr td.command").first().textContent()).toBe(
+      "echo '<img src=x id=injected>' audit-escape",
+    );
     await page().locator("#audit-rows tbody tr").first().click();
     const detail = page().locator("#audit-detail");
     await detail.waitFor({ state: "visible" });
     expect(await detail.textContent()).toContain("<img src=x id=injected>");
     expect(await page().locator("#injected").count()).toBe(0);
     await page().click("#audit-detail button");
+  });
+
+  it("shows a long command cut to one line, all of it on hover, its line breaks made visible", async () => {
+    await openLive();
+    const long = `echo ${"x".repeat(200)}\necho second-line`;
+    await shellShown(long);
+    const command = page().locator("#audit-rows tbody tr td.command").first();
+    const shown = (await command.textContent()) ?? "";
+    expect(Array.from(shown)).toHaveLength(120);
+    expect(shown.endsWith("…")).toBe(true);
+    expect(shown.startsWith(`echo ${"x".repeat(100)}`)).toBe(true);
+    expect(await command.getAttribute("title")).toBe(`echo ${"x".repeat(200)} ⏎ echo second-line`);
   });
 
   it("shows a record after a tampered line as broken at that line", async () => {

@@ -138,14 +138,63 @@ describe.skipIf(SKIP !== null)(
       expect(withCookie.headers["www-authenticate"]).toContain("Bearer");
     });
 
-    it("deleting a passkey's line ends its open logins", async () => {
+    it("answers a chunked body exactly as it answers a sized one, on every route", async () => {
       const cookie = (await browser.context.cookies()).find((c) => c.name === "relay_console");
-      const headers = { Host: `localhost:${port}`, Cookie: `relay_console=${cookie?.value ?? ""}` };
-      expect((await rawRequest(port, "GET", "/console", headers)).status).toBe(200);
-      writeFileSync(world.passkeys, "# ops-http revoked\n");
-      const after = await rawRequest(port, "GET", "/console", headers);
-      expect(after.status).toBe(303);
-      expect(after.headers.location).toBe("/console/login");
+      const csrf = (await browser.page.getAttribute('meta[name="csrf-token"]', "content")) ?? "";
+      const loginPage = await rawRequest(port, "GET", "/console/login", { Host: `localhost:${port}` });
+      const pending = /relay_console_login=([^;]+)/.exec(String(loginPage.headers["set-cookie"] ?? ""))?.[1];
+      const pendingCsrf = /<meta name="csrf-token" content="([^"]+)">/.exec(loginPage.body)?.[1] ?? "";
+      expect(pending).toBeDefined();
+      const base = { Host: `localhost:${port}`, Origin: `http://localhost:${port}` };
+      const operator = { ...base, Cookie: `relay_console=${cookie?.value ?? ""}`, "X-CSRF-Token": csrf };
+      const json = { "Content-Type": "application/json" };
+      const cases: Array<[path: string, headers: Record<string, string>, body: string]> = [
+        // Before any login check.
+        ["/console/logout", { ...base, "Content-Type": "application/x-www-form-urlencoded" }, "csrf=x"],
+        ["/console/approvals/abc/approve", { ...base, ...json }, "{}"],
+        ["/console/login/verify", { ...base, ...json }, "x".repeat(70 * 1024)],
+        // A login in progress, with its token.
+        [
+          "/console/login/options",
+          { ...base, ...json, Cookie: `relay_console_login=${pending}`, "X-CSRF-Token": pendingCsrf },
+          "{}",
+        ],
+        [
+          "/console/login/verify",
+          { ...base, ...json, Cookie: `relay_console_login=${pending}`, "X-CSRF-Token": "wrong" },
+          '{"id":"AAAA"}',
+        ],
+        // A logged-in operator: the token read from a form body, and a JSON route.
+        [
+          "/console/sessions/sh-000000000000/kill",
+          { ...base, Cookie: operator.Cookie, "Content-Type": "application/x-www-form-urlencoded" },
+          "csrf=wrong",
+        ],
+        ["/console/sessions/sh-000000000000/kill", { ...operator, ...json }, "{}"],
+      ];
+      // A challenge is fresh each time; everything else of an answer must be the same.
+      const same = (text: string) => text.replace(/"challenge":"[^"]*"/, '"challenge":"…"');
+      for (const [path, headers, body] of cases) {
+        const sized = await rawRequest(port, "POST", path, headers, body);
+        const chunked = await rawRequest(
+          port,
+          "POST",
+          path,
+          { ...headers, "Transfer-Encoding": "chunked" },
+          body,
+        );
+        expect(sized.status, path).not.toBe(500);
+        expect({ status: chunked.status, body: same(chunked.body) }, path).toEqual({
+          status: sized.status,
+          body: same(sized.body),
+        });
+      }
+      // The operator is still logged in: none of that was a logout.
+      const still = await rawRequest(port, "GET", "/console", {
+        Host: `localhost:${port}`,
+        Cookie: operator.Cookie,
+      });
+      expect(still.status).toBe(200);
     });
 
     it("the HTTP edge's own Host check and the console's stricter one both apply", async () => {
@@ -157,6 +206,48 @@ describe.skipIf(SKIP !== null)(
       expect(otherName.body).toContain("Invalid Host header");
       const twoHosts = await rawRequest(port, "GET", "/console/login", { Host: `localhost:${port}` });
       expect(twoHosts.status).toBe(200);
+    });
+
+    it("a flood of login pages from the operator's own address does not push out the operator's login", async () => {
+      const page = browser.page;
+      await page.click('header button[type="submit"]');
+      await page.waitForURL(`http://localhost:${port}/console/login`);
+      // 300 login pages from 127.0.0.1, as a local page's images (or any local process) could ask.
+      const statuses: number[] = [];
+      for (let i = 0; i < 300; i++)
+        statuses.push(
+          (await rawRequest(port, "GET", "/console/login", { Host: `localhost:${port}` })).status,
+        );
+      expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(280);
+      expect(statuses.every((s) => s === 200 || s === 429)).toBe(true);
+      const limited = await rawRequest(port, "GET", "/console/login", { Host: `localhost:${port}` });
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+      // A browser's image or script does not start a login at all.
+      const image = await rawRequest(port, "GET", "/console/login", {
+        Host: `localhost:${port}`,
+        "Sec-Fetch-Dest": "image",
+        "Sec-Fetch-Site": "same-site",
+      });
+      expect(image.status).toBe(403);
+      // The operator's page, opened before the flood, still logs in with the passkey.
+      await page.click("#login");
+      await page
+        .locator("#posture-mode")
+        .or(page.locator("#status", { hasText: "failed" }))
+        .waitFor();
+      expect(await page.locator("#status").count()).toBe(0);
+      expect(await page.textContent("#posture-mode td")).toBe("open");
+    });
+
+    it("deleting a passkey's line ends its open logins", async () => {
+      const cookie = (await browser.context.cookies()).find((c) => c.name === "relay_console");
+      const headers = { Host: `localhost:${port}`, Cookie: `relay_console=${cookie?.value ?? ""}` };
+      expect((await rawRequest(port, "GET", "/console", headers)).status).toBe(200);
+      writeFileSync(world.passkeys, "# ops-http revoked\n");
+      const after = await rawRequest(port, "GET", "/console", headers);
+      expect(after.status).toBe(303);
+      expect(after.headers.location).toBe("/console/login");
     });
   },
 );

@@ -348,31 +348,32 @@ describe.skipIf(SKIP !== null)("operator console over stdio (built server, real 
     expect(check.status).toBe(2);
     expect(check.stderr).toContain(`is owned by the relay's own uid ${world.user.uid}`);
   });
-});
 
-describe("relay-shell console (built CLI): wrong arguments", () => {
-  const run = (...args: string[]) =>
-    spawnSync(process.execPath, [SERVER_ENTRY, "console", ...args], {
-      env: baseEnv(),
-      encoding: "utf8",
-      timeout: 30_000,
-    });
-
-  it.each([
-    [[], "console needs a command"],
-    [["unenrol"], "unknown console command: unenrol"],
-    [["enrol", "--passkeys", "/tmp/p"], "console enrol needs --name NAME"],
-    [["enrol", "--name", "a b", "--passkeys", "/tmp/p"], "--name: a passkey name is"],
-    [
-      ["enrol", "--name", "a", "--passkeys", "/tmp/p", "--port", "70000"],
-      "--port: expected an integer 0..65535",
-    ],
-    [["enrol", "--name", "a", "--passkeys", "/tmp/p", "--origin", "https://x/path"], "--origin: expected"],
-    [["enrol", "--name", "a", "--passkeys", "/tmp/p", "--bogus"], "unknown argument: --bogus"],
-  ])("refuses %j with exit status 2", (args, message) => {
-    const result = run(...args);
-    expect(result.status).toBe(2);
-    expect(result.stderr).toContain(`relay_shell: ${message}`);
-    expect(result.stderr).toContain("usage: relay-shell console enrol");
+  it("refuses to start with an IP address as the relying party, and says why", async () => {
+    const port = await freePort();
+    const settings = {
+      HOME: world.home,
+      XDG_STATE_HOME: world.state,
+      RELAY_SHELL_AUDIT_PATH: world.audit,
+      RELAY_SHELL_CONSOLE: "true",
+      RELAY_SHELL_CONSOLE_PASSKEYS: world.passkeys,
+      RELAY_SHELL_CONSOLE_PORT: String(port),
+      RELAY_SHELL_CONSOLE_RP_ID: "127.0.0.1",
+      RELAY_SHELL_CONSOLE_ORIGIN: `http://127.0.0.1:${port}`,
+    };
+    const run = (...args: string[]) =>
+      spawnSync("/usr/sbin/runuser", ["-u", world.user.name, "--", process.execPath, SERVER_ENTRY, ...args], {
+        env: baseEnv(settings),
+        cwd: world.home,
+        input: "",
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+    for (const result of [run(), run("--check-config")]) {
+      expect(result.status).toBe(2);
+      expect(result.stderr).toContain(
+        'relay_shell: console: RELAY_SHELL_CONSOLE_RP_ID: "127.0.0.1" is an IP address, and WebAuthn accepts only a domain name as the relying party',
+      );
+    }
   });
 });

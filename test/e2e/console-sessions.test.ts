@@ -130,8 +130,43 @@ describe.skipIf(SKIP !== null)("the console's sessions page (built server, real 
     expect(cells[6]).not.toBe("0 B");
     expect(cells[7]).toMatch(/^\d+ B$/);
     expect(cells[7]).not.toBe("0 B");
-    // Its recording is listed while it is written.
-    await page().locator(`#recording-${sessionId}`).waitFor();
+    // Its recording is listed while it is written, with the last write in local time and UTC on hover.
+    const written = page().locator(`#recording-${sessionId} td.time`);
+    await written.waitFor();
+    expect(await written.textContent()).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/);
+    expect(await written.getAttribute("title")).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+  });
+
+  it("keeps a session's id, size, idle time and byte counts on one line however narrow the window", async () => {
+    await page().setViewportSize({ width: 480, height: 760 });
+    try {
+      await page().goto(`${base}/console/sessions`);
+      const row = page().locator(`#session-${sessionId}`);
+      await row.waitFor();
+      for (const index of [0, 4, 5, 6, 7]) {
+        const cell = row.locator("td").nth(index);
+        // Run in the page (no DOM types here): the cell's white-space, and the lines its text takes.
+        const [whiteSpace, lines] = await cell.evaluate((el) => {
+          const page = globalThis as unknown as {
+            getComputedStyle(e: unknown): { whiteSpace: string };
+            document: {
+              createRange(): {
+                selectNodeContents(n: unknown): void;
+                getClientRects(): ArrayLike<{ top: number }>;
+              };
+            };
+          };
+          const range = page.document.createRange();
+          range.selectNodeContents(el);
+          const tops = new Set(Array.from(range.getClientRects(), (box) => Math.round(box.top)));
+          return [page.getComputedStyle(el).whiteSpace, tops.size] as const;
+        });
+        expect(whiteSpace, `column ${index}`).toBe("nowrap");
+        expect(lines, `column ${index}`).toBe(1);
+      }
+    } finally {
+      await page().setViewportSize({ width: 1100, height: 760 });
+    }
   });
 
   it("follows the live session read-only: the screen so far, then what it prints next", async () => {
@@ -145,6 +180,49 @@ describe.skipIf(SKIP !== null)("the console's sessions page (built server, real 
     // The follow took nothing: the owner reads the same output.
     await readUntil("later-55");
     keepForDocs(await browser.screenshot("console-follow"), "console-follow");
+  });
+
+  it("a follow whose login ends says so in the relay's words, and keeps the screen it showed", async () => {
+    await page().goto(`${base}/console/sessions/${sessionId}/follow`);
+    await page().locator("#player .ap-line", { hasText: "later-55" }).first().waitFor();
+    await page().locator("#player-status", { hasText: "Following" }).waitFor();
+    // The operator logs out in another tab: the follow's next check of the login ends it.
+    const cookie = (await browser.context.cookies()).find((c) => c.name === "relay_console");
+    const csrf = (await page().getAttribute('meta[name="csrf-token"]', "content")) ?? "";
+    const out = await rawRequest(
+      port,
+      "POST",
+      "/console/logout",
+      {
+        Host: `localhost:${port}`,
+        Origin: base,
+        Cookie: `relay_console=${cookie?.value ?? ""}`,
+        "Content-Type": "application/x-www-form-urlencoded",
+      },
+      `csrf=${encodeURIComponent(csrf)}`,
+    );
+    expect(out.status).toBe(303);
+    await page().locator("#player[data-state=ended]").waitFor({ timeout: 40_000 });
+    const said = (await page().textContent("#player-status")) ?? "";
+    expect(said).toContain("The follow has ended: your login ended");
+    expect(said).not.toContain("session ended");
+    // The screen is as it was: the output is there and nothing covers it.
+    await page().locator("#player .ap-line", { hasText: "later-55" }).first().waitFor();
+    for (const overlay of ["info", "error", "loading", "start"])
+      expect(await page().locator(`#player .ap-overlay-${overlay}`).count(), overlay).toBe(0);
+    expect(await loginInBrowser(page(), base)).toBe("logged in");
+  }, 90_000);
+
+  it("a follow of a session that ends says so", async () => {
+    const spawned = await call("shell_spawn", { command: "bash --norc --noprofile", cols: 80, rows: 24 });
+    const other = String(spawned.structured.session_id ?? "");
+    await page().goto(`${base}/console/sessions/${other}/follow`);
+    await page().locator("#player-status", { hasText: "Following" }).waitFor();
+    await call("session_send", { session_id: other, data: "echo last-$((6*7)); exit 3\n" });
+    await page().locator("#player[data-state=ended]").waitFor({ timeout: 20_000 });
+    expect(await page().textContent("#player-status")).toContain("The follow has ended: the session ended");
+    await page().locator("#player .ap-line", { hasText: "last-42" }).first().waitFor();
+    await call("session_kill", { session_id: other, close: true }).catch(() => undefined);
   });
 
   it("refuses the follow stream and the recordings without a login", async () => {

@@ -25,14 +25,20 @@ export interface TestBrowser {
   close(): Promise<void>;
 }
 
+export interface BrowserOptions {
+  /** The browser's time zone (IANA name); the machine's when absent. */
+  timezoneId?: string;
+}
+
 /** Headless Chromium with a fresh profile and one page. */
-export async function launchBrowser(): Promise<TestBrowser> {
+export async function launchBrowser(options: BrowserOptions = {}): Promise<TestBrowser> {
   if (CHROMIUM === null) throw new Error(BROWSER_SKIP_REASON ?? "no Chromium");
   const profile = mkdtempSync(join(tmpdir(), "relay-console-chrome-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1100, height: 760 },
+    ...(options.timezoneId ? { timezoneId: options.timezoneId } : {}),
     args: [
       "--no-sandbox",
       "--disable-gpu",

@@ -1,8 +1,10 @@
 import { postJson, webauthn } from "./request.js";
+import { showTime } from "./time.js";
 
 const list = document.getElementById("requests");
 const none = document.getElementById("none");
 const listStatus = document.getElementById("list-status");
+const sessions = document.getElementById("sessions");
 const REFRESH_MS = 2000;
 
 /** A child element with text (set as text, never parsed as HTML). */
@@ -17,12 +19,15 @@ function add(parent, tag, text, className) {
 async function approve(id, card) {
   const status = card.querySelector(".status");
   const buttons = card.querySelectorAll("button");
+  // The digest of the act this card shows: the relay refuses the approval when the request holds another.
+  const digest = card.querySelector("input[name=digest]").value;
   for (const b of buttons) b.disabled = true;
   status.textContent = "Waiting for your passkey...";
   try {
-    const optionsJSON = await postJson(`/console/approvals/${encodeURIComponent(id)}/options`);
-    const response = await webauthn().startAuthentication({ optionsJSON });
-    const done = await postJson(`/console/approvals/${encodeURIComponent(id)}/approve`, response);
+    const path = `/console/approvals/${encodeURIComponent(id)}`;
+    const optionsJSON = await postJson(`${path}/options`, { digest });
+    const assertion = await webauthn().startAuthentication({ optionsJSON });
+    const done = await postJson(`${path}/approve`, { digest, assertion });
     status.textContent = `Approved by ${done.by}. The call runs when the client issues it again.`;
     card.classList.add("decided");
   } catch (err) {
@@ -51,16 +56,36 @@ function card(request) {
   node.className = "request";
   node.id = `request-${request.id}`;
   node.dataset.id = request.id;
+  node.dataset.digest = request.digest;
   add(node, "h3", `${request.tool} · tier ${request.tier} · request ${request.id}`);
   const times = add(node, "p", undefined, "muted");
-  times.appendChild(document.createTextNode(`asked ${request.created}, expires ${request.expires} (`));
+  times.appendChild(document.createTextNode("asked "));
+  showTime(add(times, "span"), request.created);
+  times.appendChild(document.createTextNode(", expires "));
+  showTime(add(times, "span"), request.expires);
+  times.appendChild(document.createTextNode(" ("));
   const left = add(times, "span", `${request.expiresInSeconds}s`, "expires-in");
   left.dataset.at = request.expires;
   times.appendChild(document.createTextNode(" left)"));
+  add(node, "p", "", "repeats muted").hidden = true;
   add(node, "pre", request.description, "act");
+  const digestLine = add(node, "p", "digest: ", "digest muted");
+  add(digestLine, "code", request.digest);
+  const shown = add(node, "input");
+  shown.type = "hidden";
+  shown.name = "digest";
+  shown.value = request.digest;
+  const warning = add(
+    node,
+    "p",
+    request.problem ? `Cannot be approved: ${request.problem}.` : "",
+    "bad changed",
+  );
+  warning.hidden = !request.problem;
   const actions = add(node, "div", undefined, "actions");
   const approveButton = add(actions, "button", "Approve with my passkey", "approve");
   approveButton.type = "button";
+  approveButton.disabled = request.problem !== null;
   const reason = add(actions, "input", undefined, "reason");
   reason.type = "text";
   reason.placeholder = "Reason for denying";
@@ -73,8 +98,38 @@ function card(request) {
   return node;
 }
 
+/**
+ * One card per act: requests for the same act (same digest), from one session or several, are one
+ * card, the newest, saying how often and by whom it was asked. An approval covers the act for
+ * whichever session asks again, so a thousand copies of one act read as one.
+ */
+function collapse(requests) {
+  const byDigest = new Map();
+  for (const request of requests)
+    byDigest.set(request.digest, [...(byDigest.get(request.digest) ?? []), request]);
+  return [...byDigest.values()].map((same) => ({ ...same[same.length - 1], copies: same }));
+}
+
+/** How many requests each consent session has waiting: one session asking for many acts stands out. */
+function renderSessions(requests) {
+  const counts = new Map();
+  for (const r of requests) {
+    const seen = counts.get(r.session) ?? { client: r.client, count: 0 };
+    seen.count += 1;
+    counts.set(r.session, seen);
+  }
+  sessions.replaceChildren();
+  for (const [session, { client, count }] of [...counts].sort((a, b) => b[1].count - a[1].count)) {
+    const item = add(sessions, "li");
+    add(item, "code", session, "session-id");
+    item.appendChild(document.createTextNode(` (client ${client || "none"}): ${count} waiting`));
+  }
+}
+
 /** Add new requests, drop the ones decided (here or elsewhere) or expired; keep what is being typed. */
-function render(requests) {
+function render(all) {
+  renderSessions(all);
+  const requests = collapse(all);
   const wanted = new Set(requests.map((r) => r.id));
   for (const node of Array.from(list.children)) {
     if (!wanted.has(node.dataset.id) && !node.classList.contains("decided")) node.remove();
@@ -89,9 +144,38 @@ function render(requests) {
     if (existing) {
       const left = existing.querySelector(".expires-in");
       if (left) left.textContent = `${request.expiresInSeconds}s`;
-    } else list.appendChild(card(request));
+      showRepeats(existing, request.copies);
+      // The card keeps the act it showed; a request that holds another now is flagged, not redrawn.
+      if (request.digest !== existing.dataset.digest) {
+        const warning = existing.querySelector(".changed");
+        warning.textContent =
+          "This request now holds another act than the one shown here: an approval from this card is refused. Reload the page to read it again.";
+        warning.hidden = false;
+      }
+    } else showRepeats(list.appendChild(card(request)), request.copies);
   }
   none.hidden = list.children.length > 0;
+  const count = document.getElementById("nav-pending");
+  if (count) {
+    count.textContent = String(all.length);
+    count.classList.toggle("waiting", all.length > 0);
+    count.classList.remove("bad");
+  }
+}
+
+/** The line of a card that says the same act waits more than once, and from which sessions. */
+function showRepeats(node, copies) {
+  const line = node.querySelector(".repeats");
+  const others = copies.filter((r) => r.id !== node.dataset.id);
+  line.hidden = others.length === 0;
+  const from = new Set(copies.map((r) => r.session)).size;
+  line.textContent =
+    others.length === 0
+      ? ""
+      : `The same act waits ${copies.length} times, from ${from} session(s); also requests ${others
+          .slice(-3)
+          .map((r) => r.id)
+          .join(", ")}${others.length > 3 ? ", …" : ""}.`;
 }
 
 async function refresh() {

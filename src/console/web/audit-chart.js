@@ -1,5 +1,7 @@
 // Calls per minute by tier as a stacked bar chart, drawn as SVG elements (no library, no inline style).
 
+import { localMinute } from "./time.js";
+
 const SVG = "http://www.w3.org/2000/svg";
 const WIDTH = 720;
 const HEIGHT = 160;
@@ -66,13 +68,14 @@ export function chartSvg(counts) {
     el("text", { x: PAD.left - 4, y: PAD.top + 10, "text-anchor": "end", class: "axis" }, String(max)),
   );
   svg.append(el("text", { x: PAD.left - 4, y: PAD.top + plotH, "text-anchor": "end", class: "axis" }, "0"));
-  const label = (ms) => new Date(ms).toISOString().slice(11, 16);
+  const label = localMinute;
+  const utc = (ms) => `${new Date(ms).toISOString().slice(11, 16)} UTC`;
   svg.append(el("text", { x: PAD.left, y: HEIGHT - 6, class: "axis" }, label(first)));
   svg.append(
     el(
       "text",
       { x: WIDTH - PAD.right, y: HEIGHT - 6, "text-anchor": "end", class: "axis" },
-      `${label(last)} UTC`,
+      `${label(last)} local`,
     ),
   );
   for (let tier = 0; tier < 4; tier++) {
@@ -88,7 +91,7 @@ export function chartSvg(counts) {
       const h = (n / max) * plotH;
       y -= h;
       const bar = el("rect", { x: x + 1, y, width: Math.max(1, barW - 2), height: h, class: `tier${tier}` });
-      bar.append(el("title", {}, `${label(c.minute)} UTC, tier ${tier}: ${n}`));
+      bar.append(el("title", {}, `${label(c.minute)} (${utc(c.minute)}), tier ${tier}: ${n}`));
       svg.append(bar);
     });
   }

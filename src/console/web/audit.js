@@ -1,11 +1,34 @@
 // The live audit page: rows from /console/audit/events (server-sent events), filters, chart, detail.
 
 import { chartSvg, countByMinute } from "./audit-chart.js";
+import { showTime } from "./time.js";
 
 /** Rows kept on the page; older ones leave from the bottom. */
 const MAX_ROWS = 1000;
 /** Records kept for the chart (an hour at a steady 8 calls a second). */
 const MAX_CHART = 30_000;
+/** Characters of a command shown in its row; the whole of it is in the row's title and its detail. */
+const COMMAND_CHARS = 120;
+/** The argument that says what a call did, by the tools' own names for it, most telling first. */
+const MAIN_ARGUMENTS = [
+  "command",
+  "script",
+  "line",
+  "data",
+  "argv",
+  "text",
+  "remote_path",
+  "local_path",
+  "path",
+  "spec",
+  "destination",
+  "profile",
+  "session_id",
+];
+
+/** Controls, and the marks that hide text or change its direction (as the consent text escapes them). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
 
 const rows = document.querySelector("#audit-rows tbody");
 const status = document.getElementById("audit-status");
@@ -30,6 +53,36 @@ function hostOf(record) {
   if (typeof args.host === "string") return args.host;
   if (Array.isArray(args.hosts)) return args.hosts.filter((h) => typeof h === "string").join(", ");
   return typeof args.hosts === "string" ? args.hosts : "";
+}
+
+/** What the call ran or acted on: the tool's main argument, on one line ("" when it has none). */
+export function commandOf(record) {
+  const args = record.args;
+  if (!args || typeof args !== "object") return "";
+  for (const key of MAIN_ARGUMENTS) {
+    const value = args[key];
+    if (value === undefined || value === null || value === "") continue;
+    const whole = Array.isArray(value)
+      ? value.map(String).join(" ")
+      : typeof value === "string"
+        ? value
+        : JSON.stringify(value);
+    // Line breaks, other controls and direction marks are shown, never acted on: the row stays one line
+    // and reads in the order it was written.
+    return whole.replace(/\r?\n/g, " ⏎ ").replace(UNSAFE, "�");
+  }
+  return "";
+}
+
+/** A cell holding at most COMMAND_CHARS of `command`, the whole of it on hover. */
+function commandCell(command) {
+  const chars = Array.from(command);
+  const td = cell(
+    chars.length > COMMAND_CHARS ? `${chars.slice(0, COMMAND_CHARS - 1).join("")}…` : command,
+    "command",
+  );
+  if (chars.length > COMMAND_CHARS) td.title = command;
+  return td;
 }
 
 /** "verified", "broken at line N", "unchained" or "unreadable", and its CSS class. */
@@ -75,8 +128,9 @@ function addRow(item) {
   tr.tabIndex = 0;
   const [chain, chainClass] = chainText(item);
   tr.append(
-    cell(text(r.ts)),
+    showTime(cell(""), r.ts),
     cell(text(r.tool)),
+    commandCell(commandOf(r)),
     cell(text(r.tier)),
     cell(item.outcome ?? "", item.outcome === "ok" ? "ok" : item.outcome === "challenge" ? "warn" : "bad"),
     cell(r.denied === true ? "yes" : r.denied === false ? "no" : ""),

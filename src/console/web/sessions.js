@@ -1,6 +1,7 @@
 // The sessions page: live sessions with a kill each, and the recordings; refreshed from /console/sessions/list.
 
 import { postJson } from "./request.js";
+import { showTime } from "./time.js";
 
 const REFRESH_MS = 2000;
 const status = document.getElementById("sessions-status");
@@ -10,9 +11,10 @@ const recordingsBody = document.querySelector("#recordings tbody");
 const recordingsNone = document.getElementById("recordings-none");
 
 /** A cell with text (set as text, never parsed as HTML). */
-function cell(row, text) {
+function cell(row, text, className) {
   const td = document.createElement("td");
   td.textContent = text;
+  if (className) td.className = className;
   row.appendChild(td);
   return td;
 }
@@ -57,15 +59,16 @@ function sessionRow(s) {
   const row = document.createElement("tr");
   row.id = `session-${s.id}`;
   row.dataset.id = s.id;
-  cell(row, s.id);
-  cell(row, s.kind);
+  // Ids, sizes, times and byte counts are read whole: they never break across lines.
+  cell(row, s.id, "id nowrap");
+  cell(row, s.kind, "nowrap");
   cell(row, s.owner === "" ? "(any client)" : s.owner);
-  cell(row, s.title);
-  cell(row, s.size);
-  cell(row, seconds(s.idle_s));
-  cell(row, bytes(s.produced));
-  cell(row, bytes(s.bytes_in));
-  const actions = cell(row, "");
+  cell(row, s.title, "command");
+  cell(row, s.size, "nowrap");
+  cell(row, seconds(s.idle_s), "nowrap");
+  cell(row, bytes(s.produced), "nowrap");
+  cell(row, bytes(s.bytes_in), "nowrap");
+  const actions = cell(row, "", "nowrap");
   if (s.closed) {
     actions.textContent = s.exit_code === null ? "ended" : `ended, exit ${s.exit_code}`;
   } else {
@@ -84,13 +87,13 @@ function sessionRow(s) {
 function recordingRow(r) {
   const row = document.createElement("tr");
   row.id = `recording-${r.name.replace(/\.cast$/, "")}`;
-  const name = cell(row, "");
+  const name = cell(row, "", "id nowrap");
   link(name, `/console/recordings/${encodeURIComponent(r.name)}`, r.name);
-  cell(row, r.command ?? "(unreadable header)");
-  cell(row, r.width === null ? "" : `${r.width}x${r.height}`);
-  cell(row, bytes(r.bytes));
-  cell(row, r.modified);
-  const play = cell(row, "");
+  cell(row, r.command ?? "(unreadable header)", "command");
+  cell(row, r.width === null ? "" : `${r.width}x${r.height}`, "nowrap");
+  cell(row, bytes(r.bytes), "nowrap");
+  showTime(cell(row, "", "nowrap"), r.modified);
+  const play = cell(row, "", "nowrap");
   link(
     play,
     `/console/recordings/${encodeURIComponent(r.name)}`,
