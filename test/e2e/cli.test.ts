@@ -167,7 +167,9 @@ describe("relay-shell CLI", () => {
       [
         "an edited line",
         (l: string[]) =>
-          l.map((x, i) => (i === 1 ? x.replace(/"tier":(\d)/, (_m, d) => `"tier":${d === "0" ? 1 : 0}`) : x)),
+          l.map((x, i) =>
+            i === 1 ? x.replace(/"tier": (\d)/, (_m, d) => `"tier": ${d === "0" ? 1 : 0}`) : x,
+          ),
       ],
       ["a dropped line", (l: string[]) => l.filter((_, i) => i !== 1)],
       ["a reordered pair", (l: string[]) => [l[0], l[2], l[1], l[3]] as string[]],

@@ -37,10 +37,13 @@ function cases(dir: string, hook: string, pyHook: string): Array<[string, Case]>
     ["python: import alias", py(`import os as o\no.system("rm -rf ${dir}")`, 3, "file_destruction")],
     ["python: from-import alias", py(`from shutil import rmtree as r\nr(${q})`, 3, "file_destruction")],
     ["python: star import", py(`from os import *\nsystem("rm -rf ${dir}")`, 3, "file_destruction")],
-    ["python: os.remove", py(`import os\nos.remove(${q} + "/file")`, 2, "file_destruction")],
     [
-      "python: pathlib unlink",
-      py(`from pathlib import Path\nPath(${q}, "file").unlink()`, 2, "file_destruction"),
+      "python: os.remove in a loop",
+      py(`import os\nfor f in os.listdir(${q}):\n    os.remove(${q} + "/" + f)`, 3, "file_destruction"),
+    ],
+    [
+      "python: pathlib unlink of every entry",
+      py(`from pathlib import Path\nfor p in Path(${q}).rglob("*"):\n    p.unlink()`, 3, "file_destruction"),
     ],
     [
       "python: exec of a variable",
@@ -123,11 +126,11 @@ function cases(dir: string, hook: string, pyHook: string): Array<[string, Case]>
       },
     ],
     [
-      "unlink then rmdir",
+      "unlink of every entry, then rmdir",
       {
         tool: "shell_exec",
-        args: { command: `unlink ${dir}/file && rmdir ${dir}` },
-        tier: 2,
+        args: { command: `ls ${dir}/* | xargs unlink && rmdir ${dir}` },
+        tier: 3,
         basis: "file_destruction",
       },
     ],
@@ -215,15 +218,17 @@ describe("open mode runs opaque programs with a notice that says why", () => {
     );
   });
 
-  it("a Python deletion of a canary file", async () => {
+  it("a Python deletion of canary files in a loop", async () => {
     const canary = join(s.dir, "canary-file");
     writeFileSync(canary, "x");
     const r = await s.call("shell_script", {
       interpreter: "python3",
-      script: `import os\nos.remove(${JSON.stringify(canary)})\nprint("removed")`,
+      script: `import os\nfor f in [${JSON.stringify(canary)}]:\n    os.remove(f)\nprint("removed")`,
     });
     expect(r.text).toMatch(/^\[exit 0\]\nremoved\n/);
-    expect(r.text).toContain("[NOTICE tier 2 (STATEFUL), deletes or overwrites files (file_destruction).");
+    expect(r.text).toContain(
+      "[NOTICE tier 3 (IRREVERSIBLE), deletes or overwrites files (file_destruction).",
+    );
     expect(existsSync(canary)).toBe(false);
   });
 });
