@@ -89,7 +89,9 @@ describe("configWarnings", () => {
     // With consent on, the open policy refuses nothing, but the calls are held: the warning says so.
     const held = configWarnings(settings({ consent: true }), user);
     expect(held).not.toContain(OPEN);
-    expect(held.join("\n")).toContain("but human consent holds every call that is not a proven read (Tier 0)");
+    expect(held.join("\n")).toContain(
+      "but human consent holds every call that is not a proven read (Tier 0)",
+    );
   });
 
   it("names the weak host-key mode", () => {
