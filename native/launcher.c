@@ -14,16 +14,20 @@
  *
  * The server speaks to it over stdin and stdout in frames: a 32-bit
  * little-endian length, then the payload, whose first byte is its kind
- * (src/exec/native-link.ts is the other side).
+ * (frames.c; src/exec/native-link.ts is the other side). A malformed run
+ * request is answered as failed (EINVAL); an unknown kind is ignored.
+ *
+ * Exit status: 0 when the server closed it or its stdin ended; 70 when the
+ * server is out of step (a request longer than MAX_FRAME) or poll failed, or
+ * memory ran out; 71 when it could not set itself up; 128 + the signal for
+ * SIGTERM and SIGHUP. Everything it started is stopped first in each case.
  */
 #include "launcher.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,47 +39,9 @@
 #define PIPE_GRACE_MS 100.0
 #define REAP_WAIT_MS 3000.0
 #define CLOSE_DEADLINE_MS 5000.0
-#define MAX_FRAME (256u * 1024u * 1024u)
 
 static int closing;
 static double close_deadline = INFINITY;
-
-/* ---------- replies ---------- */
-
-static void put_u8(bytes *b, uint8_t v) { bytes_put(b, &v, 1); }
-static void put_u32(bytes *b, uint32_t v) {
-  unsigned char p[4] = {v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, (v >> 24) & 0xff};
-  bytes_put(b, p, 4);
-}
-static void put_u64(bytes *b, uint64_t v) {
-  put_u32(b, (uint32_t)(v & 0xffffffffu));
-  put_u32(b, (uint32_t)(v >> 32));
-}
-static void put_f64(bytes *b, double v) {
-  uint64_t u;
-  memcpy(&u, &v, 8);
-  put_u64(b, u);
-}
-
-static void stop_all(void);
-
-/* Send one frame; the server gone (EPIPE) ends everything. */
-static void send_frame(const bytes *payload) {
-  bytes frame = {0};
-  put_u32(&frame, (uint32_t)payload->n);
-  bytes_put(&frame, payload->v, payload->n);
-  size_t off = 0;
-  while (off < frame.n) {
-    ssize_t w = write(1, frame.v + off, frame.n - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      stop_all();
-      _exit(0);
-    }
-    off += (size_t)w;
-  }
-  free(frame.v);
-}
 
 /* ---------- supervision ---------- */
 
@@ -92,7 +58,9 @@ static void finish(command *c) {
   /* Background jobs, setsid and double-forked daemons alike: one scan, then everything goes. */
   size_t stopped = end_command(c);
   /* A group we had to stop may still hold members that ignored TERM or never held our pipes. */
-  if (c->term_sent || c->kill_sent) signal_group(c->pid, SIGKILL);
+  if (c->term_sent || c->kill_sent) signal_command_group(c, SIGKILL);
+  /* The last signal to its group has gone: the leader's zombie may go too. */
+  release_leader(c);
   close_fd(&c->in_fd);
   close_fd(&c->out_fd);
   close_fd(&c->err_fd);
@@ -103,7 +71,7 @@ static void finish(command *c) {
     else if (WIFSIGNALED(c->status)) code = -WTERMSIG(c->status);
     else null_code = 1;
   }
-  bytes p = {0};
+  bytes p = {0}, err_len = {0};
   put_u8(&p, 'D');
   put_u32(&p, c->id);
   put_u32(&p, (uint32_t)code);
@@ -114,11 +82,12 @@ static void finish(command *c) {
   put_f64(&p, c->spawn_us);
   put_f64(&p, (now_ms() - c->spawned_at) * 1000.0);
   put_u32(&p, (uint32_t)c->out_store.n);
-  bytes_put(&p, c->out_store.v, c->out_store.n);
-  put_u32(&p, (uint32_t)c->err_store.n);
-  bytes_put(&p, c->err_store.v, c->err_store.n);
-  send_frame(&p);
+  put_u32(&err_len, (uint32_t)c->err_store.n);
+  /* The kept output (at most MAX_BUDGET) goes out from where it was kept, not copied. */
+  const bytes *parts[] = {&p, &c->out_store, &err_len, &c->err_store};
+  send_frame(parts, 4);
   free(p.v);
+  free(err_len.v);
 }
 
 static void kill_command(command *c) {
@@ -136,9 +105,11 @@ static void terminate(command *c) {
   c->t_term_grace = now_ms() + c->kill_grace_ms;
 }
 
-static void on_exit_status(command *c, int status) {
-  c->leader_reaped = 1;
-  if (c->done) return;
+void on_exit_status(command *c, int status) {
+  if (c->done) {
+    release_leader(c); /* finished while it ran (the reap wait ran out): nothing signals it now */
+    return;
+  }
   c->exited = 1;
   c->status = status;
   c->t_timeout = INFINITY;
@@ -161,208 +132,64 @@ static void sink_write(command *c, int from_err, const unsigned char *p, size_t 
   bytes_put(from_err && !c->merged ? &c->err_store : &c->out_store, p, take);
 }
 
-static void free_command(command *c) {
-  free(c->sids.v);
-  free(c->stopped_pid.v);
-  free(c->stopped_start);
-  free(c->reported.v);
-  free(c->own_job.v);
-  free(c->in_data.v);
-  free(c->out_store.v);
-  free(c->err_store.v);
-  free(c);
-}
-
-static void stop_all(void) {
+void stop_all(void) {
   for (command *c = commands; c; c = c->next) kill_command(c);
   kill_strays();
 }
 
 /* ---------- requests ---------- */
 
-typedef struct {
-  const unsigned char *p;
-  size_t n, off;
-  int bad;
-} reader;
-
-static uint32_t get_u32(reader *r) {
-  if (r->off + 4 > r->n) {
-    r->bad = 1;
-    return 0;
-  }
-  const unsigned char *p = r->p + r->off;
-  r->off += 4;
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get_u64(reader *r) {
-  uint64_t lo = get_u32(r);
-  return lo | (uint64_t)get_u32(r) << 32;
-}
-static uint8_t get_u8(reader *r) {
-  if (r->off + 1 > r->n) {
-    r->bad = 1;
-    return 0;
-  }
-  return r->p[r->off++];
-}
-/* A length-prefixed string, copied and NUL-terminated. */
-static char *get_str(reader *r) {
-  uint32_t len = get_u32(r);
-  if (r->bad || r->off + len > r->n) {
-    r->bad = 1;
-    return NULL;
-  }
-  char *s = xrealloc(NULL, (size_t)len + 1);
-  memcpy(s, r->p + r->off, len);
-  s[len] = 0;
-  r->off += len;
-  return s;
-}
-
 static void reply_failed(uint32_t id, int err) {
   bytes p = {0};
   put_u8(&p, 'F');
   put_u32(&p, id);
   put_u32(&p, (uint32_t)err);
-  send_frame(&p);
+  send_payload(&p);
   free(p.v);
 }
 
-static void free_strs(char **v, uint32_t n) {
-  if (v == NULL) return;
-  for (uint32_t i = 0; i < n; i++) free(v[i]);
-  free(v);
-}
-
-static void set_nonblock(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
 static void start_command(reader *r) {
-  uint32_t id = get_u32(r);
-  uint8_t flags = get_u8(r);
-  uint64_t timeout_ms = get_u64(r);
-  uint64_t grace_ms = get_u64(r);
-  uint64_t budget = get_u64(r);
-  char *file = get_str(r);
-  char *cwd = get_str(r);
-  uint32_t argc = get_u32(r);
-  char **argv = NULL;
-  uint32_t got_args = 0, got_env = 0, envc = 0;
-  char **envp = NULL;
-  if (!r->bad && argc < 1u << 20) {
-    argv = xrealloc(NULL, ((size_t)argc + 1) * sizeof *argv);
-    for (; got_args < argc && !r->bad; got_args++) argv[got_args] = get_str(r);
-    argv[got_args] = NULL;
-  } else {
-    r->bad = 1;
-  }
-  if (!r->bad) envc = get_u32(r);
-  if (!r->bad && envc < 1u << 20) {
-    envp = xrealloc(NULL, ((size_t)envc + 1) * sizeof *envp);
-    for (; got_env < envc && !r->bad; got_env++) envp[got_env] = get_str(r);
-    envp[got_env] = NULL;
-  } else {
-    r->bad = 1;
-  }
-  uint8_t has_stdin = r->bad ? 0 : get_u8(r);
-  char *stdin_data = NULL;
-  uint32_t stdin_len = 0;
-  if (has_stdin && !r->bad) {
-    stdin_len = get_u32(r);
-    if (!r->bad && r->off + stdin_len <= r->n) {
-      stdin_data = xrealloc(NULL, stdin_len ? stdin_len : 1);
-      memcpy(stdin_data, r->p + r->off, stdin_len);
-      r->off += stdin_len;
-    } else {
-      r->bad = 1;
-    }
-  }
-  if (r->bad || file == NULL || cwd == NULL || argc < 1) {
-    reply_failed(id, EINVAL);
+  run_request rq;
+  if (!parse_run(r, &rq)) {
+    reply_failed(rq.id, EINVAL);
     goto out;
   }
   if (closing) {
-    reply_failed(id, ESHUTDOWN);
+    reply_failed(rq.id, ESHUTDOWN);
     goto out;
   }
-
-  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
-  if ((has_stdin && pipe2(in_pipe, O_CLOEXEC) != 0) || pipe2(out_pipe, O_CLOEXEC) != 0 ||
-      pipe2(err_pipe, O_CLOEXEC) != 0) {
-    int err = errno;
-    for (int i = 0; i < 2; i++) {
-      if (in_pipe[i] >= 0) close(in_pipe[i]);
-      if (out_pipe[i] >= 0) close(out_pipe[i]);
-      if (err_pipe[i] >= 0) close(err_pipe[i]);
-    }
-    reply_failed(id, err);
-    goto out;
-  }
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  if (has_stdin) posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
-  else posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
-  posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-  if (cwd[0] != 0) posix_spawn_file_actions_addchdir_np(&fa, cwd);
-  /* Like a detached libuv child: its own session, every signal at its default, an empty mask. */
-  sigset_t all, none;
-  sigfillset(&all);
-  sigemptyset(&none);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  double before = now_ms();
-  pid_t pid;
-  int rc = posix_spawn(&pid, file, &fa, &attr, argv, envp);
-  double after = now_ms();
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (in_pipe[0] >= 0) close(in_pipe[0]);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
+  spawned s;
+  int rc = spawn_leader(&rq, &s);
   if (rc != 0) {
-    if (in_pipe[1] >= 0) close(in_pipe[1]);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    reply_failed(id, rc);
+    reply_failed(rq.id, rc);
     goto out;
   }
   command *c = xrealloc(NULL, sizeof *c);
   memset(c, 0, sizeof *c);
-  c->id = id;
-  c->pid = pid;
+  c->id = rq.id;
+  c->pid = s.pid;
   subreaper_track(c);
-  c->out_fd = out_pipe[0];
-  c->err_fd = err_pipe[0];
-  c->in_fd = in_pipe[1];
-  set_nonblock(c->out_fd);
-  set_nonblock(c->err_fd);
+  c->out_fd = s.out_fd;
+  c->err_fd = s.err_fd;
+  c->in_fd = s.in_fd;
   c->open_pipes = 2;
   if (c->in_fd >= 0) {
-    set_nonblock(c->in_fd);
-    bytes_put(&c->in_data, stdin_data, stdin_len);
-    if (stdin_len == 0) close_fd(&c->in_fd);
+    bytes_put(&c->in_data, rq.stdin_data, rq.stdin_len);
+    if (rq.stdin_len == 0) close_fd(&c->in_fd);
   }
-  c->merged = (flags & 2) != 0;
-  c->trace = (flags & 1) != 0;
-  c->budget = budget;
-  c->kill_grace_ms = (double)grace_ms;
-  c->t_timeout = after + (double)timeout_ms;
+  c->merged = (rq.flags & 2) != 0;
+  c->trace = (rq.flags & 1) != 0;
+  /* The server asks for at most RELAY_SHELL_MAX_OUTPUT_HARD; whatever a frame says, no more is kept. */
+  c->budget = rq.budget < MAX_BUDGET ? rq.budget : MAX_BUDGET;
+  c->kill_grace_ms = (double)rq.grace_ms;
+  c->t_timeout = s.spawned_at + (double)rq.timeout_ms;
   c->t_term_grace = c->t_pipe_grace = c->t_reap_wait = INFINITY;
-  c->spawn_us = (after - before) * 1000.0;
-  c->spawned_at = after;
+  c->spawn_us = s.spawn_us;
+  c->spawned_at = s.spawned_at;
   c->next = commands;
   commands = c;
 out:
-  free(file);
-  free(cwd);
-  free_strs(argv, got_args);
-  free_strs(envp, got_env);
-  free(stdin_data);
+  run_request_free(&rq);
 }
 
 static command *find_command(uint32_t id) {
@@ -379,7 +206,8 @@ static void handle_frame(const unsigned char *p, size_t n) {
       start_command(&r);
       break;
     case 'A': {
-      command *c = find_command(get_u32(&r));
+      uint32_t id = get_u32(&r);
+      command *c = r.bad ? NULL : find_command(id);
       if (c) terminate(c);
       break;
     }
@@ -398,29 +226,6 @@ static void handle_frame(const unsigned char *p, size_t n) {
 }
 
 /* ---------- the loop ---------- */
-
-static void drop_finished(void) {
-  command **link = &commands;
-  while (*link) {
-    command *c = *link;
-    if (c->done) {
-      *link = c->next;
-      free_command(c);
-    } else {
-      link = &c->next;
-    }
-  }
-}
-
-static void reap_leaders(void) {
-  for (command *c = commands; c; c = c->next) {
-    if (c->leader_reaped) continue;
-    int status;
-    pid_t r = waitpid(c->pid, &status, WNOHANG);
-    if (r == c->pid) on_exit_status(c, status);
-    else if (r < 0 && errno == ECHILD) on_exit_status(c, -1); /* gone without a status */
-  }
-}
 
 static void read_output(command *c, int *fd, int from_err) {
   unsigned char buf[65536];
@@ -524,13 +329,16 @@ int main(void) {
     perror("relay-launcher: prctl");
     return 71;
   }
-  set_nonblock(0);
+  errno = set_nonblock(0);
+  if (errno != 0) {
+    perror("relay-launcher: stdin");
+    return 71;
+  }
   bytes in = {0};
-  size_t in_off = 0;
 
   bytes ready = {0};
   put_u8(&ready, 'Y');
-  send_frame(&ready);
+  send_payload(&ready);
   free(ready.v);
 
   size_t cap = 16;
@@ -573,39 +381,13 @@ int main(void) {
             return 128 + (int)si.ssi_signo;
           }
         }
-        if (got_chld) reap_leaders();
+        if (got_chld) reap_children();
       }
       if (fds[0].revents) {
-        /* One read per wake-up (poll says again if more is there), so frames are handled as they come. */
-        if (in.cap - in.n < 65536) {
-          in.cap = in.cap ? in.cap * 2 : 65536;
-          while (in.cap - in.n < 65536) in.cap *= 2;
-          in.v = xrealloc(in.v, in.cap);
-        }
-        ssize_t r = read(0, in.v + in.n, in.cap - in.n);
-        if (r > 0) {
-          in.n += (size_t)r;
-        } else if (r == 0 || (errno != EINTR && errno != EAGAIN)) {
-          /* The server closed our stdin or died (even by SIGKILL, the kernel closes its end). */
+        int end = read_requests(&in, handle_frame);
+        if (end != 0) {
           stop_all();
-          return 0;
-        }
-        while (in.n - in_off >= 4) {
-          const unsigned char *h = in.v + in_off;
-          uint32_t len = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
-          if (len > MAX_FRAME) {
-            fputs("relay-launcher: oversized request\n", stderr);
-            stop_all();
-            return 70;
-          }
-          if (in.n - in_off - 4 < len) break;
-          handle_frame(in.v + in_off + 4, len);
-          in_off += 4 + (size_t)len;
-        }
-        if (in_off > 0) {
-          memmove(in.v, in.v + in_off, in.n - in_off);
-          in.n -= in_off;
-          in_off = 0;
+          return end == 2 ? 70 : 0;
         }
       }
     }

@@ -109,6 +109,13 @@ static void all_children(int pid, ints *into) {
   closedir(dir);
 }
 
+/* The children of self (single-threaded: its main thread's), by its children file or else a walk. */
+void own_children(int self, ints *into) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", self, self);
+  if (!read_children(path, into)) children_by_scan(self, into);
+}
+
 /* Children of pid by a walk of all of /proc: the fallback without children files. */
 void children_by_scan(int pid, ints *into) {
   DIR *dir = opendir("/proc");

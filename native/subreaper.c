@@ -4,7 +4,9 @@
  */
 #include "launcher.h"
 
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +31,83 @@ static void stopped_set(command *c, int pid, unsigned long long start) {
   c->stopped_start[c->stopped_pid.n - 1] = start;
 }
 
-static int is_live_leader(int pid) {
+static command *live_leader(int pid) {
   for (command *c = commands; c; c = c->next)
-    if (c->pid == pid && !c->leader_reaped) return 1;
-  return 0;
+    if (c->pid == pid && !c->leader_reaped) return c;
+  return NULL;
+}
+static int is_live_leader(int pid) { return live_leader(pid) != NULL; }
+
+/*
+ * A process group is signalled by its number, and that number is its leader's pid. Once the leader
+ * is reaped and the group has emptied, the kernel may give the pid to a new process, which becomes
+ * the leader of a new group of that number if it calls setsid or setpgid: a kill(-pgid) then hits
+ * a stranger. So the launcher keeps each command's leader unreaped, a zombie, until the command is
+ * finished (reap_children notes its exit with WNOWAIT, release_leader reaps it last). While the
+ * zombie exists the pid is not reused, and a group signal reaches only the command's own group or
+ * nobody. Once the leader is reaped (or was found gone) the group is never signalled again.
+ */
+void signal_command_group(command *c, int sig) {
+  if (!c->leader_reaped) signal_group(c->pid, sig);
+}
+
+void release_leader(command *c) {
+  if (c->leader_reaped) return;
+  /* Still running (a finish forced by the reap wait): it stays our child, reaped as any orphan. */
+  if (waitpid(c->pid, NULL, WNOHANG) == c->pid) c->leader_reaped = 1;
+}
+
+/* The wait status waitpid would have given for what waitid says. */
+static int wait_status(const siginfo_t *si) {
+  if (si->si_code == CLD_EXITED) return (si->si_status & 0xff) << 8;
+  return (si->si_status & 0x7f) | (si->si_code == CLD_DUMPED ? 0x80 : 0);
+}
+
+/* Every exited child that is not a command's leader, reaped by its own pid. */
+static void reap_listed_orphans(void) {
+  ints pids = {0};
+  own_children(self_pid, &pids);
+  for (size_t i = 0; i < pids.n; i++)
+    if (!is_live_leader(pids.v[i])) waitpid(pids.v[i], NULL, WNOHANG);
+  free(pids.v);
+}
+
+/*
+ * On SIGCHLD. First the leaders: each exit is noted (WNOWAIT keeps the zombie, see
+ * signal_command_group). Then every other exited child, which is an orphan adopted as subreaper, is
+ * reaped now rather than at the next scan. waitid(P_ALL, WNOWAIT) names an exited child without
+ * reaping it: one that is no leader is reaped by its pid; a held leader would be named again and
+ * again and hides the children after it, so then the children are listed and reaped one by one.
+ * A leader's status is never taken by anyone but its command.
+ */
+void reap_children(void) {
+  for (command *c = commands; c; c = c->next) {
+    if (c->leader_reaped || c->exited) continue;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int r = waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    if (r == 0 && si.si_pid == c->pid) {
+      on_exit_status(c, wait_status(&si));
+    } else if (r < 0 && errno == ECHILD) {
+      c->leader_reaped = 1; /* gone without a status: its number is no longer ours */
+      on_exit_status(c, -1);
+    }
+  }
+  for (;;) {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) return;
+    if (live_leader(si.si_pid) != NULL || waitpid(si.si_pid, NULL, WNOHANG) != si.si_pid) {
+      reap_listed_orphans();
+      return;
+    }
+  }
 }
 
 /* Orphans reparented to us (we are their subreaper); zombies among them are reaped on the way. */
 static void adopted_orphans(procs *out) {
   ints pids = {0};
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/task/%d/children", self_pid, self_pid);
-  if (!read_children(path, &pids)) children_by_scan(self_pid, &pids);
+  own_children(self_pid, &pids);
   for (size_t i = 0; i < pids.n; i++) {
     int pid = pids.v[i];
     if (is_live_leader(pid)) continue;
@@ -155,7 +222,7 @@ void run_follow_up(void) {
 static void stop(command *c, int group_signal) {
   collected found = {0};
   collect(c, &found);
-  if (group_signal) signal_group(c->pid, group_signal);
+  if (group_signal) signal_command_group(c, group_signal);
   /* Processes seen earlier (a timeout's TERM) and no longer found: the same process, if still there. */
   for (size_t i = 0; i < c->stopped_pid.n; i++) {
     int pid = c->stopped_pid.v[i];
@@ -174,19 +241,19 @@ static void stop(command *c, int group_signal) {
 
 void signal_descendants(command *c, int sig, int group_signal) {
   if (c->ended) {
-    if (group_signal) signal_group(c->pid, group_signal);
+    if (group_signal) signal_command_group(c, group_signal);
     return;
   }
   collected found = {0};
   collect(c, &found);
-  if (group_signal) signal_group(c->pid, group_signal);
+  if (group_signal) signal_command_group(c, group_signal);
   signal_all(c, &found, sig);
   collected_free(&found);
 }
 
 void stop_descendants(command *c, int group_signal) {
   if (c->ended) {
-    if (group_signal) signal_group(c->pid, group_signal);
+    if (group_signal) signal_command_group(c, group_signal);
   } else {
     stop(c, group_signal);
   }
@@ -211,6 +278,32 @@ void kill_strays(void) {
     free(tree.v);
   }
   free(orphans.v);
+}
+
+static void free_command(command *c) {
+  free(c->sids.v);
+  free(c->stopped_pid.v);
+  free(c->stopped_start);
+  free(c->reported.v);
+  free(c->own_job.v);
+  free(c->in_data.v);
+  free(c->out_store.v);
+  free(c->err_store.v);
+  free(c);
+}
+
+/* Forget the commands that are finished (their done frame went out). */
+void drop_finished(void) {
+  command **link = &commands;
+  while (*link) {
+    command *c = *link;
+    if (c->done) {
+      *link = c->next;
+      free_command(c);
+    } else {
+      link = &c->next;
+    }
+  }
 }
 
 /* Become the child subreaper of everything we start, and know our own session. */

@@ -40,8 +40,10 @@ void ints_add(ints *s, int x) {
   if (!ints_has(s, x)) ints_push(s, x);
 }
 
-
+/* Nothing to add is a no-op: an empty buffer's v is NULL, and memcpy with a NULL pointer is undefined
+   behaviour even for 0 bytes (the compiler may assume both pointers valid). */
 void bytes_put(bytes *b, const void *p, size_t n) {
+  if (n == 0) return;
   if (b->n + n > b->cap) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->n + n) cap *= 2;

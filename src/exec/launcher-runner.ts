@@ -149,7 +149,8 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
     return p;
   };
 
-  const retire = (launcher: Launcher, why: string): void => {
+  /** No more requests go to this launcher (the next run starts another); the open ones reject. */
+  const retire = (launcher: Launcher, why: string, what = "exited"): void => {
     if (launcher.retired) return;
     launcher.retired = true;
     launcher.queue = [];
@@ -157,7 +158,7 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
     for (const [id, p] of [...pending]) {
       if (p.launcher !== launcher) continue;
       settle(id, launcher);
-      p.reject(new RelayError("OSError", `process launcher exited (${why}) before the process finished`));
+      p.reject(new RelayError("OSError", `process launcher ${what} (${why}) before the process finished`));
     }
   };
 
@@ -211,9 +212,16 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
   /** The native launcher (native/): frames over its stdin and stdout. */
   const startNative = (path: string): Launcher => {
     let launcher: Launcher | undefined;
-    const link = startNativeLink(path, (message) => {
-      if (launcher !== undefined) onMessage(launcher, message);
-    });
+    const link = startNativeLink(
+      path,
+      (message) => {
+        if (launcher !== undefined) onMessage(launcher, message);
+      },
+      // Out of step with us: the link ends it, and what it held fails with the reason.
+      (why) => {
+        if (launcher !== undefined) retire(launcher, why, "sent a malformed reply");
+      },
+    );
     launcher = { child: link.child, send: link.send, ready: false, queue: [], open: 0, retired: false };
     return watch(launcher);
   };
