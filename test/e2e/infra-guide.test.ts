@@ -1,12 +1,11 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { accountTool, INFRA_SKIP_REASON } from "../fixtures/infra.js";
+import { accountTool, canConnect, INFRA_SKIP_REASON } from "../fixtures/infra.js";
 import { createSshFixture, type Sshd, type SshFixture } from "../fixtures/sshd.js";
 import {
   commandOf,
@@ -93,17 +92,6 @@ function removeGuideState(): void {
   rmSync(MARKER, { force: true });
 }
 
-function answers(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ path });
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
-}
-
 /** Files in nested directories, one binary, so a copy that loses or changes bytes shows. */
 function writeSource(dir: string): void {
   mkdirSync(join(dir, "css"), { recursive: true });
@@ -156,7 +144,7 @@ describe.skipIf(SKIP !== null)("the setup guide of docs/infra-broker.md, as writ
       daemonLog += chunk;
     });
     const deadline = Date.now() + 20_000;
-    while (!(await answers(SOCKET)) || !daemonLog.includes("listening on ")) {
+    while (!(await canConnect(SOCKET)) || !daemonLog.includes("listening on ")) {
       if (child.exitCode !== null || Date.now() > deadline) {
         throw new Error(`the daemon of the guide did not start on ${SOCKET}:\n${daemonLog}`);
       }
