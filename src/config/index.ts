@@ -3,6 +3,7 @@ export { describeSettings } from "./describe.js";
 export { type InfraEnvironment, readInfraEnvironment } from "./infra.js";
 export {
   ConfigError,
+  launcherBinaryFromEnv,
   loadSettings,
   loadSettingsReport,
   type SettingsReport,

@@ -133,6 +133,14 @@ export function loadSettingsReport(
   return { settings, unknown, envFile: file.path };
 }
 
+/**
+ * The launcher build the test suites name with RELAY_LAUNCHER_BINARY (the sanitized one in CI).
+ * Only exec/native-link.ts asks, and only when running from source: the built server never does.
+ */
+export function launcherBinaryFromEnv(): string | undefined {
+  return process.env.RELAY_LAUNCHER_BINARY;
+}
+
 /** Load, validate and freeze the settings; throws ConfigError naming every invalid value. */
 export function loadSettings(
   env: Readonly<Record<string, string | undefined>>,

@@ -3,6 +3,7 @@ import { accessSync, constants as fsConstants } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { launcherBinaryFromEnv } from "../config/index.js";
 import { RelayError, type StageTimes } from "../core/index.js";
 import { type FromLauncher, type LinkMessage, toWireError } from "./launcher-protocol.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
@@ -41,7 +42,7 @@ const ERRNO_NAMES: Record<number, string> = Object.fromEntries(
  * the sanitized one (scripts/build-launcher.mjs --sanitize); the built server never reads it.
  */
 export function nativeLauncherPath(moduleUrl: string): string | null {
-  const named = moduleUrl.endsWith(".ts") ? process.env.RELAY_LAUNCHER_BINARY : undefined;
+  const named = moduleUrl.endsWith(".ts") ? launcherBinaryFromEnv() : undefined;
   if (named !== undefined && named !== "") return resolve(named);
   const candidates = moduleUrl.endsWith(".ts")
     ? ["../../dist/exec/relay-launcher"]
