@@ -6,7 +6,12 @@ import { createConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
-import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";
+import {
+  createLauncherRunner,
+  defaultLauncherKind,
+  type LauncherRunner,
+  type ProcessRunner,
+} from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
@@ -92,7 +97,13 @@ export function readRuntimeInfo(): RuntimeInfo {
         return false;
       }
     }) ?? "";
-  return { uid: process.getuid?.() ?? -1, euid: process.geteuid?.() ?? -1, user, sudoBinary };
+  return {
+    uid: process.getuid?.() ?? -1,
+    euid: process.geteuid?.() ?? -1,
+    user,
+    sudoBinary,
+    launcher: defaultLauncherKind(),
+  };
 }
 
 export function packageVersion(): string {

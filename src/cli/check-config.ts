@@ -1,11 +1,18 @@
 import { describeSettings, type Settings, type SettingsReport } from "../config/index.js";
 import type { OperatorConsole } from "../console/index.js";
 import { silentLogger } from "../core/index.js";
+import { defaultLauncherKind } from "../exec/index.js";
 import { modeSummary } from "../policy/index.js";
 import { loadHttpEdge } from "../server/index.js";
 import { buildServer } from "./build.js";
 import { fail } from "./exit.js";
 import { httpEdgeOptions, openConsole } from "./serve.js";
+
+function launcherText(kind: "native" | "node"): string {
+  return kind === "native"
+    ? "native (dist/exec/relay-launcher, ADR 0031)"
+    : "node (dist/exec/launcher.js: no native launcher was built here, commands cost more to start)";
+}
 
 /**
  * `--check-config`: build the server as a start would (the audit sink, the
@@ -56,6 +63,7 @@ export async function checkConfig(
     `relay_shell: config OK (transport=${settings.transport}, policy=${settings.policyMode}, audit=${settings.auditPath})\n`,
   );
   process.stderr.write(`relay_shell: policy ${settings.policyMode}: ${modeSummary(settings.policyMode)}\n`);
+  process.stderr.write(`relay_shell: process launcher: ${launcherText(defaultLauncherKind())}\n`);
   for (const warning of warnings) process.stderr.write(`relay_shell: warning: ${warning}\n`);
   for (const name of report.unknown) process.stderr.write(`relay_shell: unknown setting ignored: ${name}\n`);
 }

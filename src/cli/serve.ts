@@ -2,6 +2,7 @@ import pino from "pino";
 import type { Settings, SettingsReport } from "../config/index.js";
 import type { LoopbackListener, OperatorConsole } from "../console/index.js";
 import type { Logger } from "../core/index.js";
+import { defaultLauncherKind } from "../exec/index.js";
 import {
   answerOversized,
   type HttpEdge,
@@ -76,7 +77,15 @@ export async function serve(
     built.close();
     await built.server.close();
   });
-  logger.info({ transport: settings.transport, policy: settings.policyMode, audit: status.path }, "serving");
+  logger.info(
+    {
+      transport: settings.transport,
+      policy: settings.policyMode,
+      audit: status.path,
+      launcher: defaultLauncherKind(),
+    },
+    "serving",
+  );
   try {
     await serveStdio(built.server, {
       maxMessageBytes: maxMessageBytes(settings.maxInput),
@@ -153,6 +162,7 @@ async function serveHttp(
         console: operatorConsole?.origin ?? null,
         policy: settings.policyMode,
         audit: auditPath,
+        launcher: defaultLauncherKind(),
       },
       "serving",
     );

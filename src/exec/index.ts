@@ -1,5 +1,5 @@
 export { buildEnv, DEFAULT_PATH, envOverlay } from "./env.js";
-export { createLauncherRunner, type LauncherRunner } from "./launcher-runner.js";
+export { createLauncherRunner, defaultLauncherKind, type LauncherRunner } from "./launcher-runner.js";
 /** @public The INFRA-1 broker daemon runs ssh and rsync through a runner of its own. */
 export { createProcessRunner, type ProcessRunnerDeps } from "./process-runner.js";
 export { splitShellWords } from "./shell-words.js";

@@ -11,6 +11,8 @@ export interface RuntimeInfo {
   euid: number;
   user: string;
   sudoBinary: string;
+  /** Which process launcher starts commands: the native program (ADR 0031) or its Node twin. */
+  launcher: "native" | "node";
 }
 
 export interface DiagnosticsDeps {
@@ -62,6 +64,7 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
           user: runtime.user,
           is_root: runtime.euid === 0,
           sudo_binary: runtime.sudoBinary,
+          launcher: runtime.launcher,
         },
         limits: {
           default_timeout: settings.defaultTimeout,

@@ -80,6 +80,9 @@ describe("relay-shell CLI", () => {
     const r = cli(["--check-config"], { RELAY_SHELL_AUDIT_PATH: audit });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`relay_shell: config OK (transport=stdio, policy=open, audit=${audit})`);
+    expect(r.stderr).toMatch(
+      /^relay_shell: process launcher: (native \(dist\/exec\/relay-launcher|node \()/m,
+    );
     expect(r.stderr).toContain("relay_shell: warning: audit hash chain is off");
     expect(r.stderr).toContain("RELAY_SHELL_MAX_INPUT=1048576");
     expect(r.stderr).toContain("RELAY_SHELL_TRANSFER_MAX_BYTES=4294967296");

@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServer, type TestServer } from "../helpers/server.js";
+import { REPO_ROOT, startServer, type TestServer } from "../helpers/server.js";
 
 describe("server_info, audit_tail and the prompt over stdio", () => {
   let s: TestServer;
@@ -35,6 +37,10 @@ describe("server_info, audit_tail and the prompt over stdio", () => {
     expect(info.seccomp).toMatchObject({ supported: false, reason: "not implemented" });
     expect(info.confirm).toMatchObject({ tier3: false, ttl: 120, pending: 0 });
     expect(info.runtime?.is_root).toBe(process.geteuid?.() === 0);
+    // The test set-up builds the native launcher wherever a C compiler is (test/global-setup.ts).
+    expect(info.runtime?.launcher).toBe(
+      existsSync(join(REPO_ROOT, "dist/exec/relay-launcher")) ? "native" : "node",
+    );
     expect(info.warnings).toContain(
       "policy is open with no deny list and no Tier-3 confirmation: nothing is refused",
     );
