@@ -4,6 +4,7 @@ import { actDigest, consentPayload } from "./payload.js";
 import { attempt, refuse } from "./store-errors.js";
 import { openDatabase } from "./store-open.js";
 import { rowToLease, rowToRequest, rowToSession } from "./store-rows.js";
+import { type RequestEvent, transition } from "./transitions.js";
 import type {
   ConsentLease,
   ConsentRequest,
@@ -169,15 +170,15 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     });
   }
 
+  /** The move the rules allow (consent/transitions.ts), or the refusal that ends the transaction. */
+  const allowed = (request: ConsentRequest, event: RequestEvent, at = now()): void => {
+    const move = transition(request, event, at);
+    if (!move.ok) refuse(move.failure, move.detail);
+  };
+
   function approve(id: string, approval: StoredApproval): StoreResult<ConsentRequest> {
     return write(() => {
-      const request = requireRequest(id);
-      if (request.status === "consumed") refuse("consumed", `request ${id} was already used`);
-      // An approval not used yet may be replaced: the operator's channels replace only one that
-      // does not verify, so a request approved with a wrong key still waits for a valid one.
-      if (request.status !== "pending" && request.status !== "approved")
-        refuse("not-pending", `request ${id} is ${request.status}, not pending`);
-      if (now() >= request.expiresAt) refuse("expired", `request ${id} expired`);
+      allowed(requireRequest(id), "approve");
       if (approval.channel !== "sshsig" && approval.channel !== "passkey") {
         refuse("unavailable", `unknown approval channel ${String(approval.channel)}`);
       }
@@ -200,11 +201,7 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
 
   function deny(id: string, by: string, reason: string): StoreResult<ConsentRequest> {
     return write(() => {
-      const request = requireRequest(id);
-      if (request.status === "consumed") refuse("consumed", `request ${id} was already used`);
-      // An approval not used yet can still be withdrawn: denying it voids it.
-      if (request.status === "denied") refuse("not-pending", `request ${id} is already denied`);
-      if (now() >= request.expiresAt) refuse("expired", `request ${id} expired`);
+      allowed(requireRequest(id), "deny");
       stmt("UPDATE requests SET status = 'denied', denial = ? WHERE id = ?").run(
         JSON.stringify({ by: String(by), reason: String(reason), at: now() }),
         id,
@@ -217,11 +214,8 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
     return write(() => {
       const request = requireRequest(id);
       if (request.nonce !== nonce) refuse("not-found", `request ${id} has another nonce`);
-      if (request.status === "consumed") refuse("consumed", `request ${id} was already used`);
-      if (request.status !== "approved")
-        refuse("not-approved", `request ${id} is ${request.status}, not approved`);
       const at = now();
-      if (at >= request.expiresAt) refuse("expired", `the approval of request ${id} expired`);
+      allowed(request, "consume", at);
       const recorded = stmt("INSERT OR IGNORE INTO nonces (nonce, expires_at) VALUES (?, ?)").run(
         nonce,
         request.expiresAt,

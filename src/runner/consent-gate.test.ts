@@ -87,10 +87,14 @@ describe("the consent gate", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function gateWith(settings: Partial<ConsentGateSettings> = {}): ConsentGate {
+  function gateWith(
+    settings: Partial<ConsentGateSettings> = {},
+    sleep?: (ms: number, signal: AbortSignal) => Promise<void>,
+  ): ConsentGate {
     return createConsentGate({
       store,
       clock,
+      ...(sleep ? { sleep } : {}),
       verifier,
       settings: { ...SETTINGS, ...settings },
       describe: (request) => `act of ${request.act.tool}`,
@@ -99,6 +103,15 @@ describe("the consent gate", () => {
         return { ok: true, act: { tool, tier, bound: { command: (args as { command: string }).command } } };
       },
     });
+  }
+
+  /** A challenge verdict naming a stored request, for approve(). */
+  function challengeOf(request: { id: string }): GateVerdict {
+    return {
+      kind: "challenge",
+      text: `[CONSENT REQUIRED id=${request.id} expires_in=1s]`,
+      action: "consent_request",
+    };
   }
 
   /** Approve the request a challenge named, as the operator would. */
@@ -160,6 +173,32 @@ describe("the consent gate", () => {
       consent: { request: id, signer: "operator@test" },
     });
     expect((await gate.check(call("touch x", 2), ctx)).kind).toBe("challenge");
+  });
+
+  it("waits for the decision on the injected clock, and runs once the human approved", async () => {
+    let waited = 0;
+    let request = "";
+    const gate = gateWith({ waitSeconds: 30 }, async (ms) => {
+      waited += ms;
+      clock.advance(ms);
+      // The operator decides after ten seconds of the call's wait.
+      if (waited >= 10_000 && request === "") {
+        const pending = store.listRequests();
+        if (pending.ok && pending.value[0]) request = approve(challengeOf(pending.value[0]));
+      }
+    });
+    const verdict = await gate.check(call("touch waited", 2), ctx);
+    expect(verdict).toMatchObject({ kind: "proceed", action: "consent_execute" });
+    expect(waited).toBeGreaterThanOrEqual(10_000);
+    expect(waited).toBeLessThan(30_000);
+    // With nobody deciding, the wait ends at its bound and answers the challenge.
+    waited = 0;
+    const unanswered = await gateWith({ waitSeconds: 5 }, async (ms) => {
+      waited += ms;
+      clock.advance(ms);
+    }).check(call("touch nobody", 2), ctx);
+    expect(unanswered.kind).toBe("challenge");
+    expect(waited).toBe(5_000);
   });
 
   it("does not run another act on an approval, nor an expired or forged one", async () => {

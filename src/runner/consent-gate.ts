@@ -44,6 +44,8 @@ export interface ConsentGateDeps {
   settings: ConsentGateSettings;
   /** How often a waiting call looks for the decision (ms). */
   pollMs?: number;
+  /** How a waiting call waits between looks, injected like the clock (tests advance a fake one). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /**
    * The operator's withdrawals (docs/adr/0037-consent-withdrawals-in-an-append-only-ledger.md):
    * a lease opened here is checked against them with this process's own record of when it opened,
@@ -90,6 +92,7 @@ const PROGRESS_EVERY_MS = 1000;
 export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
   const { store, clock, settings } = deps;
   const pollMs = deps.pollMs ?? DEFAULT_POLL_MS;
+  const pause = deps.sleep ?? sleep;
   // The client of each live consent session, as its first call named it: over stdio a stated
   // client id only labels calls, and a session keeps the one it started with.
   const clients = new Map<string, string>();
@@ -277,7 +280,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
           `waiting for a human to approve consent request ${id}`,
         );
       }
-      await sleep(Math.min(pollMs, limitMs - elapsed), ctx.signal);
+      await pause(Math.min(pollMs, limitMs - elapsed), ctx.signal);
     }
   }
 
