@@ -147,9 +147,10 @@ export function startNativeLink(
         const { id, errno } = reply;
         const plan = plans.get(id);
         plans.delete(id);
-        void spawnFailure(errno, plan).then((error) =>
-          emit({ kind: "failed", id, error: toWireError(error) }),
-        );
+        spawnFailure(errno, plan)
+          .catch((err: unknown) => err)
+          .then((error) => emit({ kind: "failed", id, error: toWireError(error) }))
+          .catch(() => undefined); // the runner's own handler threw: nothing is left to tell it
       }
     }
   };
@@ -188,7 +189,12 @@ export function startNativeLink(
     send(message) {
       switch (message.kind) {
         case "run":
-          void run(message.id, message.request, message.aborted, message.trace === true);
+          // A throw after planning (a request the frame cannot carry) fails this run, never the server.
+          run(message.id, message.request, message.aborted, message.trace === true).catch((err: unknown) => {
+            planning.delete(message.id);
+            plans.delete(message.id);
+            emit({ kind: "failed", id: message.id, error: toWireError(err) });
+          });
           return;
         case "abort": {
           const state = planning.get(message.id);

@@ -141,11 +141,16 @@ export function keepSpare(client: Client): void {
     if (!internals || slot.ready || slot.opening) return;
     const opening = openBare(client);
     slot.opening = opening;
-    void opening.then((channel) => {
-      if (slot.opening !== opening) return; // claimed while opening: the claimer has it
-      slot.opening = null;
-      if (channel) park(slot, channel);
-    });
+    opening
+      .then((channel) => {
+        if (slot.opening !== opening) return; // claimed while opening: the claimer has it
+        slot.opening = null;
+        if (channel) park(slot, channel);
+      })
+      .catch(() => {
+        // A spare that could not be opened or parked is no spare: the next command opens its own.
+        if (slot.opening === opening) slot.opening = null;
+      });
   });
 }
 

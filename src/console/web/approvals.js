@@ -194,5 +194,6 @@ async function refresh() {
   }
 }
 
-refresh();
+// refresh() reports its own failures on the page.
+void refresh();
 setInterval(refresh, REFRESH_MS);

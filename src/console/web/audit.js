@@ -232,7 +232,7 @@ async function connect() {
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();
-  connect();
+  void connect();
 });
 window.addEventListener("pagehide", () => source?.close());
-connect();
+void connect();

@@ -87,7 +87,10 @@ export function followDriver(url, events) {
         });
         source.addEventListener("error", () => {
           if (stopped) return;
-          if (source.readyState === EventSource.CLOSED) refusal().then(finish);
+          if (source.readyState === EventSource.CLOSED)
+            refusal()
+              .then(finish)
+              .catch(() => finish("the connection to the relay was lost"));
           else events.reconnecting();
         });
         return true;

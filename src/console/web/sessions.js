@@ -131,4 +131,4 @@ async function loop() {
   if (await refresh()) setTimeout(loop, REFRESH_MS);
 }
 
-loop();
+void loop();
