@@ -16,10 +16,10 @@ import { registerAuditView } from "./audit-view.js";
 import { boundedBody } from "./body.js";
 import type { SignCounters } from "./counters.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
+import { type ConsoleLogin, createLoginLimiter, createLoginStore, sameSecret } from "./logins.js";
 import { loginPage, type Nav, type Posture, posturePage } from "./pages.js";
 import type { PasskeyFile } from "./passkey-file.js";
 import { createPendingLogins } from "./pending-logins.js";
-import { type ConsoleSession, createLoginLimiter, createSessionStore, sameSecret } from "./sessions.js";
 import { type ConsoleSessions, registerSessionsView } from "./sessions-view.js";
 
 const SESSION_COOKIE = "relay_console";
@@ -70,7 +70,7 @@ export interface ConsoleAppOptions {
 export function createConsoleApp(options: ConsoleAppOptions): Hono {
   const { origin, rpId, passkeys, counters, assets, clock, logger } = options;
   const secure = origin.startsWith("https:");
-  const sessions = createSessionStore(options.sessionTtlSeconds, clock);
+  const sessions = createLoginStore(options.sessionTtlSeconds, clock);
   const logins = createPendingLogins(clock);
   let floodWarned = Number.NEGATIVE_INFINITY;
   const loginLimiter = createLoginLimiter(LOGINS_PER_MINUTE, clock);
@@ -78,7 +78,7 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
   const cookie = { httpOnly: true, sameSite: "Strict", path: "/console", secure } as const;
 
   /** The operator behind the request, when the session is live and its passkey still enrolled. */
-  function operator(c: Context): { id: string; session: ConsoleSession } | null {
+  function operator(c: Context): { id: string; session: ConsoleLogin } | null {
     const id = getCookie(c, SESSION_COOKIE);
     if (id === undefined) return null;
     const session = sessions.use(id);

@@ -15,7 +15,7 @@ import {
 } from "../consent/index.js";
 import { cryptoIds, silentLogger } from "../core/index.js";
 import { registerApprovals } from "./approvals.js";
-import type { ConsoleSession } from "./sessions.js";
+import type { ConsoleLogin } from "./logins.js";
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0, 0);
 const ACT: ConsentAct = {
@@ -23,7 +23,7 @@ const ACT: ConsentAct = {
   tier: 2,
   bound: { command: "touch /tmp/x\u202e", cwd: "/srv" },
 };
-const SESSION: ConsoleSession = {
+const SESSION: ConsoleLogin = {
   passkey: "alice-laptop",
   credentialId: "Y3JlZA",
   csrf: "token",

@@ -10,9 +10,9 @@ import {
 } from "../consent/index.js";
 import type { Clock, Logger } from "../core/index.js";
 import { refuse } from "./http-rules.js";
+import { type ConsoleLogin, sameSecret } from "./logins.js";
 import { approvalsPage, type Nav } from "./pages.js";
 import type { PasskeyFile } from "./passkey-file.js";
-import { type ConsoleSession, sameSecret } from "./sessions.js";
 
 /** The store and verifier the relay's consent gate uses: approvals here are the gate's own. */
 export interface ApprovalsChannel {
@@ -26,7 +26,7 @@ export interface ApprovalsDeps {
   channel: ApprovalsChannel;
   rpId: string;
   passkeys: PasskeyFile;
-  operator(c: Context): { id: string; session: ConsoleSession } | null;
+  operator(c: Context): { id: string; session: ConsoleLogin } | null;
   sentCsrf(c: Context): Promise<string>;
   /** The header's navigation (the pending count); none when absent. */
   nav?(): Nav;

@@ -12,6 +12,7 @@ import { loadAssets } from "./assets.js";
 import { boundedBody } from "./body.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
 import { listenLoopback, nodeHandler } from "./listen.js";
+import { newToken, sameSecret } from "./logins.js";
 import { enrolPage } from "./pages.js";
 import {
   PASSKEY_ALGORITHMS,
@@ -21,7 +22,6 @@ import {
   passkeyNameProblem,
 } from "./passkeys.js";
 import { rpIdProblem } from "./rp-id.js";
-import { newToken, sameSecret } from "./sessions.js";
 
 /** Wrong codes tolerated before the enrolment stops: the code is short enough to read off a terminal. */
 const MAX_WRONG_CODES = 5;

@@ -1,5 +1,5 @@
 import type { Clock } from "../core/index.js";
-import { keyOf, newToken } from "./sessions.js";
+import { keyOf, newToken } from "./logins.js";
 
 /** A browser on the way to logging in: its CSRF token, and the challenge it was given. */
 interface PendingLogin {

@@ -6,7 +6,7 @@ import type { AuditEntry } from "../audit/types.js";
 import { silentLogger, systemClock } from "../core/index.js";
 import { FakeTransport, registryHarness } from "../testing/sessions.js";
 import { securityHeaders } from "./http-rules.js";
-import { sameSecret } from "./sessions.js";
+import { sameSecret } from "./logins.js";
 import { registerSessionsView } from "./sessions-view.js";
 
 const { setup, cleanup, tempDir } = registryHarness();

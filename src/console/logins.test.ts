@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Clock } from "../core/index.js";
-import { absoluteLifetimeSeconds, createLoginLimiter, createSessionStore, sameSecret } from "./sessions.js";
+import { absoluteLifetimeSeconds, createLoginLimiter, createLoginStore, sameSecret } from "./logins.js";
 
 function manualClock(): Clock & { advance(ms: number): void } {
   let now = 1_000_000;
@@ -16,7 +16,7 @@ function manualClock(): Clock & { advance(ms: number): void } {
 describe("console sessions", () => {
   it("end after the idle limit without a request", () => {
     const clock = manualClock();
-    const store = createSessionStore(60, clock);
+    const store = createLoginStore(60, clock);
     const { id } = store.create("alice", "cred");
     clock.advance(59_000);
     expect(store.use(id)?.passkey).toBe("alice");
@@ -29,7 +29,7 @@ describe("console sessions", () => {
 
   it("end at the absolute limit however busy", () => {
     const clock = manualClock();
-    const store = createSessionStore(60, clock);
+    const store = createLoginStore(60, clock);
     const { id } = store.create("alice", "cred");
     const lifetime = absoluteLifetimeSeconds(60) * 1000;
     for (let t = 0; t + 30_000 < lifetime; t += 30_000) {
@@ -42,7 +42,7 @@ describe("console sessions", () => {
   });
 
   it("give each login its own token and CSRF token; ending one leaves the other", () => {
-    const store = createSessionStore(900, manualClock());
+    const store = createLoginStore(900, manualClock());
     const a = store.create("alice", "c1");
     const b = store.create("bob", "c2");
     expect(a.id).not.toBe(b.id);

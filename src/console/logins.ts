@@ -14,7 +14,7 @@ export function sameSecret(a: string, b: string): boolean {
 }
 
 /**
- * Sessions and pending logins are kept under the SHA-256 of their token, so
+ * Logins and pending logins are kept under the SHA-256 of their token, so
  * looking one up compares digests, never the secret a request sent.
  */
 export function keyOf(token: string): string {
@@ -22,7 +22,7 @@ export function keyOf(token: string): string {
 }
 
 /** A logged-in operator. */
-export interface ConsoleSession {
+export interface ConsoleLogin {
   /** The passkey that logged in. */
   passkey: string;
   credentialId: string;
@@ -32,7 +32,7 @@ export interface ConsoleSession {
   lastSeenMs: number;
 }
 
-/** How long a session lives at most, however busy: a multiple of the idle limit, within a day. */
+/** How long a login lives at most, however busy: a multiple of the idle limit, within a day. */
 export function absoluteLifetimeSeconds(idleSeconds: number): number {
   return Math.min(86400, idleSeconds * 8);
 }
@@ -40,20 +40,20 @@ export function absoluteLifetimeSeconds(idleSeconds: number): number {
 const MAX_SESSIONS = 64;
 
 /** Sessions of one console, in memory: a restart logs everyone out (pending logins: pending-logins.ts). */
-export interface SessionStore {
-  create(passkey: string, credentialId: string): { id: string; session: ConsoleSession };
-  /** The live session under `id`, its idle clock restarted; null when unknown or expired. */
-  use(id: string): ConsoleSession | null;
+export interface LoginStore {
+  create(passkey: string, credentialId: string): { id: string; session: ConsoleLogin };
+  /** The live login under `id`, its idle clock restarted; null when unknown or expired. */
+  use(id: string): ConsoleLogin | null;
   end(id: string): void;
   readonly size: number;
 }
 
-export function createSessionStore(idleSeconds: number, clock: Clock): SessionStore {
-  const sessions = new Map<string, ConsoleSession>();
+export function createLoginStore(idleSeconds: number, clock: Clock): LoginStore {
+  const sessions = new Map<string, ConsoleLogin>();
   const idleMs = idleSeconds * 1000;
   const absoluteMs = absoluteLifetimeSeconds(idleSeconds) * 1000;
 
-  const expired = (s: ConsoleSession, now: number) =>
+  const expired = (s: ConsoleLogin, now: number) =>
     now - s.lastSeenMs >= idleMs || now - s.createdMs >= absoluteMs;
 
   function sweep(now: number): void {
