@@ -1,10 +1,10 @@
 import type Database from "better-sqlite3";
 import { type Clock, canonicalJson, type Ids } from "../core/index.js";
-import { actDigest, consentPayload } from "./payload.js";
+import { consentPayload } from "./payload.js";
 import { attempt, refuse } from "./store-errors.js";
 import { openDatabase } from "./store-open.js";
 import { rowToLease, rowToRequest, rowToSession } from "./store-rows.js";
-import { type RequestEvent, transition } from "./transitions.js";
+import { newRequestProblem, pendingBoundProblem, type RequestEvent, transition } from "./transitions.js";
 import type {
   ConsentLease,
   ConsentRequest,
@@ -112,42 +112,17 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
 
   function createRequest(request: NewRequest): StoreResult<ConsentRequest> {
     return write(() => {
-      const { tool, tier, bound } = request.act;
-      if (
-        typeof tool !== "string" ||
-        tool === "" ||
-        ![0, 1, 2, 3].includes(tier) ||
-        typeof bound !== "object" ||
-        bound === null
-      ) {
-        refuse("unavailable", "an act needs a tool, a tier 0..3 and its bound arguments");
-      }
-      if (request.actDigest !== actDigest(request.act)) {
-        refuse("unavailable", "the act digest given does not match the act");
-      }
-      const ttl = request.ttlSeconds;
-      if (!Number.isFinite(ttl) || ttl <= 0 || ttl > MAX_TTL_SECONDS) {
-        refuse("unavailable", `a request's lifetime must be 0 < seconds <= ${MAX_TTL_SECONDS}, got ${ttl}`);
-      }
+      const problem = newRequestProblem(request, MAX_TTL_SECONDS);
+      if (problem !== null) refuse("unavailable", problem);
       const createdAt = now();
       if (request.maxPending) {
         const pending = stmt(
           "SELECT COUNT(*) AS total, COALESCE(SUM(session = ?), 0) AS own FROM requests WHERE status = 'pending' AND expires_at > ?",
         ).get(request.session, createdAt) as { total: number; own: number };
-        if (pending.own >= request.maxPending.session) {
-          refuse(
-            "full",
-            `this consent session already has ${pending.own} requests waiting for a decision (at most ${request.maxPending.session})`,
-          );
-        }
-        if (pending.total >= request.maxPending.total) {
-          refuse(
-            "full",
-            `the relay already has ${pending.total} requests waiting for a decision (at most ${request.maxPending.total})`,
-          );
-        }
+        const full = pendingBoundProblem(pending, request.maxPending);
+        if (full !== null) refuse("full", full);
       }
-      const expiresAt = createdAt + Math.round(ttl * 1000);
+      const expiresAt = createdAt + Math.round(request.ttlSeconds * 1000);
       const id = freshId("requests");
       const nonce = ids.hex(NONCE_BYTES);
       const payload = consentPayload(request.act, { request: id, nonce, expiresAt, instance: instanceId });

@@ -1,4 +1,5 @@
-import type { ConsentRequest, StoreFailure } from "./types.js";
+import { actDigest } from "./payload.js";
+import type { ConsentRequest, NewRequest, StoreFailure } from "./types.js";
 
 /** What can happen to a request: a human approves or denies it, a call consumes its approval. */
 export type RequestEvent = "approve" | "deny" | "consume";
@@ -41,4 +42,34 @@ export function transition(
       if (now >= request.expiresAt) return refuse("expired", `the approval of request ${id} expired`);
       return { ok: true, to: "consumed" };
   }
+}
+
+/** Why a new request cannot be stored (its act, digest or lifetime is malformed), or null. */
+export function newRequestProblem(request: NewRequest, maxTtlSeconds: number): string | null {
+  const { tool, tier, bound } = request.act;
+  if (
+    typeof tool !== "string" ||
+    tool === "" ||
+    ![0, 1, 2, 3].includes(tier) ||
+    typeof bound !== "object" ||
+    bound === null
+  )
+    return "an act needs a tool, a tier 0..3 and its bound arguments";
+  if (request.actDigest !== actDigest(request.act)) return "the act digest given does not match the act";
+  const ttl = request.ttlSeconds;
+  if (!Number.isFinite(ttl) || ttl <= 0 || ttl > maxTtlSeconds)
+    return `a request's lifetime must be 0 < seconds <= ${maxTtlSeconds}, got ${ttl}`;
+  return null;
+}
+
+/** Why one more pending request is one too many, given the counts now, or null. */
+export function pendingBoundProblem(
+  pending: { own: number; total: number },
+  limits: { session: number; total: number },
+): string | null {
+  if (pending.own >= limits.session)
+    return `this consent session already has ${pending.own} requests waiting for a decision (at most ${limits.session})`;
+  if (pending.total >= limits.total)
+    return `the relay already has ${pending.total} requests waiting for a decision (at most ${limits.total})`;
+  return null;
 }

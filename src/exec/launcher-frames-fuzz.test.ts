@@ -2,7 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LAUNCHER_KINDS } from "../testing/processes.js";
-import { decodeReply, nativeLauncherPath, type Reply, replyFrames } from "./native-link.js";
+import { nativeLauncherPath } from "./native-link.js";
+import { decodeReply, type Reply, replyFrames } from "./native-replies.js";
 
 /**
  * The native launcher (native/, ADR 0031) reading frames it was never meant to get: random,

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { rejection, shellRequests } from "../testing/requests.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner } from "./launcher-runner.js";
-import { decodeReply, MAX_REPLY_BYTES, type Reply, replyFrames } from "./native-link.js";
+import { decodeReply, MAX_REPLY_BYTES, type Reply, replyFrames } from "./native-replies.js";
 
 /** A 'D' payload as native/launcher.c writes it. */
 function doneFrame(f: {
