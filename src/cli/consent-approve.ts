@@ -6,10 +6,11 @@ import {
   type ConsentRequest,
   type ConsentStore,
   requestPayload,
+  verifyConsentSignature,
 } from "../consent/index.js";
 import { systemClock } from "../core/index.js";
 import { buildEnv, createProcessRunner } from "../exec/index.js";
-import { parseAllowedSigners, parsePublicKey, signerAllowsNamespace, verifySshsig } from "../sshsig/index.js";
+import { parseAllowedSigners, parsePublicKey, signerAllowsNamespace } from "../sshsig/index.js";
 import { signPayload } from "./consent-sign.js";
 import { showRequest, visible } from "./consent-text.js";
 
@@ -54,22 +55,16 @@ function checkSigner(
   signature: string,
   payload: string,
 ): { ok: true; principal: string } | { ok: false; reason: string } {
-  let text: string;
+  let signers: ReturnType<typeof parseAllowedSigners>["signers"];
   try {
-    text = readFileSync(allowedSigners, "utf8");
+    signers = parseAllowedSigners(readFileSync(allowedSigners, "utf8")).signers;
   } catch (err) {
     return {
       ok: false,
       reason: `the allowed-signers file ${allowedSigners} cannot be read (${String(err)})`,
     };
   }
-  const parsed = parseAllowedSigners(text);
-  const result = verifySshsig(signature, Buffer.from(payload, "utf8"), {
-    namespace: CONSENT_NAMESPACE,
-    signers: parsed.signers,
-    now: systemClock.now(),
-  });
-  return result.ok ? { ok: true, principal: result.principal } : { ok: false, reason: result.reason };
+  return verifyConsentSignature(signers, signature, payload, systemClock.now());
 }
 
 /**

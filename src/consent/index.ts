@@ -10,7 +10,7 @@ export { createPasskeyVerifier, passkeyChallenge } from "./passkey-verifier.js";
 /** @public The console's passkey login reads the same operator file with the same checks. */
 export { loadPasskeys, type Passkey, parsePasskeys } from "./passkeys.js";
 export { actDigest, CONSENT_NAMESPACE, consentPayload, requestPayload } from "./payload.js";
-export { createSshsigVerifier } from "./signers.js";
+export { createSshsigVerifier, verifyConsentSignature } from "./signers.js";
 export { openSqliteStore } from "./sqlite-store.js";
 export type {
   ConsentAct,

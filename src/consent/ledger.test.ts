@@ -3,16 +3,11 @@ import { appendFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import type { Clock } from "../core/index.js";
+import { manualClock } from "../testing/clock.js";
 import { type ConsentLedger, openLedger } from "./ledger.js";
 
 // Setting the append-only flag needs CAP_LINUX_IMMUTABLE: these run as root (as CI does).
 const ROOT = process.geteuid?.() === 0;
-
-function manualClock(start: number): Clock & { advance(ms: number): void } {
-  let at = start;
-  return { now: () => at, monotonic: () => at, advance: (ms) => (at += ms) };
-}
 
 function must<T>(result: { ok: true; value: T } | { ok: false; detail: string }): T {
   if (!result.ok) throw new Error(result.detail);

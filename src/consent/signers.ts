@@ -58,13 +58,30 @@ export function createSshsigVerifier(path: string, selfUid: number): ApprovalVer
         const why = err instanceof Error ? err.message : String(err);
         return { ok: false, reason: `the allowed-signers file cannot be trusted now: ${why}` };
       }
-      const result = verifySshsig(approval.proof, Buffer.from(payload, "utf8"), {
-        namespace: CONSENT_NAMESPACE,
-        signers: loaded.signers,
-        now,
-      });
-      if (!result.ok) return { ok: false, reason: result.reason };
-      return { ok: true, signer: result.principal, key: result.key.fingerprint, channel: "sshsig" };
+      const result = verifyConsentSignature(loaded.signers, approval.proof, payload, now);
+      if (!result.ok) return result;
+      return { ok: true, signer: result.principal, key: result.key, channel: "sshsig" };
     },
   };
+}
+
+/**
+ * An armored SSHSIG over `payload` checked against allowed signers, in the consent namespace, as
+ * the relay checks an approval: the principal and key fingerprint, or why it would be refused.
+ * The operator's CLI checks a signature it made the same way before it stores it.
+ */
+export function verifyConsentSignature(
+  signers: readonly AllowedSigner[],
+  signature: string,
+  payload: string,
+  now: number,
+): { ok: true; principal: string; key: string } | { ok: false; reason: string } {
+  const result = verifySshsig(signature, Buffer.from(payload, "utf8"), {
+    namespace: CONSENT_NAMESPACE,
+    signers: [...signers],
+    now,
+  });
+  return result.ok
+    ? { ok: true, principal: result.principal, key: result.key.fingerprint }
+    : { ok: false, reason: result.reason };
 }

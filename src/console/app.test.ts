@@ -1,5 +1,9 @@
+import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { configWarnings, loadSettings } from "../config/index.js";
 import { silentLogger, systemClock } from "../core/index.js";
 import { createConsoleApp } from "./app.js";
 import { loadAssets } from "./assets.js";
@@ -94,10 +98,14 @@ describe("the posture page", () => {
     const open = "policy is open with no deny list and no Tier-3 confirmation: nothing is refused";
     const off = posturePage("t", "op", { ...POSTURE, warnings: [open] });
     expect(off).toContain(open);
+    // The warnings are configWarnings' own, which say so with consent on (config/warnings.ts).
+    const cwd = mkdtempSync(join(tmpdir(), "console-warnings-"));
+    const held = configWarnings(loadSettings({ RELAY_SHELL_CONSENT: "true" }, { cwd }), { euid: 1000 });
+    rmSync(cwd, { recursive: true });
     const on = posturePage(
       "t",
       "op",
-      { ...POSTURE, warnings: [open], consent: { enabled: true, leaseMode: "manual", pending: 2 } },
+      { ...POSTURE, warnings: held, consent: { enabled: true, leaseMode: "manual", pending: 2 } },
       { pending: 2 },
     );
     expect(on).not.toContain("nothing is refused");

@@ -160,13 +160,6 @@ function row(label: string, value: string, id: string): string {
   return `<tr id="${id}"><th>${esc(label)}</th><td>${value}</td></tr>`;
 }
 
-/** The warning as it holds with consent on: an open policy refuses nothing, but consent still holds the calls. */
-function postureWarning(warning: string, p: Posture): string {
-  if (p.consent.enabled && warning.startsWith("policy is open with no deny list and no Tier-3 confirmation"))
-    return "policy is open with no deny list and no Tier-3 confirmation: policy refuses nothing, but human consent holds every call that is not a proven read (Tier 0) until an operator approves it";
-  return warning;
-}
-
 export function posturePage(csrf: string, who: string, p: Posture, nav: Nav = {}): string {
   const consent = p.consent.enabled
     ? `<span class="ok">on</span> (leases: ${esc(p.consent.leaseMode)}; pending requests: ${
@@ -181,7 +174,7 @@ export function posturePage(csrf: string, who: string, p: Posture, nav: Nav = {}
   const warnings =
     p.warnings.length === 0
       ? '<p class="muted">No configuration warnings. (No warning does not mean secure.)</p>'
-      : `<ul class="warnings">${p.warnings.map((w) => `<li>${esc(postureWarning(w, p))}</li>`).join("")}</ul>`;
+      : `<ul class="warnings">${p.warnings.map((w) => `<li>${esc(w)}</li>`).join("")}</ul>`;
   return page({
     title: "Posture",
     place: "posture",

@@ -1,17 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Clock } from "../core/index.js";
+import { manualClock } from "../testing/clock.js";
 import { createPendingLogins, type PendingLogins } from "./pending-logins.js";
-
-function manualClock(): Clock & { advance(ms: number): void } {
-  let now = 1_000_000;
-  return {
-    now: () => now,
-    monotonic: () => now,
-    advance(ms) {
-      now += ms;
-    },
-  };
-}
 
 function started(logins: PendingLogins, address: string): string {
   const result = logins.start(address);

@@ -11,10 +11,11 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { runnerWithLauncher } from "../../test/helpers/launcher.js";
 import { LAUNCHER_KINDS, newLaunchers } from "../testing/processes.js";
 import { rejection, shellRequests } from "../testing/requests.js";
 import { buildEnv } from "./env.js";
-import { createLauncherRunner, type LauncherRunner } from "./launcher-runner.js";
+import type { LauncherRunner } from "./launcher-runner.js";
 import { nativeLauncherPath } from "./native-link.js";
 
 /**
@@ -33,14 +34,7 @@ function wrapped(name: string, script: string): LauncherRunner {
   const path = join(dir, name);
   writeFileSync(path, `#!/bin/sh\n${script}\n`);
   chmodSync(path, 0o755);
-  const saved = process.env.RELAY_LAUNCHER_BINARY;
-  process.env.RELAY_LAUNCHER_BINARY = path;
-  try {
-    return createLauncherRunner({ kind: "native" });
-  } finally {
-    if (saved === undefined) delete process.env.RELAY_LAUNCHER_BINARY;
-    else process.env.RELAY_LAUNCHER_BINARY = saved;
-  }
+  return runnerWithLauncher(path);
 }
 
 /**

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
+import { runnerWithLauncher } from "../../test/helpers/launcher.js";
 import { rejection, shellRequests } from "../testing/requests.js";
 import { buildEnv } from "./env.js";
-import { createLauncherRunner } from "./launcher-runner.js";
 import { decodeReply, MAX_REPLY_BYTES, type Reply, replyFrames } from "./native-replies.js";
 
 /** A 'D' payload as native/launcher.c writes it. */
@@ -188,17 +188,7 @@ describe("a malformed reply from the native launcher", () => {
   const { sh } = shellRequests(buildEnv(process.env, ""));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  /** A runner whose native launcher is `path` (the variable is read when the runner is made). */
-  const runnerOf = (path: string) => {
-    const saved = process.env.RELAY_LAUNCHER_BINARY;
-    process.env.RELAY_LAUNCHER_BINARY = path;
-    try {
-      return createLauncherRunner({ kind: "native" });
-    } finally {
-      if (saved === undefined) delete process.env.RELAY_LAUNCHER_BINARY;
-      else process.env.RELAY_LAUNCHER_BINARY = saved;
-    }
-  };
+  const runnerOf = runnerWithLauncher;
 
   it.each([
     ["a done reply cut short", "0500000044" + "01000000", /done reply with too few bytes/],

@@ -10,6 +10,7 @@ import { INFRA_RULES } from "./infra.js";
 import { NETWORK_RULES } from "./network.js";
 import { PACKAGE_RULES } from "./packages.js";
 import { PROCESS_RULES } from "./processes.js";
+import { SCHEDULE_RULES } from "./schedules.js";
 import { STORAGE_RULES } from "./storage.js";
 import { SYSTEM_RULES } from "./system.js";
 import { VCS_RULES } from "./vcs.js";
@@ -30,6 +31,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   ACCESS_RULES,
   NETWORK_RULES,
   PACKAGE_RULES,
+  SCHEDULE_RULES,
   BUILD_RULES,
   HTTP_RULES,
 ];

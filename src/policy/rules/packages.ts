@@ -240,25 +240,6 @@ function zypperRemoving(changing: string[]): Rule {
 /** `python -m pip install x` reaches here as pip via the interpreter unwrapping. */
 const PIP = verbs(["install", "uninstall", "remove"]);
 
-/**
- * crontab: `-r` removes every job with no backup and no prompt (Tier 3);
- * `-l` only lists; installing a file or editing is Tier 2.
- */
-function crontab({ args }: RuleInput): Hit | null {
-  const clusters = args.clusters();
-  if (clusters.some((c) => c.includes("r")) && !clusters.some((c) => c.includes("i")))
-    return hit(3, "schedule_change");
-  if (clusters.length > 0 && clusters.every((c) => /^[lu]$/.test(c)) && !args.has("-e")) {
-    return args.operands().length > (args.has("-u") ? 1 : 0) ? hit(2, "schedule_change") : null;
-  }
-  return hit(2, "schedule_change");
-}
-
-function at({ name, args }: RuleInput): Hit | null {
-  if (name === "atq" || args.short("lc")) return null;
-  return hit(2, "schedule_change");
-}
-
 export const PACKAGE_RULES = table([
   [
     ["apt", "apt-get", "aptitude", "nala"],
@@ -398,6 +379,4 @@ export const PACKAGE_RULES = table([
         ? hit(2, "config_change")
         : null,
   ],
-  ["crontab", crontab],
-  [["at", "batch", "atq", "atrm"], at],
 ]);
