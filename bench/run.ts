@@ -4,6 +4,7 @@ import { coreBench } from "./core.bench.js";
 import { httpBench } from "./http.bench.js";
 import { infraBench } from "./infra.bench.js";
 import { perfBench } from "./perf.bench.js";
+import { scaleBench } from "./scale.bench.js";
 import { sessionsBench } from "./sessions.bench.js";
 import { sshBench } from "./ssh.bench.js";
 import type { Bench, BenchFigure } from "./types.js";
@@ -21,6 +22,7 @@ const all: Bench[] = [
   consentBench,
   consoleBench,
   perfBench,
+  scaleBench,
 ];
 const wanted = process.argv.slice(2).map((arg) => arg.toLowerCase());
 const benches =

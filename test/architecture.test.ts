@@ -11,6 +11,7 @@ import { REPO_ROOT } from "./helpers/server.js";
 /** What tools/ may use, and with tools/ and server/ added, what cli/ wires. */
 const BELOW_TOOLS = [
   "core",
+  "state",
   "files",
   "config",
   "metrics",
@@ -41,16 +42,18 @@ const ALLOWED: Record<string, readonly string[]> = {
   "infra-protocol": ["core"],
   // OpenSSH signatures and allowed-signers files: pure parsing and node:crypto.
   sshsig: ["core"],
+  // The state several relays share: the PostgreSQL pool, its transactions and the schema's migrations.
+  state: ["core", "config"],
   // Transactional consent: the store, the signed payload, the description of an act.
-  consent: ["core", "config", "files", "proc", "sshsig"],
+  consent: ["core", "config", "files", "proc", "sshsig", "state"],
   // The INFRA-1 broker daemon: a second program, wired by cli/ only; tools reach it through infra-protocol.
   infra: ["core", "config", "files", "proc", "audit", "exec", "infra-protocol", "sshsig", "consent"],
-  broker: ["core", "config", "policy", "audit"],
+  broker: ["core", "config", "policy", "audit", "state"],
   runner: ["core", "config", "metrics", "policy", "audit", "broker", "consent"],
   tools: BELOW_TOOLS,
-  server: ["core", "config", "metrics", "runner", "tools"],
+  server: ["core", "config", "metrics", "runner", "tools", "state"],
   // The operator console: an edge beside server/, reading what the relay writes; only cli/ wires it.
-  console: ["core", "config", "files", "audit", "consent", "sessions", "metrics"],
+  console: ["core", "config", "files", "audit", "consent", "sessions", "metrics", "state"],
   cli: [...BELOW_TOOLS, "tools", "server", "infra", "consent", "console"],
   // Probes shared by the tests under src/ and test/; no module of the server imports them.
   testing: ["core", "config", "proc", "exec", "sessions"],

@@ -12,7 +12,7 @@ export function sha256Hex(text: string): string {
  * identifiers appear only when non-empty so that a default configuration
  * writes the same shape as the original v0.1 record.
  */
-export function buildRecord(entry: AuditEntry, ts: string): AuditRecord {
+export function buildRecord(entry: AuditEntry, ts: string, instance = ""): AuditRecord {
   const record: AuditRecord = {
     ts,
     tool: entry.tool,
@@ -26,5 +26,6 @@ export function buildRecord(entry: AuditEntry, ts: string): AuditRecord {
   if (entry.requestId) record.request_id = entry.requestId;
   if (entry.clientId) record.client_id = entry.clientId;
   if (entry.action) record.action = entry.action;
+  if (instance) record.instance = instance;
   return record;
 }

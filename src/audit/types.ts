@@ -46,6 +46,8 @@ export interface AuditRecord {
   request_id?: string;
   client_id?: string;
   action?: string;
+  /** The relay that wrote it, when several share one state (docs/scaling.md). */
+  instance?: string;
   seq?: number;
   prev?: string;
   chain?: string;
@@ -56,6 +58,8 @@ export interface AuditConfig {
   format: AuditFormat;
   chain: boolean;
   stderrEcho: boolean;
+  /** This relay's name among several, written into every record; "" or absent = one relay, no field. */
+  instance?: string;
 }
 
 export interface AuditStatus {

@@ -25,6 +25,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Clock } from "../core/index.js";
 import type { AuditConfig, AuditEntry, AuditLog } from "./types.js";
+import { verifyAuditChain } from "./verify.js";
 import { createAuditLog } from "./writer.js";
 
 const T0 = Date.UTC(2026, 6, 15, 10, 11, 12, 345);
@@ -127,6 +128,21 @@ describe("record shape", () => {
       denied: true,
     });
     expect(second?.exit_code).toBeNull();
+  });
+
+  it("names the relay in every record when it has an instance name, inside the chain", () => {
+    const path = join(dir, "audit.jsonl");
+    const log = open(config(path, { chain: true, instance: "relay-b" }));
+    log.append(entry());
+    log.append(entry({ action: "confirm_plan" }));
+    const records = lines(path).map((l) => JSON.parse(l) as Record<string, unknown>);
+    for (const record of records)
+      expect(Object.keys(record).slice(-4)).toEqual(["instance", "seq", "prev", "chain"]);
+    expect(records.map((r) => r.instance)).toEqual(["relay-b", "relay-b"]);
+    expect(verifyAuditChain(path)).toMatchObject({ ok: true, records: 2 });
+    // Edited, the name breaks the chain like any other field.
+    writeFileSync(path, readFileSync(path, "utf8").replace('"instance": "relay-b"', '"instance": "relay-c"'));
+    expect(verifyAuditChain(path).ok).toBe(false);
   });
 
   it("keeps non-ASCII as is and escapes control characters, one line per record", () => {

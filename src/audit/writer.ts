@@ -275,7 +275,7 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
 
   /** The record's line and, with the chain on, its link after the current anchor. Throws on a hostile entry. */
   function render(entry: AuditEntry): { line: string; chain: string | undefined } {
-    const record = buildRecord(entry, isoTimestamp(deps.clock.now()));
+    const record = buildRecord(entry, isoTimestamp(deps.clock.now()), config.instance);
     const chain = chainOn ? sealRecord(record, anchor).chain : undefined;
     return { line: formatRecord(record, format), chain };
   }

@@ -49,8 +49,10 @@ interface Confirmation {
   /**
    * Put the burnt token back, armed as it was, with its original expiry: for
    * a call a later gate stopped before it ran, so the confirmation is not lost.
+   * Never rejects: a token that cannot be put back is lost, and the caller
+   * plans again.
    */
-  restore(): void;
+  restore(): Promise<void>;
 }
 
 export interface ConfirmBrokerConfig {
@@ -64,22 +66,27 @@ export interface ConfirmBrokerConfig {
 
 /**
  * The Tier-3 confirmation broker (ADR 0009): plan → arm → execute with
- * single-use, TTL-bounded tokens bound to one exact operation. Every method
- * is synchronous, so each one is atomic on the event loop: a check-and-burn
- * can never interleave with another call's.
+ * single-use, TTL-bounded tokens bound to one exact operation. Two stores
+ * stand behind it: the process's memory (one relay; broker.ts) and
+ * PostgreSQL (several relays on one database; pg-broker.ts). Either way a
+ * token armed through one relay is consumed exactly once through any of them.
+ * A method rejects only when its store cannot be used; the message says why.
  */
 export interface ConfirmBroker {
   /** Effective token lifetime in seconds. */
   readonly ttlSeconds: number;
   readonly rollback: boolean;
   /** Mint a token for an admitted Tier-3 call that found no armed match. */
-  plan(operation: PlannedOperation): string;
+  plan(operation: PlannedOperation): Promise<string>;
   /** The live entry behind a token, or null (unknown, expired, used). */
-  inspect(token: string): TokenView | null;
-  /** Arm a token, binding follow-ups (null = none); idempotent for identical follow-ups. */
-  arm(token: string, followUps: FollowUpPlan | null): ArmOutcome;
+  inspect(token: string): Promise<TokenView | null>;
+  /**
+   * Arm a token, binding follow-ups (null = none); idempotent for identical follow-ups.
+   * Throws, without touching the store, when follow-ups are offered to a broker without pairing.
+   */
+  arm(token: string, followUps: FollowUpPlan | null): Promise<ArmOutcome>;
   /** Find the first armed, unexpired token for this exact operation and burn it. */
-  consume(operation: OperationIdentity): Confirmation | null;
+  consume(operation: OperationIdentity): Promise<Confirmation | null>;
   /** Live tokens after sweeping the expired ones. */
-  pending(): number;
+  pending(): Promise<number>;
 }

@@ -2,8 +2,9 @@ import { accessSync, appendFileSync, constants, readFileSync } from "node:fs";
 import { homedir, userInfo } from "node:os";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
-import { createConfirmBroker } from "../broker/index.js";
+import { createConfirmBroker, createPgConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
+import { createPgCounters, openCountersDir, type PasskeyCounters } from "../consent/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
 import {
@@ -25,6 +26,7 @@ import {
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
 import { createSessionRegistry, type SessionRegistry } from "../sessions/index.js";
 import { createForwardRegistry, createSshLayer } from "../ssh/index.js";
+import type { PgState } from "../state/index.js";
 import {
   buildInstructions,
   buildOperatingGuide,
@@ -42,6 +44,7 @@ import {
   type RuntimeInfo,
 } from "../tools/index.js";
 import { type ConsoleApprovals, openConsent } from "./consent-wiring.js";
+import { openSharedState } from "./state.js";
 
 export interface BuiltServer {
   server: Server;
@@ -56,9 +59,13 @@ export interface BuiltServer {
   /** Live values for the /metrics gauges, read at scrape time. */
   gauges: GaugeProviders;
   /** Pending consent requests now; null when consent is off or its store cannot be read. */
-  consentPending(): number | null;
+  consentPending(): Promise<number | null>;
   /** The consent store and passkey verifier the gate uses, for the console's approvals; null without both. */
   consentApprovals: ConsoleApprovals | null;
+  /** The PostgreSQL state several relays share; null for a relay on its own files. */
+  shared: PgState | null;
+  /** The one store of passkey sign counters (console logins and consent approvals); null without passkeys. */
+  passkeyCounters: PasskeyCounters | null;
   /** Every terminal of this server, for the console's sessions page. */
   sessions: SessionRegistry;
   /** Tear down everything the server owns: children, the audit file. */
@@ -128,9 +135,15 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       format: settings.auditFormat,
       chain: settings.auditChain,
       stderrEcho: settings.auditStderr,
+      instance: settings.instance,
     },
     { clock },
   );
+  // Several relays share single-use state in PostgreSQL (docs/scaling.md); one keeps it in files.
+  const shared = await openSharedState(settings, { logger, role: "relay" }).catch((err: unknown) => {
+    audit.close();
+    throw err;
+  });
   // Children are started from a small helper process: forking this one costs several times more.
   const processes = createLauncherRunner({ clock });
   const metrics = createCallCounter();
@@ -163,6 +176,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       bufferBytes: settings.sessionBufferBytes,
       recordDir: settings.sessionRecordDir,
       recordInput: settings.sessionRecordInput,
+      instance: settings.instance,
     },
     { clock, ids: cryptoIds, logger },
   );
@@ -172,12 +186,15 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     { directory: ssh.directory, pool: ssh.pool, ids: cryptoIds, logger },
   );
   // The Tier-3 confirmation broker exists only when the operator turned it on (ADR 0009).
+  // Several relays share the tokens: armed through one, consumed once through any (ADR 0038).
+  const brokerConfig = { ttlSeconds: settings.confirmTtl, rollback: settings.confirmRollback };
   const broker = settings.confirmTier3
-    ? createConfirmBroker(
-        { ttlSeconds: settings.confirmTtl, rollback: settings.confirmRollback },
-        { clock, ids: cryptoIds },
-      )
+    ? shared
+      ? createPgConfirmBroker(shared, brokerConfig, { clock, ids: cryptoIds })
+      : createConfirmBroker(brokerConfig, { clock, ids: cryptoIds })
     : null;
+  // One store of passkey sign counters for the console's logins and consent's passkey approvals.
+  const counters = settings.consolePasskeys === "" ? null : openPasskeyCounters(settings, shared, clock);
   const tools = [
     ...createShellTools({ settings, processes, baseEnv: options.env }),
     ...createSessionTools({ settings, sessions, baseEnv: options.env, reaper: sessionReaper }),
@@ -192,8 +209,8 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       runtime,
       live: {
         inventoryHosts: () => ssh.directory.list().length,
-        confirmPending: () => broker?.pending() ?? 0,
-        consentPending: () => consent?.pending() ?? null,
+        confirmPending: async () => (await broker?.pending()) ?? 0,
+        consentPending: async () => (await consent?.pending()) ?? null,
       },
     }),
   ];
@@ -213,8 +230,10 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const gates: Gate[] = broker ? [createConfirmGate(broker)] : [];
   // Human consent exists only when the operator turned it on; it refuses to start on an unsafe anchor.
   const consent = settings.consent
-    ? openConsent(settings, {
+    ? await openConsent(settings, {
         clock,
+        shared,
+        counters,
         actOf: createConsentActs({
           directory: ssh.directory,
           sessions,
@@ -251,8 +270,10 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       activeForwards: () => forwards.count(),
       auditDegraded: () => audit.status().degraded,
     },
-    consentPending: () => consent?.pending() ?? null,
+    consentPending: async () => (await consent?.pending()) ?? null,
     consentApprovals: consent?.approvals ?? null,
+    shared,
+    passkeyCounters: counters,
     sessions,
     close() {
       // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
@@ -264,10 +285,23 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       // Listeners go before the connections they ride on.
       forwards.closeAll();
       ssh.close();
-      consent?.close();
+      // Neither store nor pool rejects; the connections end after the calls still on them.
+      void (async () => {
+        await consent?.close();
+        await shared?.close();
+      })();
       audit.close();
     },
   };
+}
+
+/**
+ * The passkeys' sign counters: in the database several relays share, or in the console's state
+ * directory (0700, a 0600 file) for one relay. A counter is per authenticator, so logins and
+ * approvals count in the same store: two stores would each see only part of the increments.
+ */
+function openPasskeyCounters(settings: Settings, shared: PgState | null, clock: Clock): PasskeyCounters {
+  return shared ? createPgCounters(shared, { clock }) : openCountersDir(settings.consoleStateDir);
 }
 
 /**

@@ -152,7 +152,7 @@ export async function approveRequest(
       `not approved: the key ${visible(options.key)} (${signed.fingerprint}) would be refused by the relay: ${visible(signer.reason)}; nothing was stored`,
     );
   }
-  const approved = store.approve(request.id, {
+  const approved = await store.approve(request.id, {
     channel: "sshsig",
     proof: signed.signature,
     claimedSigner: signed.fingerprint,

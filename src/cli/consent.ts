@@ -2,8 +2,16 @@ import { chownSync, existsSync, lstatSync, statSync } from "node:fs";
 import { userInfo } from "node:os";
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { type ConsentStore, ledgerPath, openLedger, openSqliteStore, withLedger } from "../consent/index.js";
-import { cryptoIds, systemClock } from "../core/index.js";
+import {
+  type ConsentStore,
+  ledgerPath,
+  openLedger,
+  openPgStore,
+  openSqliteStore,
+  withLedger,
+} from "../consent/index.js";
+import { cryptoIds, silentLogger, systemClock } from "../core/index.js";
+import type { PgState } from "../state/index.js";
 import {
   approveRequest,
   editedWarning,
@@ -12,6 +20,7 @@ import {
   Refused,
 } from "./consent-approve.js";
 import { leaseLines, listLines, showRequest, visible } from "./consent-text.js";
+import { openSharedState } from "./state.js";
 
 const CONSENT_USAGE = `usage: relay-shell consent list [--db PATH]
        relay-shell consent show ID [--payload] [--db PATH]
@@ -184,14 +193,33 @@ function openStore(
   });
   if (!opened.ok) throw new Usage(`cannot open the consent database: ${visible(opened.detail)}`);
   if (allowedSigners === "") {
-    opened.value.close();
+    void opened.value.close();
     throw new Usage(
       "RELAY_SHELL_CONSENT_ALLOWED_SIGNERS is not set: the consent ledger lives beside the allowed-signers file",
     );
   }
   const ledger = openLedger(ledgerPath(allowedSigners), { clock: systemClock });
   if (!ledger.ok) {
-    opened.value.close();
+    void opened.value.close();
+    throw new Usage(`cannot use the consent ledger: ${visible(ledger.detail)}`);
+  }
+  return withLedger(opened.value, ledger.value);
+}
+
+/** The store several relays share, corrected by the operator's ledger like the SQLite one. */
+async function openSharedStore(shared: PgState | null, allowedSigners: string): Promise<ConsentStore> {
+  if (shared === null) throw new Usage("RELAY_SHELL_STATE_URL is not set");
+  const opened = await openPgStore(shared, { clock: systemClock, ids: cryptoIds });
+  if (!opened.ok) throw new Usage(`cannot open the shared consent store: ${visible(opened.detail)}`);
+  if (allowedSigners === "") {
+    await opened.value.close();
+    throw new Usage(
+      "RELAY_SHELL_CONSENT_ALLOWED_SIGNERS is not set: the consent ledger lives beside the allowed-signers file",
+    );
+  }
+  const ledger = openLedger(ledgerPath(allowedSigners), { clock: systemClock });
+  if (!ledger.ok) {
+    await opened.value.close();
     throw new Usage(`cannot use the consent ledger: ${visible(ledger.detail)}`);
   }
   return withLedger(opened.value, ledger.value);
@@ -229,12 +257,12 @@ async function run(store: ConsentStore, args: ConsentArgs, allowedSigners: strin
   const id = args.id ?? "";
   switch (args.command) {
     case "list": {
-      const requests = must(store.listRequests());
+      const requests = must(await store.listRequests());
       if (requests.length === 0) return "no live consent requests";
       return listLines(requests, now).join("\n");
     }
     case "show": {
-      const request = must(store.getRequest(id));
+      const request = must(await store.getRequest(id));
       if (args.values.payload === true) {
         process.stdout.write(request.payload);
         return "";
@@ -245,7 +273,7 @@ async function run(store: ConsentStore, args: ConsentArgs, allowedSigners: strin
       return `${showRequest(request, now)}\npayload, the exact bytes signed${note}:\n${shown}${warning}`;
     }
     case "approve":
-      return approveRequest(store, must(store.getRequest(id)), {
+      return approveRequest(store, must(await store.getRequest(id)), {
         key: args.values.key as string,
         yes: args.values.yes === true,
         digest: typeof args.values.digest === "string" ? args.values.digest : null,
@@ -254,15 +282,15 @@ async function run(store: ConsentStore, args: ConsentArgs, allowedSigners: strin
       });
     case "deny": {
       const reason = typeof args.values.reason === "string" ? args.values.reason : "denied by the operator";
-      const denied = must(store.deny(id, operatorName(), reason));
+      const denied = must(await store.deny(id, operatorName(), reason));
       return `denied ${denied.id} (recorded in the consent ledger)`;
     }
     case "leases":
-      return leaseLines(must(store.listSessions()), must(store.listLeases()), now).join("\n");
+      return leaseLines(must(await store.listSessions()), must(await store.listLeases()), now).join("\n");
     case "revoke": {
-      if (args.values.all === true) return `revoked ${must(store.revokeAll())} lease(s)`;
-      const isLease = must(store.listLeases()).some((l) => l.id === id);
-      const count = must(store.revoke(id));
+      if (args.values.all === true) return `revoked ${must(await store.revokeAll())} lease(s)`;
+      const isLease = must(await store.listLeases()).some((l) => l.id === id);
+      const count = must(await store.revoke(id));
       return isLease
         ? `revoked lease ${id}${count === 0 ? " (it was already revoked)" : ""}`
         : `revoked ${count} lease(s) of consent session ${visible(id)} and ended it`;
@@ -279,9 +307,10 @@ async function run(store: ConsentStore, args: ConsentArgs, allowedSigners: strin
  */
 export async function runConsentCli(
   argv: readonly string[],
-  configured: { db: string | null; allowedSigners: string },
+  configured: { db: string | null; allowedSigners: string; stateUrl?: string; instance?: string },
 ): Promise<number> {
   let store: ConsentStore | null = null;
+  let shared: PgState | null = null;
   let path: string | null = null;
   let owner: { uid: number; gid: number } | null = null;
   try {
@@ -314,11 +343,21 @@ export async function runConsentCli(
         );
       }
     }
-    owner = existsSync(path) ? ownerOf(path) : null;
-    store = openStore(path, owner, configured.allowedSigners);
-    handSidecars(path, owner);
+    // Relays that share a PostgreSQL state are decided there, unless --db names a SQLite file.
+    if (typeof args.values.db !== "string" && (configured.stateUrl ?? "") !== "") {
+      path = null;
+      shared = await openSharedState(
+        { stateUrl: configured.stateUrl ?? "", instance: configured.instance ?? "" },
+        { logger: silentLogger, role: "cli" },
+      );
+      store = await openSharedStore(shared, configured.allowedSigners);
+    } else {
+      owner = existsSync(path) ? ownerOf(path) : null;
+      store = openStore(path, owner, configured.allowedSigners);
+      handSidecars(path, owner);
+    }
     const out = await run(store, args, configured.allowedSigners);
-    handSidecars(path, owner);
+    if (path !== null) handSidecars(path, owner);
     if (out !== "") process.stdout.write(`${out}\n`);
     return 0;
   } catch (err) {
@@ -329,7 +368,8 @@ export async function runConsentCli(
     );
     return usage ? 2 : 1;
   } finally {
-    store?.close();
+    await store?.close();
+    await shared?.close();
     if (path !== null) handSidecars(path, owner);
   }
 }

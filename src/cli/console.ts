@@ -3,6 +3,7 @@ import type { Settings } from "../config/index.js";
 import { configWarnings } from "../config/index.js";
 import {
   createOperatorConsole,
+  createPgLoginStore,
   type OperatorConsole,
   type Posture,
   passkeyNameProblem,
@@ -114,7 +115,7 @@ export async function runConsoleCli(argv: readonly string[], settings: Settings)
 }
 
 /** What the console's first page shows, read from the live server. */
-function posture(settings: Settings, built: BuiltServer, euid: number): Posture {
+async function posture(settings: Settings, built: BuiltServer, euid: number): Promise<Posture> {
   const audit = built.audit.status();
   return {
     mode: settings.policyMode,
@@ -125,7 +126,7 @@ function posture(settings: Settings, built: BuiltServer, euid: number): Posture 
     consent: {
       enabled: settings.consent,
       leaseMode: settings.consentLeaseMode,
-      pending: built.consentPending(),
+      pending: await built.consentPending(),
     },
     audit: {
       path: audit.path,
@@ -149,5 +150,10 @@ export function buildConsole(settings: Settings, built: BuiltServer, logger: Log
     sessions: built.sessions,
     audit: built.audit,
     ...(built.consentApprovals ? { approvals: built.consentApprovals } : {}),
+    ...(built.passkeyCounters ? { counters: built.passkeyCounters } : {}),
+    // Logins valid on every relay when several share the state; this process's memory otherwise.
+    ...(built.shared
+      ? { logins: createPgLoginStore(built.shared, settings.consoleSessionTtl, systemClock) }
+      : {}),
   });
 }

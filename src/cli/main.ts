@@ -140,6 +140,8 @@ async function main(): Promise<void> {
     process.exitCode = await runConsentCli(process.argv.slice(3), {
       db: settings.consentDb,
       allowedSigners: settings.consentAllowedSigners,
+      stateUrl: settings.stateUrl,
+      instance: settings.instance,
     });
     return;
   }

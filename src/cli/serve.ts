@@ -8,6 +8,7 @@ import {
   type HttpEdge,
   type HttpEdgeOptions,
   loadHttpEdge,
+  openPgOAuthStore,
   serveStdio,
 } from "../server/index.js";
 import { type BuiltServer, buildServer } from "./build.js";
@@ -124,6 +125,16 @@ export function httpEdgeOptions(
     gauges: built.gauges,
     maxBodyBytes: maxMessageBytes(settings.maxInput),
     logger,
+    instance: settings.instance,
+    // Several relays share clients, codes and tokens in PostgreSQL; one keeps them in its files.
+    ...(built.shared ? { oauthStore: openPgOAuthStore(built.shared) } : {}),
+    // A relay whose audit log fails closed refuses every call: the balancer should send none here.
+    health: () => {
+      const audit = built.audit.status();
+      return settings.auditFailClosed && audit.degraded
+        ? { ok: false, reason: `the audit log fails closed: ${audit.degradedReason}` }
+        : { ok: true, reason: "" };
+    },
   };
 }
 

@@ -1,8 +1,9 @@
 import { SETTING_ENV_NAMES } from "./schema.js";
 import type { Settings } from "./types.js";
+import { maskedStateUrl } from "./values.js";
 
-// No setting is a secret today; a future one whose name says it is gets masked
-// here without anyone having to remember this function.
+// A setting whose name says it is a secret is masked here without anyone having to remember
+// this function; the state URL shows everything but its password.
 const SECRET_NAME = /SECRET|TOKEN|PASSWORD|KEY$/;
 
 /**
@@ -14,6 +15,7 @@ export function describeSettings(settings: Settings): Record<string, string | nu
   for (const [field, name] of Object.entries(SETTING_ENV_NAMES) as [keyof Settings, string][]) {
     const value = settings[field];
     if (SECRET_NAME.test(name)) described[name] = "***";
+    else if (field === "stateUrl") described[name] = maskedStateUrl(String(value));
     else described[name] = value instanceof RegExp ? value.source : value;
   }
   return described;

@@ -2,6 +2,7 @@ import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { settingsHarness } from "../testing/settings.js";
+import { describeSettings } from "./describe.js";
 import { loadSettings, snapshotEnvironment } from "./load.js";
 
 const { workdir, opts, problems, cleanup } = settingsHarness("relay-config-");
@@ -81,6 +82,8 @@ describe("defaults", () => {
       consoleSessionTtl: 900,
       consoleStateDir: "/home/op/.local/state/relay-shell/console",
       traceFile: "",
+      stateUrl: "",
+      instance: "",
     });
   });
 
@@ -144,6 +147,30 @@ describe("cross-field rules", () => {
       opts(),
     );
     expect(s.confirmRollback).toBe(true);
+  });
+
+  it("a shared state names its relay, and its URL's password is never shown", () => {
+    const url = "postgres://relay:s3cret@db.internal:5432/relay";
+    expect(problems({ RELAY_SHELL_STATE_URL: url })).toEqual([
+      expect.stringMatching(/^RELAY_SHELL_STATE_URL is set, .*RELAY_SHELL_INSTANCE must name this one/),
+    ]);
+    const s = loadSettings({ RELAY_SHELL_STATE_URL: url, RELAY_SHELL_INSTANCE: "relay-2" }, opts());
+    expect([s.stateUrl, s.instance]).toEqual([url, "relay-2"]);
+    expect(describeSettings(s).RELAY_SHELL_STATE_URL).toBe("postgres://relay:***@db.internal:5432/relay");
+    const bad = problems({
+      RELAY_SHELL_STATE_URL: "mysql://relay:s3cret@db/relay",
+      RELAY_SHELL_INSTANCE: "a",
+    });
+    expect(bad).toEqual([
+      'RELAY_SHELL_STATE_URL: expected a postgres:// or postgresql:// URL with a host (or empty for the embedded state), got "mysql://relay:***@db/relay"',
+    ]);
+    expect(bad.join("\n")).not.toContain("s3cret");
+    for (const name of ["Relay", "-a", "a-", "a_b", "x".repeat(33)]) {
+      expect(problems({ RELAY_SHELL_INSTANCE: name })[0], name).toMatch(
+        /^RELAY_SHELL_INSTANCE: expected 1-32/,
+      );
+    }
+    expect(loadSettings({ RELAY_SHELL_INSTANCE: "r1" }, opts()).stateUrl).toBe("");
   });
 
   it("the console needs the operator's passkeys file", () => {

@@ -127,6 +127,11 @@ export function loadSettingsReport(
       `RELAY_SHELL_CONSENT is on and settings are read from ${file.path}, which the relay's own account can write or replace: a command the relay runs could change its consent and policy settings for the next start. Set them in the environment (the service's EnvironmentFile) or make the file and its directory unwritable by this account (docs/consent.md)`,
     );
   }
+  if (result.success && result.data.stateUrl !== "" && result.data.instance === "") {
+    problems.push(
+      "RELAY_SHELL_STATE_URL is set, so several relays may share the state: RELAY_SHELL_INSTANCE must name this one (1-32 lowercase letters, digits and inner hyphens, different on each relay); it marks its audit records and its terminals (docs/scaling.md)",
+    );
+  }
   if (problems.length > 0 || !result.success) throw new ConfigError(problems);
   const settings = Object.freeze(result.data);
   rememberLoadWarnings(settings, lenientWarnings(merged));

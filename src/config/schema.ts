@@ -6,6 +6,7 @@ import {
   booleanSetting,
   enumSetting,
   hostSetting,
+  instanceSetting,
   integerSetting,
   type LenientEnum,
   lenientEnumSetting,
@@ -17,6 +18,7 @@ import {
   regexSetting,
   type SettingSchema,
   socketPathSetting,
+  stateUrlSetting,
   urlPathSetting,
   urlSetting,
 } from "./values.js";
@@ -134,6 +136,9 @@ const TABLE: SettingTable = {
   consoleOrigin: ["RELAY_SHELL_CONSOLE_ORIGIN", (env) => originSetting(env, "")],
   consoleSessionTtl: ["RELAY_SHELL_CONSOLE_SESSION_TTL", int(900, 60, 86400)],
   consoleStateDir: ["RELAY_SHELL_CONSOLE_STATE_DIR", path((ctx) => join(ctx.stateDir, "console"))],
+  // shared state of several relays (docs/scaling.md); the URL's password is never shown
+  stateUrl: ["RELAY_SHELL_STATE_URL", (env) => stateUrlSetting(env)],
+  instance: ["RELAY_SHELL_INSTANCE", (env) => instanceSetting(env)],
   // diagnostics
   traceFile: ["RELAY_SHELL_TRACE_FILE", path(() => "")],
 };

@@ -98,4 +98,9 @@ export interface Settings {
   consoleStateDir: string;
   // diagnostics (docs/performance.md)
   traceFile: string;
+  // shared state of several relays (docs/scaling.md)
+  /** `postgres://…` of the database several relays share; "" = embedded SQLite, one relay. */
+  stateUrl: string;
+  /** This relay's name among several: in every audit record and terminal id; "" = one relay, no name. */
+  instance: string;
 }

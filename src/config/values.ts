@@ -201,6 +201,49 @@ export function urlPathSetting(env: string, fallback: string): SettingSchema<str
   );
 }
 
+/** A PostgreSQL URL with its password, if any, replaced for display. */
+export function maskedStateUrl(text: string): string {
+  if (!URL.canParse(text)) return text.replace(/:[^:@/]*@/, ":***@");
+  const url = new URL(text);
+  if (url.password !== "") url.password = "***";
+  return url.toString();
+}
+
+/** `postgres://` or `postgresql://` with a host; `""` is none (the embedded SQLite state). */
+export function stateUrlSetting(env: string): SettingSchema<string> {
+  const expected = "a postgres:// or postgresql:// URL with a host (or empty for the embedded state)";
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx): string => {
+      const text = raw?.trim() ?? "";
+      if (text === "") return "";
+      const url = URL.canParse(text) ? new URL(text) : null;
+      if (url && (url.protocol === "postgres:" || url.protocol === "postgresql:") && url.hostname !== "") {
+        return text;
+      }
+      // The password is a secret: the problem line shows the URL without it.
+      const shown = JSON.stringify(maskedStateUrl(text).slice(0, MAX_SHOWN));
+      ctx.addIssue({ code: "custom", message: `${env}: expected ${expected}, got ${shown}` });
+      return z.NEVER;
+    });
+}
+
+const INSTANCE = /^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$/;
+
+/** A relay's name among several: lowercase letters, digits and inner hyphens, at most 32. */
+export function instanceSetting(env: string): SettingSchema<string> {
+  return setting(
+    env,
+    () => "",
+    (raw) => {
+      const text = raw.trim();
+      if (text === "" || INSTANCE.test(text)) return { ok: true, value: text };
+      return { ok: false, expected: "1-32 lowercase letters, digits and inner hyphens" };
+    },
+  );
+}
+
 export function urlSetting(env: string, fallback: string): SettingSchema<string> {
   const expected = "an http:// or https:// URL without query or fragment";
   return setting(

@@ -3,13 +3,25 @@ export { type ConsentLedger, ledgerPath, openLedger } from "./ledger.js";
 export { withLedger } from "./ledger-store.js";
 /** @public The consent gate of the runner uses it beside the store (docs/adr/0024-consent-store-and-approval-lifetime.md). */
 export { rememberConsumedNonces } from "./nonce-memory.js";
-/** @public memoryCounters serves the tests of the built bundle (src/consent/passkey-verifier.test.ts); the relay keeps fileCounters beside the consent store (docs/adr/0027-passkeys-as-a-consent-channel.md). */
-export { fileCounters, memoryCounters, type PasskeyCounters } from "./passkey-counters.js";
+/**
+ * @public The one store of passkey sign counters, shared by the console's login and consent's passkey verifier
+ * (docs/adr/0027-passkeys-as-a-consent-channel.md): a file for one relay (fileCounters beside the consent store,
+ * openCountersDir in the console's state directory), memoryCounters for tests (also of the built bundle).
+ */
+export {
+  fileCounters,
+  memoryCounters,
+  openCountersDir,
+  type PasskeyCounters,
+} from "./passkey-counters.js";
 /** @public The console asks the browser for an assertion over passkeyChallenge(payload) (docs/consent.md). */
 export { createPasskeyVerifier, passkeyChallenge } from "./passkey-verifier.js";
 /** @public The console's passkey login reads the same operator file with the same checks. */
 export { loadPasskeys, type Passkey, parsePasskeys } from "./passkeys.js";
 export { actDigest, CONSENT_NAMESPACE, consentPayload, requestPayload } from "./payload.js";
+/** @public cli/ wires it when several relays share one database (src/state/shared-schema.ts). */
+export { createPgCounters } from "./pg-counters.js";
+export { openPgStore } from "./pg-store.js";
 export { createSshsigVerifier, verifyConsentSignature } from "./signers.js";
 export { openSqliteStore } from "./sqlite-store.js";
 export type {

@@ -29,14 +29,18 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
       ? { ...lease, revoked: true }
       : lease;
   }
-  function read<T>(result: StoreResult<T>, map: (value: T) => T): StoreResult<T> {
+  async function read<T>(pending: Promise<StoreResult<T>>, map: (value: T) => T): Promise<StoreResult<T>> {
+    const result = await pending;
     if (!result.ok) return result;
     const fresh = ledger.refresh();
     if (!fresh.ok) return unreadable(fresh);
     return { ok: true, value: map(result.value) };
   }
   /** The ledger's record first (what the account cannot undo), then the database's. */
-  function withdraw<T>(written: LedgerResult<void>, then: () => StoreResult<T>): StoreResult<T> {
+  async function withdraw<T>(
+    written: LedgerResult<void>,
+    then: () => Promise<StoreResult<T>>,
+  ): Promise<StoreResult<T>> {
     if (!written.ok) return unreadable(written);
     return then();
   }
@@ -56,7 +60,7 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
     findApproved: (digest) => read(store.findApproved(digest), (request) => request),
     findOpen: (digest, session) =>
       read(store.findOpen(digest, session), (request) => (request ? asDenied(request) : null)),
-    approve(id, approval) {
+    async approve(id, approval) {
       const fresh = ledger.refresh();
       if (!fresh.ok) return unreadable(fresh);
       const denial = ledger.denial(id);
@@ -65,7 +69,7 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
       return store.approve(id, approval);
     },
     deny: (id, by, reason) => withdraw(ledger.deny(id, by, reason), () => store.deny(id, by, reason)),
-    consume(id, nonce) {
+    async consume(id, nonce) {
       const fresh = ledger.refresh();
       if (!fresh.ok) return unreadable(fresh);
       const denial = ledger.denial(id);
@@ -73,34 +77,34 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
         return { ok: false, failure: "withdrawn", detail: `request ${id} was denied by ${denial.by}` };
       if (ledger.spent(nonce))
         return { ok: false, failure: "consumed", detail: `request ${id} was already used` };
-      const taken = store.consume(id, nonce);
+      const taken = await store.consume(id, nonce);
       if (!taken.ok) return taken;
       const claimed = ledger.spend(nonce, id);
       if (!claimed.ok) return unreadable(claimed);
       if (!claimed.value) return { ok: false, failure: "consumed", detail: `request ${id} was already used` };
       return taken;
     },
-    consumeNonce(nonce, expiresAt) {
+    async consumeNonce(nonce, expiresAt) {
       const fresh = ledger.refresh();
       if (!fresh.ok) return unreadable(fresh);
       if (ledger.spent(nonce)) return { ok: true, value: false };
-      const recorded = store.consumeNonce(nonce, expiresAt);
+      const recorded = await store.consumeNonce(nonce, expiresAt);
       if (!recorded.ok || !recorded.value) return recorded;
       const claimed = ledger.spend(nonce, "");
       return claimed.ok ? claimed : unreadable(claimed);
     },
     openLease: (lease) => store.openLease(lease),
-    takeLeaseRead(session, idleMs, count) {
-      const taken = read(store.takeLeaseRead(session, idleMs, count), (lease) => lease);
+    async takeLeaseRead(session, idleMs, count) {
+      const taken = await read(store.takeLeaseRead(session, idleMs, count), (lease) => lease);
       if (!taken.ok || taken.value === null) return taken;
       if (!ledger.leaseRevoked(taken.value.id, taken.value.session, taken.value.createdAt)) return taken;
       // The ledger revoked it and the database forgot: tell the database again, hand out nothing.
-      store.revoke(taken.value.id);
+      await store.revoke(taken.value.id);
       return { ok: true, value: null };
     },
     getLease: (id) => read(store.getLease(id), (lease) => (lease ? asRevoked(lease) : null)),
-    changeCounter() {
-      const db = store.changeCounter();
+    async changeCounter() {
+      const db = await store.changeCounter();
       if (!db.ok) return db;
       const fresh = ledger.refresh();
       if (!fresh.ok) return unreadable(fresh);
@@ -118,8 +122,8 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
     endSession: (id) => store.endSession(id),
     listSessions: () => store.listSessions(),
     prune: (graceMs) => store.prune(graceMs),
-    close() {
-      store.close();
+    async close() {
+      await store.close();
       ledger.close();
     },
   };

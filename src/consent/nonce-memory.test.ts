@@ -34,14 +34,14 @@ describe("the in-process memory of consumed nonces", () => {
       clock,
     );
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("refuses a replay after the database was edited back to approved, until the approval expires", () => {
+  it("refuses a replay after the database was edited back to approved, until the approval expires", async () => {
     const r = value(
-      store.createRequest({
+      await store.createRequest({
         act: ACT,
         actDigest: actDigest(ACT),
         basis: "b",
@@ -50,8 +50,8 @@ describe("the in-process memory of consumed nonces", () => {
         ttlSeconds: 60,
       }),
     );
-    value(store.approve(r.id, { channel: "sshsig", proof: "sig", claimedSigner: "k", at: T0 }));
-    value(store.consume(r.id, r.nonce));
+    value(await store.approve(r.id, { channel: "sshsig", proof: "sig", claimedSigner: "k", at: T0 }));
+    value(await store.consume(r.id, r.nonce));
 
     // What a command running as the relay's user could do to the file.
     const edit = new Database(path);
@@ -59,20 +59,20 @@ describe("the in-process memory of consumed nonces", () => {
     edit.prepare("DELETE FROM nonces").run();
     edit.close();
 
-    const replay = store.consume(r.id, r.nonce);
+    const replay = await store.consume(r.id, r.nonce);
     expect(replay.ok).toBe(false);
     if (!replay.ok) expect(replay.failure).toBe("consumed");
-    expect(value(store.consumeNonce(r.nonce, r.expiresAt))).toBe(false);
-    expect(value(store.getRequest(r.id)).status).toBe("approved");
+    expect(value(await store.consumeNonce(r.nonce, r.expiresAt))).toBe(false);
+    expect(value(await store.getRequest(r.id)).status).toBe("approved");
   });
 
-  it("remembers foreign nonces too, and forgets a nonce only after its expiry", () => {
-    expect(value(store.consumeNonce("n-1", T0 + 1000))).toBe(true);
+  it("remembers foreign nonces too, and forgets a nonce only after its expiry", async () => {
+    expect(value(await store.consumeNonce("n-1", T0 + 1000))).toBe(true);
     const edit = new Database(path);
     edit.prepare("DELETE FROM nonces").run();
     edit.close();
-    expect(value(store.consumeNonce("n-1", T0 + 1000))).toBe(false);
+    expect(value(await store.consumeNonce("n-1", T0 + 1000))).toBe(false);
     at = T0 + 1000;
-    expect(value(store.consumeNonce("n-1", T0 + 5000))).toBe(true);
+    expect(value(await store.consumeNonce("n-1", T0 + 5000))).toBe(true);
   });
 });

@@ -53,18 +53,18 @@ export function rememberConsumedNonces(store: ConsentStore, clock: Clock): Conse
     listSessions: () => store.listSessions(),
     prune: (graceMs) => store.prune(graceMs),
     close: () => store.close(),
-    consume(id, nonce) {
+    async consume(id, nonce) {
       if (seen(nonce))
         return { ok: false, failure: "consumed", detail: `request ${id} was already used here` };
       if (full()) return { ok: false, failure: "unavailable", detail: "too many approvals in use at once" };
-      const result = store.consume(id, nonce);
+      const result = await store.consume(id, nonce);
       if (result.ok) remembered.set(nonce, result.value.expiresAt);
       return result;
     },
-    consumeNonce(nonce, expiresAt) {
+    async consumeNonce(nonce, expiresAt) {
       if (seen(nonce)) return { ok: true, value: false };
       if (full()) return { ok: false, failure: "unavailable", detail: "too many approvals in use at once" };
-      const result = store.consumeNonce(nonce, expiresAt);
+      const result = await store.consumeNonce(nonce, expiresAt);
       if (result.ok && result.value) remembered.set(nonce, expiresAt);
       return result;
     },

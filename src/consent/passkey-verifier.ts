@@ -223,7 +223,7 @@ export function passkeyVerifierOver(
   }
 
   return {
-    verify(approval, payload) {
+    async verify(approval, payload) {
       if (approval.channel !== "passkey") {
         return { ok: false, reason: `an approval given by ${approval.channel} is not a passkey assertion` };
       }
@@ -231,18 +231,13 @@ export function passkeyVerifierOver(
       if (!checked.ok) return checked;
       const { passkey, counter, assertion } = checked;
       try {
-        const { counters } = config;
-        if (!counters.accepted(assertion)) {
-          const last = counters.get(passkey.credentialId);
-          // Both zero: the authenticator keeps no counter (many synced passkeys), nothing to compare.
-          if ((counter !== 0 || (last ?? 0) !== 0) && last !== undefined && counter <= last) {
-            return {
-              ok: false,
-              reason: `the sign counter of passkey ${passkey.name} did not increase (${counter}, last seen ${last}): a copy of the authenticator may be in use`,
-            };
-          }
-          if (counter !== 0 || last === undefined) counters.set(passkey.credentialId, counter);
-          counters.accept(assertion);
+        // Passkeys that always report 0 are not compared (many synced passkeys keep no counter).
+        const counted = await config.counters.countAssertion(passkey.credentialId, counter, assertion);
+        if (!counted.accepted) {
+          return {
+            ok: false,
+            reason: `the sign counter of passkey ${passkey.name} did not increase (${counter}, last seen ${counted.last}): a copy of the authenticator may be in use`,
+          };
         }
       } catch (err) {
         return {

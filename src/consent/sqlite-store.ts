@@ -51,10 +51,36 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions): Stor
     euid: options.euid ?? process.geteuid?.() ?? 0,
   });
   if (!opened.ok) return opened;
-  return { ok: true, value: createStore(opened.value.db, opened.value.instanceId, options) };
+  return { ok: true, value: answerAsync(createStore(opened.value.db, opened.value.instanceId, options)) };
 }
 
-function createStore(db: Database.Database, instanceId: string, options: SqliteStoreOptions): ConsentStore {
+/** The store's methods as better-sqlite3 runs them: synchronously, each transaction whole. */
+type SyncStore = {
+  [K in keyof ConsentStore]: ConsentStore[K] extends (...args: infer A) => Promise<infer R>
+    ? (...args: A) => R
+    : ConsentStore[K];
+};
+
+/**
+ * The shared interface answers through promises (a PostgreSQL store has to); SQLite's answer is
+ * ready at once, so each transaction still runs whole before anything else in this process.
+ */
+function answerAsync(sync: SyncStore): ConsentStore {
+  const store: Record<string, unknown> = { instanceId: sync.instanceId };
+  for (const [name, method] of Object.entries(sync) as [string, unknown][]) {
+    if (typeof method !== "function") continue;
+    store[name] = (...args: unknown[]) => {
+      try {
+        return Promise.resolve((method as (...a: unknown[]) => unknown)(...args));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+  }
+  return store as unknown as ConsentStore;
+}
+
+function createStore(db: Database.Database, instanceId: string, options: SqliteStoreOptions): SyncStore {
   const { clock, ids } = options;
   const now = (): number => clock.now();
   // Each statement compiled once per connection: a read under a lease runs three of them.

@@ -115,56 +115,56 @@ export interface NewRequest {
 /**
  * Every pending request, approval, lease, consumed nonce and consent session.
  * Each method that reads then writes is one transaction (BEGIN IMMEDIATE in
- * SQLite): the single lock of docs/consent.md. A PostgreSQL store for several
- * relay instances implements the same interface.
+ * SQLite, row locks in PostgreSQL): the single lock of docs/consent.md. Both
+ * stores answer through promises and never reject: a failure is a StoreResult.
  */
 export interface ConsentStore {
   /** Random id of this store's deployment, created with the database; part of every signed payload. */
   readonly instanceId: string;
   /** A new pending request with a fresh id and nonce; its payload is fixed here. */
-  createRequest(request: NewRequest): StoreResult<ConsentRequest>;
-  getRequest(id: string): StoreResult<ConsentRequest>;
+  createRequest(request: NewRequest): Promise<StoreResult<ConsentRequest>>;
+  getRequest(id: string): Promise<StoreResult<ConsentRequest>>;
   /** Requests not yet expired (pending or approved, not consumed), oldest first. */
-  listRequests(): StoreResult<ConsentRequest[]>;
+  listRequests(): Promise<StoreResult<ConsentRequest[]>>;
   /** The newest approved, unexpired, unconsumed request for this act digest, if any. */
-  findApproved(actDigest: string): StoreResult<ConsentRequest | null>;
+  findApproved(actDigest: string): Promise<StoreResult<ConsentRequest | null>>;
   /** The newest pending or denied, unexpired request for this act digest in this session, if any. */
-  findOpen(actDigest: string, session: string): StoreResult<ConsentRequest | null>;
+  findOpen(actDigest: string, session: string): Promise<StoreResult<ConsentRequest | null>>;
   /** Attach a proof to a pending, unexpired request, or replace the proof of one approved and not yet used. */
-  approve(id: string, approval: StoredApproval): StoreResult<ConsentRequest>;
-  deny(id: string, by: string, reason: string): StoreResult<ConsentRequest>;
+  approve(id: string, approval: StoredApproval): Promise<StoreResult<ConsentRequest>>;
+  deny(id: string, by: string, reason: string): Promise<StoreResult<ConsentRequest>>;
   /**
    * Mark an approved request consumed, once: the nonce must match and the
    * request must be approved, unexpired and not consumed, all in one
    * transaction. Of two processes racing, exactly one gets ok.
    */
-  consume(id: string, nonce: string): StoreResult<ConsentRequest>;
+  consume(id: string, nonce: string): Promise<StoreResult<ConsentRequest>>;
   /** Record a nonce consumed elsewhere (a second store, such as the INFRA daemon's); false when already there. */
-  consumeNonce(nonce: string, expiresAt: number): StoreResult<boolean>;
-  openLease(lease: Omit<ConsentLease, "id" | "revoked">): StoreResult<ConsentLease>;
+  consumeNonce(nonce: string, expiresAt: number): Promise<StoreResult<boolean>>;
+  openLease(lease: Omit<ConsentLease, "id" | "revoked">): Promise<StoreResult<ConsentLease>>;
   /**
    * Take one read from the session's open lease (unexpired, not revoked,
    * remaining > 0, session live and not idle past `idleMs`); null when there is none.
    */
-  takeLeaseRead(session: string, idleMs: number, count?: number): StoreResult<TakenReads | null>;
+  takeLeaseRead(session: string, idleMs: number, count?: number): Promise<StoreResult<TakenReads | null>>;
   /** One lease as stored now (read only); null when there is none with this id. */
-  getLease(id: string): StoreResult<ConsentLease | null>;
+  getLease(id: string): Promise<StoreResult<ConsentLease | null>>;
   /**
    * A number that changes whenever another connection committed to the store
    * since this one last looked (SQLite's data_version): while it holds still,
    * what this process read from the store is still current.
    */
-  changeCounter(): StoreResult<number>;
-  listLeases(): StoreResult<ConsentLease[]>;
+  changeCounter(): Promise<StoreResult<number>>;
+  listLeases(): Promise<StoreResult<ConsentLease[]>>;
   /** Revoke one lease by id, or every lease of a session by session id; returns how many. */
-  revoke(idOrSession: string): StoreResult<number>;
-  revokeAll(): StoreResult<number>;
+  revoke(idOrSession: string): Promise<StoreResult<number>>;
+  revokeAll(): Promise<StoreResult<number>>;
   /** Create or refresh a consent session (last seen = now). */
-  touchSession(id: string, clientId: string): StoreResult<ConsentSession>;
+  touchSession(id: string, clientId: string): Promise<StoreResult<ConsentSession>>;
   /** End a consent session and revoke its leases. */
-  endSession(id: string): StoreResult<void>;
-  listSessions(): StoreResult<ConsentSession[]>;
+  endSession(id: string): Promise<StoreResult<void>>;
+  listSessions(): Promise<StoreResult<ConsentSession[]>>;
   /** Delete what expired more than `graceMs` ago. */
-  prune(graceMs: number): StoreResult<number>;
-  close(): void;
+  prune(graceMs: number): Promise<StoreResult<number>>;
+  close(): Promise<void>;
 }

@@ -8,10 +8,15 @@ type VerifiedApproval =
 /**
  * Checks an approval's proof over the payload the relay rebuilt from the
  * live call. One per channel (an OpenSSH signature, a passkey assertion);
- * a channel without one is refused, never trusted.
+ * a channel without one is refused, never trusted. A channel that keeps
+ * state (the passkeys' sign counters, maybe in a database) answers later.
  */
 export interface ApprovalVerifier {
-  verify(approval: StoredApproval, payload: string, now: number): VerifiedApproval;
+  verify(
+    approval: StoredApproval,
+    payload: string,
+    now: number,
+  ): VerifiedApproval | Promise<VerifiedApproval>;
 }
 
 /** Route each approval to its channel's verifier; an unknown channel is refused. */

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { configWarnings, loadSettings } from "../config/index.js";
+import { memoryCounters } from "../consent/index.js";
 import { silentLogger, systemClock } from "../core/index.js";
 import { createConsoleApp } from "./app.js";
 import { loadAssets } from "./assets.js";
@@ -27,9 +28,9 @@ function app(origin: string) {
     rpId: new URL(origin).hostname,
     sessionTtlSeconds: 900,
     passkeys: { current: () => ({ ok: true, keys: [] }) },
-    counters: { get: () => 0, set: () => undefined },
+    counters: memoryCounters(),
     assets: loadAssets(),
-    posture: () => POSTURE,
+    posture: async () => POSTURE,
     auditPath: "/nonexistent/audit.jsonl",
     sessions: {
       overview: () => [],

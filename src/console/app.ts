@@ -9,14 +9,21 @@ import { isoBase64URL } from "@simplewebauthn/server/helpers";
 import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { AuditLog } from "../audit/index.js";
+import type { PasskeyCounters } from "../consent/index.js";
 import type { Clock, Logger } from "../core/index.js";
 import { type ApprovalsChannel, pendingCount, registerApprovals } from "./approvals.js";
 import type { Asset } from "./assets.js";
 import { registerAuditView } from "./audit-view.js";
 import { boundedBody } from "./body.js";
-import type { SignCounters } from "./counters.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
-import { type ConsoleLogin, createLoginLimiter, createLoginStore, sameSecret } from "./logins.js";
+import {
+  type ConsoleLogin,
+  createLoginLimiter,
+  createLoginStore,
+  type LoginStore,
+  LoginStoreError,
+  sameSecret,
+} from "./logins.js";
 import { loginPage, type Nav, type Posture, posturePage } from "./pages.js";
 import type { PasskeyFile } from "./passkey-file.js";
 import { createPendingLogins } from "./pending-logins.js";
@@ -43,9 +50,12 @@ export interface ConsoleAppOptions {
   rpId: string;
   sessionTtlSeconds: number;
   passkeys: PasskeyFile;
-  counters: SignCounters;
+  /** The passkeys' sign counters: the same store consent's passkey verifier counts in. */
+  counters: PasskeyCounters;
+  /** Where logins are kept: the database several relays share; this process's memory when absent. */
+  logins?: LoginStore;
   assets: ReadonlyMap<string, Asset>;
-  posture(): Posture;
+  posture(): Promise<Posture>;
   /** The audit file the live audit page follows. */
   auditPath: string;
   clock: Clock;
@@ -70,7 +80,7 @@ export interface ConsoleAppOptions {
 export function createConsoleApp(options: ConsoleAppOptions): Hono {
   const { origin, rpId, passkeys, counters, assets, clock, logger } = options;
   const secure = origin.startsWith("https:");
-  const sessions = createLoginStore(options.sessionTtlSeconds, clock);
+  const sessions = options.logins ?? createLoginStore(options.sessionTtlSeconds, clock);
   const logins = createPendingLogins(clock);
   let floodWarned = Number.NEGATIVE_INFINITY;
   const loginLimiter = createLoginLimiter(LOGINS_PER_MINUTE, clock);
@@ -78,22 +88,28 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
   const cookie = { httpOnly: true, sameSite: "Strict", path: "/console", secure } as const;
 
   /** The operator behind the request, when the session is live and its passkey still enrolled. */
-  function operator(c: Context): { id: string; session: ConsoleLogin } | null {
+  async function operator(c: Context): Promise<{ id: string; session: ConsoleLogin } | null> {
     const id = getCookie(c, SESSION_COOKIE);
     if (id === undefined) return null;
-    const session = sessions.use(id);
+    const session = await sessions.use(id);
     if (!session) return null;
     const keys = passkeys.current();
     if (!keys.ok || !keys.keys.some((k) => k.credentialId === session.credentialId)) {
-      sessions.end(id);
+      await sessions.end(id);
       return null;
     }
     return { id, session };
   }
 
+  /** The answer to a login when the sign counters cannot be read or written: nobody logs in blind. */
+  function countersDown(c: Context, err: unknown): Response {
+    logger.error({ err: err instanceof Error ? err.message : String(err) }, "console sign counters unusable");
+    return refuse(c, 503, "The passkey sign counters cannot be used; see the relay's log");
+  }
+
   /** The header's navigation: the approvals page and its pending count, where consent is on. */
-  const nav = (): Nav =>
-    options.approvals ? { pending: pendingCount(options.approvals.store, clock.now()) } : {};
+  const nav = async (): Promise<Nav> =>
+    options.approvals ? { pending: await pendingCount(options.approvals.store, clock.now()) } : {};
 
   /** The synchronizer token of a state-changing request: a header from script, a field from a form. */
   async function sentCsrf(c: Context): Promise<string> {
@@ -128,16 +144,16 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     return c.body(new Uint8Array(asset.body), 200, { "Content-Type": asset.type });
   });
 
-  const home = (c: Context) => {
-    const who = operator(c);
+  const home = async (c: Context) => {
+    const who = await operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(posturePage(who.session.csrf, who.session.passkey, options.posture(), nav()));
+    return c.html(posturePage(who.session.csrf, who.session.passkey, await options.posture(), await nav()));
   };
   app.get("/console", home);
   app.get("/console/", home);
 
-  app.get("/console/login", (c) => {
-    if (operator(c)) return c.redirect("/console", 303);
+  app.get("/console/login", async (c) => {
+    if (await operator(c)) return c.redirect("/console", 303);
     // The login page is a page of its own: an image or a script of another page cannot start logins.
     const dest = c.req.header("sec-fetch-dest");
     if (dest !== undefined && dest !== "document")
@@ -222,6 +238,12 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
       );
       return refuse(c, 401, "This passkey is not enrolled");
     }
+    let stored: number | undefined;
+    try {
+      stored = await counters.get(key.credentialId);
+    } catch (err) {
+      return countersDown(c, err);
+    }
     let newCounter: number;
     try {
       const verified = await verifyAuthenticationResponse({
@@ -233,7 +255,7 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
         credential: {
           id: key.credentialId,
           publicKey: isoBase64URL.toBuffer(key.publicKey),
-          counter: counters.get(key.credentialId),
+          counter: stored ?? 0,
           transports: key.transports as NonNullable<WebAuthnCredential["transports"]>,
         },
       });
@@ -243,20 +265,31 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
       logger.warn({ passkey: key.name, err: String(err) }, "console login refused");
       return refuse(c, 401, `Login refused: ${err instanceof Error ? err.message : String(err)}`);
     }
-    counters.set(key.credentialId, newCounter);
+    // Taken only above the stored one, whichever relay stored it: a login racing a copy of the passkey loses.
+    let taken: Awaited<ReturnType<PasskeyCounters["advance"]>>;
+    try {
+      taken = await counters.advance(key.credentialId, newCounter);
+    } catch (err) {
+      return countersDown(c, err);
+    }
+    if (!taken.accepted) {
+      const reason = `the sign counter of passkey ${key.name} did not increase (${newCounter}, last seen ${taken.last}): a copy of the authenticator may be in use`;
+      logger.warn({ passkey: key.name, reason }, "console login refused");
+      return refuse(c, 401, `Login refused: ${reason}`);
+    }
     logins.end(pending.id);
     deleteCookie(c, LOGIN_COOKIE, cookie);
-    const { id } = sessions.create(key.name, key.credentialId);
+    const { id } = await sessions.create(key.name, key.credentialId);
     setCookie(c, SESSION_COOKIE, id, cookie);
     logger.info({ passkey: key.name }, "console login");
     return c.json({ ok: true, next: "/console" });
   });
 
   app.post("/console/logout", async (c) => {
-    const who = operator(c);
+    const who = await operator(c);
     if (!who) return refuse(c, 401, "Not logged in");
     if (!sameSecret(await sentCsrf(c), who.session.csrf)) return refuse(c, 403, "Invalid CSRF token");
-    sessions.end(who.id);
+    await sessions.end(who.id);
     deleteCookie(c, SESSION_COOKIE, cookie);
     return c.redirect("/console/login", 303);
   });
@@ -274,8 +307,8 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     });
   registerAuditView(app, {
     auditPath: options.auditPath,
-    operator: (c) => {
-      const who = operator(c);
+    operator: async (c) => {
+      const who = await operator(c);
       return who && { csrf: who.session.csrf, passkey: who.session.passkey };
     },
     nav,
@@ -286,8 +319,8 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     sessions: options.sessions,
     audit: options.audit,
     recordDir: options.recordDir,
-    operator: (c) => {
-      const who = operator(c);
+    operator: async (c) => {
+      const who = await operator(c);
       return (
         who && {
           csrf: who.session.csrf,
@@ -305,6 +338,10 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
 
   app.notFound((c) => refuse(c, 404, "Not found"));
   app.onError((err, c) => {
+    if (err instanceof LoginStoreError) {
+      logger.error({ err: err.message }, "console request refused: the login store cannot be used");
+      return refuse(c, 503, "The console's logins cannot be read now; see the relay's log");
+    }
     logger.error({ err: String(err) }, "console request failed");
     return c.json({ error: "Internal error" }, 500);
   });

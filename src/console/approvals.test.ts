@@ -75,19 +75,19 @@ describe("the console's approval routes", () => {
           ],
         }),
       },
-      operator: (c) => (c.req.header("cookie") === "in" ? { id: "s", session: SESSION } : null),
+      operator: async (c) => (c.req.header("cookie") === "in" ? { id: "s", session: SESSION } : null),
       sentCsrf: async (c) => c.req.header("x-csrf-token") ?? "",
       clock,
       logger: silentLogger,
     });
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function ask(ttlSeconds = 300) {
-    const created = store.createRequest({
+  async function ask(ttlSeconds = 300) {
+    const created = await store.createRequest({
       act: ACT,
       actDigest: actDigest(ACT),
       basis: "write: touch",
@@ -114,9 +114,9 @@ describe("the console's approval routes", () => {
   const APPROVAL = { digest: actDigest(ACT), assertion: ASSERTION };
 
   it("lists pending requests with describeAct's text (controls escaped), and only pending ones", async () => {
-    const pending = ask();
-    const denied = ask();
-    store.deny(denied.id, "op", "no");
+    const pending = await ask();
+    const denied = await ask();
+    await store.deny(denied.id, "op", "no");
     const answer = await app.request("/console/approvals/list", { headers: { cookie: "in" } });
     const { requests } = (await answer.json()) as { requests: Array<Record<string, unknown>> };
     expect(requests.map((r) => r.id)).toEqual([pending.id]);
@@ -127,7 +127,7 @@ describe("the console's approval routes", () => {
   });
 
   it("offers the logged-in passkey only, with the payload's digest as the challenge", async () => {
-    const request = ask();
+    const request = await ask();
     const answer = await post(`/console/approvals/${request.id}/options`, { digest: actDigest(ACT) });
     expect(await answer.json()).toEqual({
       challenge: passkeyChallenge(request.payload),
@@ -139,13 +139,15 @@ describe("the console's approval routes", () => {
   });
 
   it("stores an approval only once the gate's verifier accepts it, with the proof the gate reads", async () => {
-    const request = ask();
+    const request = await ask();
     const refused = await post(`/console/approvals/${request.id}/approve`, APPROVAL);
     expect(refused.status).toBe(403);
     expect(await error(refused)).toBe(
       "Approval refused: the signature does not verify with passkey alice-laptop",
     );
-    expect((store.getRequest(request.id) as { value: { status: string } }).value.status).toBe("pending");
+    expect(((await store.getRequest(request.id)) as { value: { status: string } }).value.status).toBe(
+      "pending",
+    );
 
     verdict = { ok: true, signer: "alice-laptop", key: "passkey:Y3JlZA", channel: "passkey" };
     const approved = await post(`/console/approvals/${request.id}/approve`, APPROVAL);
@@ -158,7 +160,7 @@ describe("the console's approval routes", () => {
       signature: "Yw",
       user_handle: "ZA",
     });
-    const stored = store.getRequest(request.id);
+    const stored = await store.getRequest(request.id);
     expect(stored.ok && stored.value.approval).toMatchObject({
       channel: "passkey",
       claimedSigner: "alice-laptop",
@@ -166,7 +168,7 @@ describe("the console's approval routes", () => {
   });
 
   it("refuses a deny without a reason, with control characters, or too long; then records who denied", async () => {
-    const request = ask();
+    const request = await ask();
     const path = `/console/approvals/${request.id}/deny`;
     expect(await error(await post(path, {}))).toBe("Give a reason for the denial");
     expect(await error(await post(path, { reason: "  " }))).toBe("Give a reason for the denial");
@@ -177,7 +179,7 @@ describe("the console's approval routes", () => {
       "The reason is over 500 characters",
     );
     expect((await post(path, { reason: " not now " })).status).toBe(200);
-    const stored = store.getRequest(request.id);
+    const stored = await store.getRequest(request.id);
     expect(stored.ok && stored.value.denial).toMatchObject({
       by: "alice-laptop (console)",
       reason: "not now",
@@ -187,12 +189,12 @@ describe("the console's approval routes", () => {
   it("refuses a malformed id, an unknown, expired or decided request, and a POST without the token", async () => {
     expect((await post("/console/approvals/a%20b/deny", { reason: "r" })).status).toBe(400);
     expect((await post("/console/approvals/nosuch/deny", { reason: "r" })).status).toBe(404);
-    const old = ask(10);
+    const old = await ask(10);
     now += 11_000;
     const expired = await post(`/console/approvals/${old.id}/options`, { digest: actDigest(ACT) });
     expect(expired.status).toBe(409);
     expect(await error(expired)).toBe(`Request ${old.id} expired`);
-    const request = ask();
+    const request = await ask();
     expect(
       (await post(`/console/approvals/${request.id}/deny`, { reason: "r" }, { "x-csrf-token": "" })).status,
     ).toBe(403);
@@ -203,7 +205,7 @@ describe("the console's approval routes", () => {
     expect(verified).toEqual([]);
   });
   it("lists each request with its act's digest, as `consent show` prints it", async () => {
-    ask();
+    await ask();
     const answer = await app.request("/console/approvals/list", { headers: { cookie: "in" } });
     const { requests } = (await answer.json()) as { requests: Array<Record<string, unknown>> };
     expect(requests[0]?.digest).toBe(actDigest(ACT));
@@ -211,7 +213,7 @@ describe("the console's approval routes", () => {
   });
 
   it("refuses to approve an act other than the one the page showed: nothing is asked, verified or stored", async () => {
-    const request = ask();
+    const request = await ask();
     const shown = actDigest(ACT);
     // The relay's account rewrites the row, consistently: another act, its digest and its payload.
     const swapped: ConsentAct = { ...ACT, bound: { ...ACT.bound, command: "rm -rf /srv" } };
@@ -239,7 +241,9 @@ describe("the console's approval routes", () => {
     expect(approve.status).toBe(409);
     expect(await error(approve)).toContain("nothing was approved");
     expect(verified).toEqual([]);
-    expect((store.getRequest(request.id) as { value: { status: string } }).value.status).toBe("pending");
+    expect(((await store.getRequest(request.id)) as { value: { status: string } }).value.status).toBe(
+      "pending",
+    );
     // Without the digest shown, nothing is approved either.
     const bare = await post(`/console/approvals/${request.id}/approve`, ASSERTION);
     expect(bare.status).toBe(400);
@@ -247,7 +251,7 @@ describe("the console's approval routes", () => {
   });
 
   it("refuses a row whose stored payload is not its act's", async () => {
-    const request = ask();
+    const request = await ask();
     const db = new Database(join(dir, "consent.db"));
     db.prepare("UPDATE requests SET payload = ? WHERE id = ?").run(`${request.payload} `, request.id);
     db.close();

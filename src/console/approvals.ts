@@ -26,10 +26,10 @@ export interface ApprovalsDeps {
   channel: ApprovalsChannel;
   rpId: string;
   passkeys: PasskeyFile;
-  operator(c: Context): { id: string; session: ConsoleLogin } | null;
+  operator(c: Context): Promise<{ id: string; session: ConsoleLogin } | null>;
   sentCsrf(c: Context): Promise<string>;
   /** The header's navigation (the pending count); none when absent. */
-  nav?(): Nav;
+  nav?(): Promise<Nav>;
   clock: Clock;
   logger: Logger;
 }
@@ -79,8 +79,8 @@ function rowProblem(store: ConsentStore, request: ConsentRequest): string | null
 }
 
 /** Pending, unexpired requests: the count the navigation shows, or null when the store cannot be read. */
-export function pendingCount(store: ConsentStore, now: number): number | null {
-  const listed = store.listRequests();
+export async function pendingCount(store: ConsentStore, now: number): Promise<number | null> {
+  const listed = await store.listRequests();
   return listed.ok ? listed.value.filter((r) => r.status === "pending" && r.expiresAt > now).length : null;
 }
 
@@ -137,7 +137,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
 
   /** The operator of a POST whose CSRF token matches their login, or the refusal. */
   async function postingOperator(c: Context) {
-    const who = deps.operator(c);
+    const who = await deps.operator(c);
     if (!who) return { refusal: refuse(c, 401, "Not logged in; log in again") };
     if (!sameSecret(await deps.sentCsrf(c), who.session.csrf))
       return { refusal: refuse(c, 403, "Invalid CSRF token") };
@@ -145,10 +145,10 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
   }
 
   /** The pending request named in the path, or the refusal. */
-  function pendingRequest(c: Context): { request: ConsentRequest } | { refusal: Response } {
+  async function pendingRequest(c: Context): Promise<{ request: ConsentRequest } | { refusal: Response }> {
     const id = c.req.param("id") ?? "";
     if (!REQUEST_ID.test(id)) return { refusal: refuse(c, 400, "Malformed request id") };
-    const got = channel.store.getRequest(id);
+    const got = await channel.store.getRequest(id);
     if (!got.ok) return { refusal: storeRefusal(c, got.failure, got.detail) };
     const request = got.value;
     if (request.status !== "pending")
@@ -200,15 +200,15 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     return { payload: payloadOf(channel.store, request) };
   }
 
-  app.get("/console/approvals", (c) => {
-    const who = deps.operator(c);
+  app.get("/console/approvals", async (c) => {
+    const who = await deps.operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(approvalsPage(who.session.csrf, who.session.passkey, deps.nav?.() ?? {}));
+    return c.html(approvalsPage(who.session.csrf, who.session.passkey, (await deps.nav?.()) ?? {}));
   });
 
-  app.get("/console/approvals/list", (c) => {
-    if (!deps.operator(c)) return refuse(c, 401, "Not logged in; log in again");
-    const requests = channel.store.listRequests();
+  app.get("/console/approvals/list", async (c) => {
+    if (!(await deps.operator(c))) return refuse(c, 401, "Not logged in; log in again");
+    const requests = await channel.store.listRequests();
     if (!requests.ok) return storeRefusal(c, requests.failure, requests.detail);
     const now = clock.now();
     const pending = requests.value.filter((r) => r.status === "pending" && r.expiresAt > now);
@@ -218,7 +218,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
   app.post("/console/approvals/:id/options", async (c) => {
     const who = await postingOperator(c);
     if ("refusal" in who) return who.refusal;
-    const pending = pendingRequest(c);
+    const pending = await pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
     const shown = asShown(c, pending.request, (await jsonObject(c))?.digest);
     if ("refusal" in shown) return shown.refusal;
@@ -238,7 +238,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
   app.post("/console/approvals/:id/approve", async (c) => {
     const who = await postingOperator(c);
     if ("refusal" in who) return who.refusal;
-    const pending = pendingRequest(c);
+    const pending = await pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
     const body = await jsonObject(c);
     if (body === null) return refuse(c, 400, "Expected a JSON body with the digest shown and the assertion");
@@ -276,7 +276,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     };
     const request = pending.request;
     // Checked against the payload of the act shown, which the row was just found to hold.
-    const verified = channel.verifier.verify(approval, shown.payload, approval.at);
+    const verified = await channel.verifier.verify(approval, shown.payload, approval.at);
     if (!verified.ok) {
       logger.warn(
         { request: request.id, passkey: who.session.passkey, reason: verified.reason },
@@ -284,7 +284,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
       );
       return refuse(c, 403, `Approval refused: ${verified.reason}`);
     }
-    const stored = channel.store.approve(request.id, { ...approval, claimedSigner: verified.signer });
+    const stored = await channel.store.approve(request.id, { ...approval, claimedSigner: verified.signer });
     if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
     logger.info({ request: request.id, passkey: verified.signer }, "consent request approved in the console");
     return c.json({ ok: true, id: request.id, status: "approved", by: verified.signer });
@@ -293,7 +293,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
   app.post("/console/approvals/:id/deny", async (c) => {
     const who = await postingOperator(c);
     if ("refusal" in who) return who.refusal;
-    const pending = pendingRequest(c);
+    const pending = await pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
     let body: unknown;
     try {
@@ -311,7 +311,7 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     if (Array.from(reason).length > MAX_REASON_CHARS)
       return refuse(c, 400, `The reason is over ${MAX_REASON_CHARS} characters`);
     const by = `${who.session.passkey} (console)`;
-    const stored = channel.store.deny(pending.request.id, by, reason.trim());
+    const stored = await channel.store.deny(pending.request.id, by, reason.trim());
     if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
     logger.info(
       { request: pending.request.id, passkey: who.session.passkey },

@@ -25,9 +25,9 @@ const OUTCOMES: ReadonlySet<string> = new Set(["ok", "denied", "error", "challen
 export interface AuditViewOptions {
   auditPath: string;
   /** The CSRF token and passkey name of the logged-in operator behind the request, or null. */
-  operator(c: Context): { csrf: string; passkey: string } | null;
+  operator(c: Context): Promise<{ csrf: string; passkey: string } | null>;
   /** The header's navigation (the pending consent requests); none when absent. */
-  nav?(): Nav;
+  nav?(): Promise<Nav>;
   logger: Logger;
 }
 
@@ -119,14 +119,14 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
   const { auditPath, logger } = options;
   let open = 0;
 
-  app.get("/console/audit", (c) => {
-    const who = options.operator(c);
+  app.get("/console/audit", async (c) => {
+    const who = await options.operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(auditPage(who.csrf, who.passkey, auditPath, options.nav?.() ?? {}));
+    return c.html(auditPage(who.csrf, who.passkey, auditPath, (await options.nav?.()) ?? {}));
   });
 
-  app.get("/console/audit/events", (c) => {
-    if (!options.operator(c)) return refuse(c, 401, "Not logged in");
+  app.get("/console/audit/events", async (c) => {
+    if (!(await options.operator(c))) return refuse(c, 401, "Not logged in");
     const parsed = parseAuditFilter(c.req.query());
     if ("error" in parsed) return refuse(c, 400, `Invalid filter: ${parsed.error}`);
     if (open >= MAX_AUDIT_STREAMS) {
@@ -224,7 +224,7 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
             }
             if (pace.beatDue()) {
               // A page whose login expired or whose passkey was removed stops receiving.
-              if (!options.operator(c)) {
+              if (!(await options.operator(c))) {
                 await stream.writeSSE({ event: "expired", data: "{}" });
                 break;
               }

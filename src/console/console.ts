@@ -1,11 +1,12 @@
 import type { AuditLog } from "../audit/index.js";
 import { consoleOrigin, type Settings } from "../config/index.js";
+import { openCountersDir, type PasskeyCounters } from "../consent/index.js";
 import { type Clock, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
 import { createConsoleApp } from "./app.js";
 import type { ApprovalsChannel } from "./approvals.js";
 import { loadAssets } from "./assets.js";
-import { openSignCounters } from "./counters.js";
 import { type ConsoleHandler, nodeHandler } from "./listen.js";
+import type { LoginStore } from "./logins.js";
 import type { Posture } from "./pages.js";
 import { watchPasskeyFile } from "./passkey-file.js";
 import { originHostProblem, rpIdProblem } from "./rp-id.js";
@@ -57,7 +58,7 @@ export function consoleOriginProblem(settings: ConsoleSettings): string | null {
 
 export interface ConsoleDeps {
   /** Read on every render of the first page. */
-  posture(): Posture;
+  posture(): Promise<Posture>;
   /** The uid the relay runs as: the passkeys file must not be writable by it. */
   selfUid: number;
   logger: Logger;
@@ -68,6 +69,13 @@ export interface ConsoleDeps {
   sessions: ConsoleSessions;
   /** The relay's audit log, where the operator's kills are written. */
   audit: Pick<AuditLog, "append" | "reserve">;
+  /**
+   * The passkeys' sign counters, the store consent's passkey verifier counts in too (the database
+   * several relays share); absent, the file in RELAY_SHELL_CONSOLE_STATE_DIR.
+   */
+  counters?: PasskeyCounters;
+  /** Where logins are kept (the database several relays share); absent, this process's memory. */
+  logins?: LoginStore;
 }
 
 export interface OperatorConsole {
@@ -96,9 +104,9 @@ export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDe
       "the console's passkeys file names no passkey: nobody can log in",
     );
   }
-  let counters: ReturnType<typeof openSignCounters>;
+  let counters: PasskeyCounters;
   try {
-    counters = openSignCounters(settings.consoleStateDir);
+    counters = deps.counters ?? openCountersDir(settings.consoleStateDir);
   } catch (err) {
     throw new Error(`RELAY_SHELL_CONSOLE_STATE_DIR: ${err instanceof Error ? err.message : String(err)}`);
   }
@@ -118,6 +126,7 @@ export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDe
     clock: deps.clock ?? systemClock,
     logger: deps.logger,
     ...(deps.approvals ? { approvals: deps.approvals } : {}),
+    ...(deps.logins ? { logins: deps.logins } : {}),
   });
   return { origin, handler: nodeHandler(app) };
 }

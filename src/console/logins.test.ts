@@ -1,58 +1,134 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import {
+  SHARED_SKIP_REASON,
+  type SharedCluster,
+  startSharedCluster,
+} from "../../test/helpers/shared-state.js";
 import type { Clock } from "../core/index.js";
-import { absoluteLifetimeSeconds, createLoginLimiter, createLoginStore, sameSecret } from "./logins.js";
+import type { PgState } from "../state/index.js";
+import { manualClock } from "../testing/clock.js";
+import {
+  absoluteLifetimeSeconds,
+  createLoginLimiter,
+  createLoginStore,
+  type LoginStore,
+  MAX_LOGINS,
+  sameSecret,
+} from "./logins.js";
+import { createPgLoginStore } from "./pg-logins.js";
 
-function manualClock(): Clock & { advance(ms: number): void } {
-  let now = 1_000_000;
+/**
+ * The login store's contract: one list of behaviours, run against the memory of one relay and
+ * the PostgreSQL table several relays share.
+ */
+
+type Make = (idleSeconds: number, clock: Clock) => LoginStore;
+
+interface Backend {
+  name: string;
+  skip: string | null;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  /** A store factory over no logins. */
+  fresh(): Promise<Make>;
+}
+
+const memory: Backend = {
+  name: "memory",
+  skip: null,
+  start: async () => undefined,
+  stop: async () => undefined,
+  fresh: async () => createLoginStore,
+};
+
+function postgres(): Backend {
+  let shared: SharedCluster | undefined;
+  let state: PgState | undefined;
   return {
-    now: () => now,
-    monotonic: () => now,
-    advance(ms) {
-      now += ms;
+    name: "PostgreSQL",
+    skip: SHARED_SKIP_REASON,
+    async start() {
+      shared = await startSharedCluster();
+      [state] = await shared.database(1);
+    },
+    stop: async () => shared?.stop(),
+    async fresh() {
+      const db = state as PgState;
+      await db.pool.query("TRUNCATE console_logins");
+      return (idleSeconds, clock) => createPgLoginStore(db, idleSeconds, clock);
     },
   };
 }
 
-describe("console sessions", () => {
-  it("end after the idle limit without a request", () => {
-    const clock = manualClock();
-    const store = createLoginStore(60, clock);
-    const { id } = store.create("alice", "cred");
-    clock.advance(59_000);
-    expect(store.use(id)?.passkey).toBe("alice");
-    clock.advance(59_000);
-    expect(store.use(id)).not.toBeNull();
-    clock.advance(60_000);
-    expect(store.use(id)).toBeNull();
-    expect(store.size).toBe(0);
-  });
+for (const backend of [memory, postgres()]) {
+  describe.skipIf(backend.skip !== null)(`console logins: ${backend.name}`, () => {
+    let make: Make;
+    beforeAll(() => backend.start(), 120_000);
+    afterAll(() => backend.stop());
+    beforeEach(async () => {
+      make = await backend.fresh();
+    });
 
-  it("end at the absolute limit however busy", () => {
-    const clock = manualClock();
-    const store = createLoginStore(60, clock);
-    const { id } = store.create("alice", "cred");
-    const lifetime = absoluteLifetimeSeconds(60) * 1000;
-    for (let t = 0; t + 30_000 < lifetime; t += 30_000) {
+    it("end after the idle limit without a request", async () => {
+      const clock = manualClock();
+      const store = make(60, clock);
+      const { id } = await store.create("alice", "cred");
+      clock.advance(59_000);
+      expect((await store.use(id))?.passkey).toBe("alice");
+      clock.advance(59_000);
+      expect(await store.use(id)).not.toBeNull();
+      clock.advance(60_000);
+      expect(await store.use(id)).toBeNull();
+      expect(await store.count()).toBe(0);
+    });
+
+    it("end at the absolute limit however busy", async () => {
+      const clock = manualClock();
+      const store = make(60, clock);
+      const { id } = await store.create("alice", "cred");
+      const lifetime = absoluteLifetimeSeconds(60) * 1000;
+      for (let t = 0; t + 30_000 < lifetime; t += 30_000) {
+        clock.advance(30_000);
+        expect(await store.use(id)).not.toBeNull();
+      }
       clock.advance(30_000);
-      expect(store.use(id)).not.toBeNull();
-    }
-    clock.advance(30_000);
-    expect(store.use(id)).toBeNull();
-    expect(absoluteLifetimeSeconds(86400)).toBe(86400);
-  });
+      expect(await store.use(id)).toBeNull();
+      expect(absoluteLifetimeSeconds(86400)).toBe(86400);
+    });
 
-  it("give each login its own token and CSRF token; ending one leaves the other", () => {
-    const store = createLoginStore(900, manualClock());
-    const a = store.create("alice", "c1");
-    const b = store.create("bob", "c2");
-    expect(a.id).not.toBe(b.id);
-    expect(a.session.csrf).not.toBe(b.session.csrf);
-    expect(a.id).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    store.end(a.id);
-    expect(store.use(a.id)).toBeNull();
-    expect(store.use(b.id)?.passkey).toBe("bob");
+    it("give each login its own token and CSRF token; ending one leaves the other", async () => {
+      const store = make(900, manualClock());
+      const a = await store.create("alice", "c1");
+      const b = await store.create("bob", "c2");
+      expect(a.id).not.toBe(b.id);
+      expect(a.session.csrf).not.toBe(b.session.csrf);
+      expect(a.id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+      expect(await store.count()).toBe(2);
+      await store.end(a.id);
+      expect(await store.use(a.id)).toBeNull();
+      expect(await store.use(b.id)).toMatchObject({
+        passkey: "bob",
+        credentialId: "c2",
+        csrf: b.session.csrf,
+      });
+      expect(await store.use("not-a-login")).toBeNull();
+    });
+
+    it(`keep at most ${MAX_LOGINS} open logins, the oldest going first`, async () => {
+      const clock = manualClock();
+      const store = make(900, clock);
+      const ids: string[] = [];
+      for (let i = 0; i <= MAX_LOGINS; i += 1) {
+        ids.push((await store.create(`op-${i}`, `cred-${i}`)).id);
+        clock.advance(1);
+      }
+      expect(await store.count()).toBe(MAX_LOGINS);
+      expect(await store.use(ids[0] as string)).toBeNull();
+      expect((await store.use(ids[1] as string))?.passkey).toBe("op-1");
+      expect((await store.use(ids[MAX_LOGINS] as string))?.passkey).toBe(`op-${MAX_LOGINS}`);
+    });
   });
-});
+}
 
 describe("sameSecret", () => {
   it("accepts only the identical string", () => {

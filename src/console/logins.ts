@@ -28,6 +28,7 @@ export interface ConsoleLogin {
   credentialId: string;
   /** The synchronizer token every state-changing request must carry. */
   csrf: string;
+  /** Milliseconds on the store's clock: monotonic in memory, epoch in the database. */
   createdMs: number;
   lastSeenMs: number;
 }
@@ -37,17 +38,33 @@ export function absoluteLifetimeSeconds(idleSeconds: number): number {
   return Math.min(86400, idleSeconds * 8);
 }
 
-const MAX_SESSIONS = 64;
+/** Open logins kept at most; a new one pushes out the oldest. */
+export const MAX_LOGINS = 64;
 
-/** Sessions of one console, in memory: a restart logs everyone out (pending logins: pending-logins.ts). */
+/**
+ * The console's logins, each under the SHA-256 of its cookie: in this
+ * process's memory for one relay (a restart logs everyone out), or in the
+ * database several relays share (pg-logins.ts), so a login made through one
+ * relay holds on every relay. A login ends after its idle limit without a
+ * request, at its absolute limit however busy, or when it is ended. A method
+ * rejects with {@link LoginStoreError} when the store cannot be used. The
+ * ceremonies on the way to a login stay in memory (pending-logins.ts).
+ */
 export interface LoginStore {
-  create(passkey: string, credentialId: string): { id: string; session: ConsoleLogin };
+  create(passkey: string, credentialId: string): Promise<{ id: string; session: ConsoleLogin }>;
   /** The live login under `id`, its idle clock restarted; null when unknown or expired. */
-  use(id: string): ConsoleLogin | null;
-  end(id: string): void;
-  readonly size: number;
+  use(id: string): Promise<ConsoleLogin | null>;
+  end(id: string): Promise<void>;
+  /** Live logins. */
+  count(): Promise<number>;
 }
 
+/** The store of logins cannot be used now (its database is down): the console answers 503. */
+export class LoginStoreError extends Error {
+  override name = "LoginStoreError";
+}
+
+/** The in-memory logins of one relay; idle and absolute limits run on the monotonic clock. */
 export function createLoginStore(idleSeconds: number, clock: Clock): LoginStore {
   const sessions = new Map<string, ConsoleLogin>();
   const idleMs = idleSeconds * 1000;
@@ -69,16 +86,16 @@ export function createLoginStore(idleSeconds: number, clock: Clock): LoginStore 
   }
 
   return {
-    create(passkey, credentialId) {
+    async create(passkey, credentialId) {
       const now = clock.monotonic();
       sweep(now);
-      evictOldest(sessions, MAX_SESSIONS);
+      evictOldest(sessions, MAX_LOGINS);
       const id = newToken();
       const session = { passkey, credentialId, csrf: newToken(), createdMs: now, lastSeenMs: now };
       sessions.set(keyOf(id), session);
       return { id, session };
     },
-    use(id) {
+    async use(id) {
       const now = clock.monotonic();
       const session = sessions.get(keyOf(id));
       if (!session) return null;
@@ -89,8 +106,9 @@ export function createLoginStore(idleSeconds: number, clock: Clock): LoginStore 
       session.lastSeenMs = now;
       return session;
     },
-    end: (id) => void sessions.delete(keyOf(id)),
-    get size() {
+    end: async (id) => void sessions.delete(keyOf(id)),
+    async count() {
+      sweep(clock.monotonic());
       return sessions.size;
     },
   };

@@ -31,7 +31,14 @@ const MAX_ADDRESSES = 4096;
 const MINUTE_MS = 60_000;
 
 /**
- * The login ceremonies in progress, in memory. Opening the login page
+ * The login ceremonies in progress, in memory, also where several relays
+ * share their logins in a database: a ceremony lasts the few seconds between
+ * the login page and the authenticator's answer, and its challenge is single
+ * use, so it is not worth a round trip to the database on every request. Its
+ * three requests must reach the relay that started it (the load balancer keeps
+ * a browser on one relay by its login cookie); on another relay the browser is
+ * told to reload and starts again there. The login it ends in is shared
+ * (logins.ts). Opening the login page
  * starts one (its cookie and CSRF token) unless the browser already holds
  * a live one, which is then shown again. Each client address may start
  * {@link STARTS_PER_MINUTE} a minute and keep {@link UNCLAIMED_PER_ADDRESS}

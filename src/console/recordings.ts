@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import { join } from "node:path";
 
 /** A recording's file name: the id of the session it recorded (docs/sessions.md#recordings). */
-const RECORDING_NAME = /^(?:sh|ssh)-[0-9a-f]{12}\.cast$/;
+const RECORDING_NAME = /^(?:sh|ssh)-[0-9a-f]{12}(?:@[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?)?\.cast$/;
 /** Recordings listed on the sessions page, newest first. */
 const MAX_LISTED = 200;
 /** The header line of an asciicast file is small; a longer first line is not a recording of ours. */

@@ -31,7 +31,7 @@ function world(options: { recordDir?: string; auditWorks?: boolean } = {}) {
       reserve: () => options.auditWorks ?? true,
     },
     recordDir,
-    operator: (c) =>
+    operator: async (c) =>
       c.req.header("cookie") === "op=alice"
         ? { csrf: CSRF, passkey: "alice-laptop", credentialId: "cred-1" }
         : null,

@@ -5,7 +5,7 @@ import type { Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import type { AuditLog } from "../audit/index.js";
 import type { Clock, Logger } from "../core/index.js";
-import type { SessionRegistry } from "../sessions/index.js";
+import { type SessionRegistry, TERMINAL_ID } from "../sessions/index.js";
 import { allowWasm, refuse } from "./http-rules.js";
 import type { Nav } from "./pages.js";
 import { isRecordingName, listRecordings, openRegular, outputSoFar } from "./recordings.js";
@@ -18,7 +18,6 @@ const MAX_FOLLOW_STREAMS = 8;
 const MAX_BACKLOG_BYTES = 2 * 1024 * 1024;
 /** Output waiting for a slow follower before the follow is ended (the page says so). */
 const MAX_QUEUED_BYTES = 4 * 1024 * 1024;
-const SESSION_ID = /^(?:sh|ssh)-[0-9a-f]{12}$/;
 /** Why a follow ends, as the page shows it. */
 const FELL_BEHIND = "this page fell too far behind the session's output; reload it to follow again";
 const LOGIN_ENDED =
@@ -40,11 +39,11 @@ export interface SessionsViewOptions {
   audit: Pick<AuditLog, "append" | "reserve">;
   /** RELAY_SHELL_SESSION_RECORD_DIR; "" when sessions are not recorded. */
   recordDir: string;
-  operator(c: Context): ConsoleOperator | null;
+  operator(c: Context): Promise<ConsoleOperator | null>;
   sentCsrf(c: Context): Promise<string>;
   sameSecret(a: string, b: string): boolean;
   /** The header's navigation (the pending consent requests); none when absent. */
-  nav?(): Nav;
+  nav?(): Promise<Nav>;
   clock: Clock;
   logger: Logger;
 }
@@ -63,17 +62,17 @@ function event(seconds: number, code: "o" | "r", data: string): string {
  */
 export function registerSessionsView(app: Hono, options: SessionsViewOptions): void {
   const { sessions, recordDir, clock, logger } = options;
-  const nav = () => options.nav?.() ?? {};
+  const nav = async (): Promise<Nav> => (await options.nav?.()) ?? {};
   let following = 0;
 
-  app.get("/console/sessions", (c) => {
-    const who = options.operator(c);
+  app.get("/console/sessions", async (c) => {
+    const who = await options.operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(sessionsPage(who.csrf, who.passkey, recordDir, nav()));
+    return c.html(sessionsPage(who.csrf, who.passkey, recordDir, await nav()));
   });
 
-  app.get("/console/sessions/list", (c) => {
-    if (!options.operator(c)) return refuse(c, 401, "Not logged in");
+  app.get("/console/sessions/list", async (c) => {
+    if (!(await options.operator(c))) return refuse(c, 401, "Not logged in");
     let recordings: ReturnType<typeof listRecordings> = [];
     let recordingsProblem: string | null = null;
     if (recordDir !== "") {
@@ -92,11 +91,11 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
   });
 
   app.post("/console/sessions/:id/kill", async (c) => {
-    const who = options.operator(c);
+    const who = await options.operator(c);
     if (!who) return refuse(c, 401, "Not logged in");
     if (!options.sameSecret(await options.sentCsrf(c), who.csrf)) return refuse(c, 403, "Invalid CSRF token");
     const id = c.req.param("id");
-    if (!SESSION_ID.test(id)) return refuse(c, 404, "No such session");
+    if (!TERMINAL_ID.test(id)) return refuse(c, 404, "No such session");
     if (!sessions.overview().some((s) => s.id === id)) return refuse(c, 404, `No live session ${id}`);
     // The kill is the operator's safety action: it goes ahead when the audit file cannot take its
     // record, and the page says so (the record then goes to stderr, like every record that misses the file).
@@ -128,8 +127,8 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
     return c.json({ ok: true, session: id, signal, by: who.passkey, audited });
   });
 
-  app.get("/console/recordings/:name", (c) => {
-    const who = options.operator(c);
+  app.get("/console/recordings/:name", async (c) => {
+    const who = await options.operator(c);
     if (!who) return c.redirect("/console/login", 303);
     const name = c.req.param("name");
     if (recordDir === "" || !isRecordingName(name)) return refuse(c, 404, "No such recording");
@@ -143,13 +142,13 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
           heading: `Recording ${name}`,
           source: { kind: "recording", url: `/console/recordings/${name}/cast` },
         },
-        nav(),
+        await nav(),
       ),
     );
   });
 
-  app.get("/console/recordings/:name/cast", (c) => {
-    if (!options.operator(c)) return refuse(c, 401, "Not logged in");
+  app.get("/console/recordings/:name/cast", async (c) => {
+    if (!(await options.operator(c))) return refuse(c, 401, "Not logged in");
     const name = c.req.param("name");
     if (recordDir === "" || !isRecordingName(name)) return refuse(c, 404, "No such recording");
     let opened: { fd: number; size: number };
@@ -170,11 +169,11 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
     });
   });
 
-  app.get("/console/sessions/:id/follow", (c) => {
-    const who = options.operator(c);
+  app.get("/console/sessions/:id/follow", async (c) => {
+    const who = await options.operator(c);
     if (!who) return c.redirect("/console/login", 303);
     const id = c.req.param("id");
-    if (!SESSION_ID.test(id)) return refuse(c, 404, "No such session");
+    if (!TERMINAL_ID.test(id)) return refuse(c, 404, "No such session");
     const live = sessions.overview().find((s) => s.id === id);
     if (!live) return refuse(c, 404, `No live session ${id}`);
     allowWasm(c);
@@ -187,15 +186,15 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
           heading: `Session ${id} (live, read-only): ${live.title}`,
           source: { kind: "live", url: `/console/sessions/${id}/stream` },
         },
-        nav(),
+        await nav(),
       ),
     );
   });
 
-  app.get("/console/sessions/:id/stream", (c) => {
-    if (!options.operator(c)) return refuse(c, 401, "Not logged in");
+  app.get("/console/sessions/:id/stream", async (c) => {
+    if (!(await options.operator(c))) return refuse(c, 401, "Not logged in");
     const id = c.req.param("id");
-    if (!SESSION_ID.test(id)) return refuse(c, 404, "No such session");
+    if (!TERMINAL_ID.test(id)) return refuse(c, 404, "No such session");
     if (following >= MAX_FOLLOW_STREAMS) {
       c.header("Retry-After", "5");
       return refuse(c, 429, `Too many live follows (at most ${MAX_FOLLOW_STREAMS}); close one`);
@@ -273,7 +272,7 @@ export function registerSessionsView(app: Hono, options: SessionsViewOptions): v
               break;
             }
             if (pace.beatDue()) {
-              if (!options.operator(c)) {
+              if (!(await options.operator(c))) {
                 await stream.writeSSE({ event: "done", data: JSON.stringify({ reason: LOGIN_ENDED }) });
                 break;
               }

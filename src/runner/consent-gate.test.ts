@@ -82,8 +82,8 @@ describe("the consent gate", () => {
     if (!opened.ok) throw new Error(opened.detail);
     store = rememberConsumedNonces(opened.value, clock);
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -115,12 +115,12 @@ describe("the consent gate", () => {
   }
 
   /** Approve the request a challenge named, as the operator would. */
-  function approve(verdict: GateVerdict, proof?: string): string {
+  async function approve(verdict: GateVerdict, proof?: string): Promise<string> {
     if (verdict.kind !== "challenge") throw new Error(`expected a challenge, got ${verdict.kind}`);
     const id = /id=(\w+)/.exec(verdict.text)?.[1] ?? "";
-    const request = store.getRequest(id);
+    const request = await store.getRequest(id);
     if (!request.ok) throw new Error(request.detail);
-    const approved = store.approve(id, {
+    const approved = await store.approve(id, {
       channel: "sshsig",
       proof: proof ?? proofOf(request.value.payload),
       claimedSigner: "SHA256:test",
@@ -159,12 +159,12 @@ describe("the consent gate", () => {
     const verdict = await gateWith().check(call("touch x", 2), ctx);
     expect(verdict).toMatchObject({ kind: "refuse", action: "consent_refuse" });
     expect(verdict.kind === "refuse" && verdict.reason).toContain("cannot be described");
-    expect(store.listRequests()).toEqual({ ok: true, value: [] });
+    expect(await store.listRequests()).toEqual({ ok: true, value: [] });
   });
 
   it("runs an approved act once, with the capability, and never again", async () => {
     const gate = gateWith();
-    const id = approve(await gate.check(call("touch x", 2), ctx));
+    const id = await approve(await gate.check(call("touch x", 2), ctx));
     const ran = await gate.check(call("touch x", 2), ctx);
     expect(ran).toMatchObject({
       kind: "proceed",
@@ -183,8 +183,8 @@ describe("the consent gate", () => {
       clock.advance(ms);
       // The operator decides after ten seconds of the call's wait.
       if (waited >= 10_000 && request === "") {
-        const pending = store.listRequests();
-        if (pending.ok && pending.value[0]) request = approve(challengeOf(pending.value[0]));
+        const pending = await store.listRequests();
+        if (pending.ok && pending.value[0]) request = await approve(challengeOf(pending.value[0]));
       }
     });
     const verdict = await gate.check(call("touch waited", 2), ctx);
@@ -203,11 +203,11 @@ describe("the consent gate", () => {
 
   it("does not run another act on an approval, nor an expired or forged one", async () => {
     const gate = gateWith();
-    approve(await gate.check(call("touch x", 2), ctx));
+    await approve(await gate.check(call("touch x", 2), ctx));
     expect((await gate.check(call("touch y", 2), ctx)).kind).toBe("challenge");
     expect((await gate.check(call("touch x", 3), ctx)).kind).toBe("challenge");
 
-    approve(await gate.check(call("touch z", 2), ctx), "0".repeat(64));
+    await approve(await gate.check(call("touch z", 2), ctx), "0".repeat(64));
     // An approval that does not verify is no approval: the request still waits for a valid one.
     const forged = await gate.check(call("touch z", 2), ctx);
     expect(forged.kind === "challenge" && forged.text).toMatch(
@@ -221,7 +221,7 @@ describe("the consent gate", () => {
 
   it("refuses a replay of a consumed approval marked unused again in the database", async () => {
     const gate = gateWith();
-    const id = approve(await gate.check(call("touch x", 2), ctx));
+    const id = await approve(await gate.check(call("touch x", 2), ctx));
     expect((await gate.check(call("touch x", 2), ctx)).kind).toBe("proceed");
     const db = join(dir, "consent.db");
     const Database = (await import("better-sqlite3")).default;
@@ -241,7 +241,7 @@ describe("the consent gate", () => {
       verifyExpect: "",
       autoRollback: true,
     };
-    approve(await gate.check(call("touch x", 2, "s1", plan), ctx));
+    await approve(await gate.check(call("touch x", 2, "s1", plan), ctx));
     expect(
       (await gate.check(call("touch x", 2, "s1", { ...plan, rollbackCommand: "rm -rf /" }), ctx)).kind,
     ).toBe("challenge");
@@ -251,23 +251,23 @@ describe("the consent gate", () => {
 
   it("a signed Tier-1 call opens no lease", async () => {
     const gate = gateWith({ leaseMode: "window" });
-    approve(await gate.check(call("touch a", 1), ctx));
+    await approve(await gate.check(call("touch a", 1), ctx));
     expect((await gate.check(call("touch a", 1), ctx)).kind).toBe("proceed");
-    expect(store.listLeases()).toEqual({ ok: true, value: [] });
+    expect(await store.listLeases()).toEqual({ ok: true, value: [] });
     expect((await gate.check(call("cat b", 0), ctx)).kind).toBe("challenge");
   });
 
   it("manual mode: every read is its own signed act", async () => {
     const gate = gateWith({ leaseMode: "manual" });
-    approve(await gate.check(call("cat a", 0), ctx));
+    await approve(await gate.check(call("cat a", 0), ctx));
     expect((await gate.check(call("cat a", 0), ctx)).kind).toBe("proceed");
     expect((await gate.check(call("cat b", 0), ctx)).kind).toBe("challenge");
-    expect(store.listLeases()).toEqual({ ok: true, value: [] });
+    expect(await store.listLeases()).toEqual({ ok: true, value: [] });
   });
 
   it("window mode: a signed read opens a lease that ends at its TTL or its budget", async () => {
     const gate = gateWith({ leaseMode: "window", leaseTtlSeconds: 90, leaseBudget: 3 });
-    approve(await gate.check(call("cat a", 0), ctx));
+    await approve(await gate.check(call("cat a", 0), ctx));
     expect(await gate.check(call("cat a", 0), ctx)).toMatchObject({
       kind: "proceed",
       action: "consent_execute",
@@ -278,7 +278,7 @@ describe("the consent gate", () => {
     expect((await gate.check(call("cat e", 0), ctx)).kind).toBe("challenge");
 
     // A second lease, ended by time instead.
-    approve(await gate.check(call("cat f", 0), ctx));
+    await approve(await gate.check(call("cat f", 0), ctx));
     expect((await gate.check(call("cat f", 0), ctx)).kind).toBe("proceed");
     clock.advance(89_000);
     expect(await gate.check(call("cat g", 0), ctx)).toMatchObject({ action: "consent_lease" });
@@ -288,7 +288,7 @@ describe("the consent gate", () => {
 
   it("a lease serves reads of its own session only, and never a mutation", async () => {
     const gate = gateWith({ leaseMode: "window" });
-    approve(await gate.check(call("cat a", 0, "s1"), ctx));
+    await approve(await gate.check(call("cat a", 0, "s1"), ctx));
     await gate.check(call("cat a", 0, "s1"), ctx);
     expect((await gate.check(call("cat b", 0, "s2"), ctx)).kind).toBe("challenge");
     expect((await gate.check(call("touch b", 2, "s1"), ctx)).kind).toBe("challenge");
@@ -307,23 +307,23 @@ describe("the consent gate", () => {
       leaseBudget: 100,
       sessionIdleSeconds: 600,
     });
-    approve(await gate.check(call("cat a", 0), ctx));
+    await approve(await gate.check(call("cat a", 0), ctx));
     await gate.check(call("cat a", 0), ctx);
     clock.advance(500_000);
     expect(await gate.check(call("cat b", 0), ctx)).toMatchObject({ action: "consent_lease" });
     clock.advance(601_000);
     expect((await gate.check(call("cat c", 0), ctx)).kind).toBe("challenge");
 
-    approve(await gate.check(call("cat d", 0, "s2"), ctx));
+    await approve(await gate.check(call("cat d", 0, "s2"), ctx));
     await gate.check(call("cat d", 0, "s2"), ctx);
     expect(await gate.check(call("cat e", 0, "s2"), ctx)).toMatchObject({ action: "consent_lease" });
-    gate.endSession("s2");
+    await gate.endSession("s2");
     expect((await gate.check(call("cat f", 0, "s2"), ctx)).kind).toBe("challenge");
   });
 
   it("never honours a lease row it did not open, nor a budget raised in the database", async () => {
     const gate = gateWith({ leaseMode: "window", leaseBudget: 2 });
-    approve(await gate.check(call("cat a", 0), ctx));
+    await approve(await gate.check(call("cat a", 0), ctx));
     await gate.check(call("cat a", 0), ctx);
     const Database = (await import("better-sqlite3")).default;
     const raw = new Database(join(dir, "consent.db"));
@@ -334,9 +334,9 @@ describe("the consent gate", () => {
     expect((await gate.check(call("cat d", 0), ctx)).kind).toBe("challenge");
 
     // A lease written into the store by someone else, for another session.
-    const opened = store.touchSession("s9", "client-a");
+    const opened = await store.touchSession("s9", "client-a");
     expect(opened.ok).toBe(true);
-    store.openLease({
+    await store.openLease({
       session: "s9",
       openedBy: "forged",
       mode: "window",
@@ -349,22 +349,22 @@ describe("the consent gate", () => {
 
   it("takes reads from the store in blocks, yet a revocation by the operator holds on the very next read", async () => {
     const gate = gateWith({ leaseMode: "window", leaseBudget: 100 });
-    approve(await gate.check(call("cat a", 0), ctx));
+    await approve(await gate.check(call("cat a", 0), ctx));
     await gate.check(call("cat a", 0), ctx);
     const operator = openSqliteStore(join(dir, "consent.db"), { clock, ids: cryptoIds, busyTimeoutMs: 500 });
     if (!operator.ok) throw new Error(operator.detail);
     try {
       expect(await gate.check(call("cat b", 0), ctx)).toMatchObject({ action: "consent_lease" });
-      const seen = operator.value.changeCounter();
+      const seen = await operator.value.changeCounter();
       // Reads served from the block taken by "cat b" commit nothing.
       for (const file of ["c", "d", "e"]) {
         expect(await gate.check(call(`cat ${file}`, 0), ctx)).toMatchObject({ action: "consent_lease" });
       }
-      expect(operator.value.changeCounter()).toEqual(seen);
-      expect(operator.value.revokeAll()).toMatchObject({ ok: true, value: 1 });
+      expect(await operator.value.changeCounter()).toEqual(seen);
+      expect(await operator.value.revokeAll()).toMatchObject({ ok: true, value: 1 });
       expect((await gate.check(call("cat f", 0), ctx)).kind).toBe("challenge");
     } finally {
-      operator.value.close();
+      await operator.value.close();
     }
   });
 
@@ -372,7 +372,7 @@ describe("the consent gate", () => {
     const gate = gateWith();
     const asked = await gate.check(call("touch x", 2), ctx);
     const id = asked.kind === "challenge" ? (/id=(\w+)/.exec(asked.text)?.[1] ?? "") : "";
-    expect(store.deny(id, "alice", "not today").ok).toBe(true);
+    expect((await store.deny(id, "alice", "not today")).ok).toBe(true);
     const verdict = await gate.check(call("touch x", 2), ctx);
     expect(verdict.kind === "refuse" && verdict.reason).toBe(
       `consent: request ${id} was denied by alice: not today`,
@@ -403,10 +403,10 @@ describe("the consent gate", () => {
         progress: (_d, _t, m) => progress.push(m ?? ""),
       });
       await new Promise((r) => setTimeout(r, 100));
-      const listed = waitStore.listRequests();
+      const listed = await waitStore.listRequests();
       const request = listed.ok ? listed.value[0] : undefined;
       if (!request) throw new Error("no pending request");
-      waitStore.approve(request.id, {
+      await waitStore.approve(request.id, {
         channel: "sshsig",
         proof: proofOf(request.payload),
         claimedSigner: "x",
@@ -415,7 +415,7 @@ describe("the consent gate", () => {
       expect(await pending).toMatchObject({ kind: "proceed", action: "consent_execute" });
       expect(progress[0]).toContain(request.id);
     } finally {
-      waitStore.close();
+      await waitStore.close();
     }
   });
 });

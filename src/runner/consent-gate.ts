@@ -56,7 +56,8 @@ export interface ConsentGateDeps {
 
 /** The consent gate, and the end of a consent session when its MCP session ends. */
 export interface ConsentGate extends Gate {
-  endSession(session: string): void;
+  /** Ends the consent session in the store too; resolves when the store answered (it never rejects). */
+  endSession(session: string): Promise<void>;
 }
 
 /** Reads a session takes from its lease in the store at a time. */
@@ -121,7 +122,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
   const reserves = new Map<string, Reserve>();
 
   /** A read of this session under its lease, or null when it has none; a store failure refuses. */
-  function leasedRead(session: string, now: number): GateVerdict | null {
+  async function leasedRead(session: string, now: number): Promise<GateVerdict | null> {
     const idleMs = settings.sessionIdleSeconds * 1000;
     let reserve = reserves.get(session);
     if (reserve && (reserve.left <= 0 || now - reserve.lastUse > idleMs)) {
@@ -129,11 +130,11 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       reserve = undefined;
     }
     if (reserve) {
-      const version = store.changeCounter();
+      const version = await store.changeCounter();
       if (!version.ok) return storeRefusal(version);
       if (version.value !== reserve.version) {
         // Someone else wrote: the operator may have revoked this lease or ended the session.
-        const current = store.getLease(reserve.lease);
+        const current = await store.getLease(reserve.lease);
         if (!current.ok) return storeRefusal(current);
         if (!current.value || current.value.revoked) {
           reserves.delete(session);
@@ -145,9 +146,9 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
     }
     if (!reserve) {
       // Looked at before the transaction, so a commit by anyone else after it shows as a change.
-      const version = store.changeCounter();
+      const version = await store.changeCounter();
       if (!version.ok) return storeRefusal(version);
-      const taken = store.takeLeaseRead(session, idleMs, LEASE_BLOCK);
+      const taken = await store.takeLeaseRead(session, idleMs, LEASE_BLOCK);
       if (!taken.ok) return storeRefusal(taken);
       if (!taken.value) return null;
       reserve = { lease: taken.value.id, left: taken.value.taken, version: version.value, lastUse: now };
@@ -196,7 +197,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
   }
 
   /** Verify the approval against the live act, consume it once, open a read lease where the mode says so. */
-  function consume(request: ConsentRequest, act: ConsentAct, call: CallIdentity): GateVerdict {
+  async function consume(request: ConsentRequest, act: ConsentAct, call: CallIdentity): Promise<GateVerdict> {
     const now = clock.now();
     const ref = { request: request.id };
     if (request.expiresAt <= now) return refuse(`the approval of request ${request.id} has expired`, ref);
@@ -206,10 +207,10 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       return refuse(`request ${request.id} in the store does not describe this act; it is not used`, ref);
     }
     if (!request.approval) return refuse(`request ${request.id} carries no approval`, ref);
-    const verified = deps.verifier.verify(request.approval, payload, now);
+    const verified = await deps.verifier.verify(request.approval, payload, now);
     // An approval that does not verify is no approval: the request waits for a valid one.
     if (!verified.ok) return challenge(request, `its stored approval does not verify (${verified.reason})`);
-    const taken = store.consume(request.id, request.nonce);
+    const taken = await store.consume(request.id, request.nonce);
     if (!taken.ok) {
       if (taken.failure === "consumed") {
         return refuse(`the approval of request ${request.id} was already used`, ref);
@@ -225,7 +226,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
     };
     // Only a read opens a lease, and a read is what the classifier proved: Tier 0 (ADR 0033).
     if (isRead(call) && settings.leaseMode !== "manual") {
-      const lease = store.openLease({
+      const lease = await store.openLease({
         session: call.session,
         openedBy: request.id,
         mode: settings.leaseMode,
@@ -268,7 +269,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
     const limitMs = settings.waitSeconds * 1000;
     let lastProgress = -PROGRESS_EVERY_MS;
     for (;;) {
-      const current = store.getRequest(id);
+      const current = await store.getRequest(id);
       if (!current.ok || current.value.status !== "pending") return current;
       const elapsed = clock.monotonic() - start;
       if (elapsed >= limitMs || ctx.signal.aborted || current.value.expiresAt <= clock.now()) return current;
@@ -285,24 +286,24 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
   }
 
   /** Drop what expired long ago, at most every PRUNE_EVERY_MS, on the back of a call. */
-  function pruneNow(now: number): void {
+  async function pruneNow(now: number): Promise<void> {
     if (now - lastPrune < PRUNE_EVERY_MS) return;
     lastPrune = now;
-    store.prune(PRUNE_GRACE_MS);
+    await store.prune(PRUNE_GRACE_MS);
   }
 
   return {
     name: "consent",
-    endSession(session) {
+    async endSession(session) {
       clients.delete(session);
       reserves.delete(session);
-      store.endSession(session);
+      await store.endSession(session);
     },
     async check(call, ctx) {
       // The fixed read-only tools pass; a command proven to only read is a read, and reads need a
       // lease or a signature like any act (docs/consent.md).
       if (call.tier === 0 && !isRead(call)) return { kind: "proceed" };
-      pruneNow(clock.now());
+      await pruneNow(clock.now());
       const session = call.session;
       let clientId = clients.get(session);
       if (clientId === undefined) {
@@ -313,7 +314,7 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       // A read may ride on a lease this consent session opened with a signed read (taking a read
       // also marks the session as seen). Anything above Tier 0 may write, so it never does.
       if (isRead(call) && settings.leaseMode !== "manual") {
-        const leased = leasedRead(session, clock.now());
+        const leased = await leasedRead(session, clock.now());
         if (leased) return leased;
       }
 
@@ -326,20 +327,20 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
       // Verify and rollback commands bound at arm time run with the call: the human approves them too.
       const act = call.followUps ? withFollowUps(described.act, call.followUps) : described.act;
       const digest = actDigest(act);
-      const touched = store.touchSession(session, clientId);
+      const touched = await store.touchSession(session, clientId);
       const sessionFailure = storeRefusal(touched);
       if (sessionFailure) return sessionFailure;
 
-      const approved = store.findApproved(digest);
+      const approved = await store.findApproved(digest);
       if (!approved.ok) return storeRefusal(approved) as GateVerdict;
       if (approved.value) return consume(approved.value, act, call);
 
-      const open = store.findOpen(digest, session);
+      const open = await store.findOpen(digest, session);
       if (!open.ok) return storeRefusal(open) as GateVerdict;
       let request = open.value;
       if (request?.status === "denied") return deniedVerdict(request);
       if (!request) {
-        const created = store.createRequest({
+        const created = await store.createRequest({
           act,
           actDigest: digest,
           basis: call.basis,

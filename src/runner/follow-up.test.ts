@@ -95,7 +95,7 @@ describe("verify / rollback follow-ups", () => {
     async function confirmed(args: Record<string, unknown>, plan: FollowUpPlan) {
       const challenge = await relay.run("cmd", args, ctx);
       const token = /token="([^"]+)"/.exec(challenge.text)?.[1] ?? "";
-      expect(broker.arm(token, plan).kind).toBe("armed");
+      expect((await broker.arm(token, plan)).kind).toBe("armed");
       return relay.run("cmd", args, ctx);
     }
     return { relay, broker, runs, records, vet, confirmed };
@@ -200,7 +200,7 @@ describe("verify / rollback follow-ups", () => {
     expect(r.text).not.toContain("CONFIRM REQUIRED");
     expect(s.runs).toContain("t1:rm -rf /srv/new");
     expect(s.records().at(-1)).toMatchObject({ action: "confirm_rollback", tier: 3, exit_code: 0 });
-    expect(s.broker.pending()).toBe(0);
+    expect(await s.broker.pending()).toBe(0);
 
     // Armed behind the vetting's back, a rollback the deny list matches is still refused when it would run.
     const denied = setup({ RELAY_SHELL_POLICY_DENY: "mkfs" });

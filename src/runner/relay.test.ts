@@ -232,7 +232,11 @@ describe("Relay.run", () => {
     const released: string[] = [];
     const spender: Gate = {
       name: "spender",
-      check: () => ({ kind: "proceed", action: "confirm_execute", release: () => released.push("token") }),
+      check: () => ({
+        kind: "proceed",
+        action: "confirm_execute",
+        release: () => void released.push("token"),
+      }),
     };
     let verdict: "refuse" | "challenge" | "proceed" = "refuse";
     const later: Gate = {

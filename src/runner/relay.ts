@@ -141,7 +141,7 @@ export function createRelay(deps: RelayDeps): Relay {
     let consented = false;
     let followUps: FollowUpPlan | undefined;
     let gateExtra: Record<string, unknown> | undefined;
-    const releases: Array<() => void> = [];
+    const releases: Array<() => void | Promise<void>> = [];
     for (const gate of gates) {
       const verdict = await gate.check(
         {
@@ -157,7 +157,8 @@ export function createRelay(deps: RelayDeps): Relay {
         toolCtx,
       );
       // A later gate stopped the call: what the earlier ones spent for it is given back.
-      if (verdict.kind !== "proceed") for (const release of releases) release();
+      // Awaited, so a retry that follows the answer finds what was given back, on any relay.
+      if (verdict.kind !== "proceed") for (const release of releases) await release();
       const recorded =
         verdict.kind !== "proceed" && verdict.auditExtra ? withExtra(base, verdict.auditExtra) : base;
       if (verdict.kind === "challenge") {

@@ -289,8 +289,8 @@ export type GateVerdict =
       consent?: ConsentCapability;
       /** Facts the gate adds to the call's audit record, recorded unredacted: only the relay's own, never the caller's text or a credential. */
       auditExtra?: Record<string, unknown>;
-      /** Undo what this gate spent (a burnt token) when a later gate stops the call. */
-      release?: () => void;
+      /** Undo what this gate spent (a burnt token) when a later gate stops the call; never rejects. */
+      release?: () => void | Promise<void>;
     }
   | {
       kind: "challenge";

@@ -23,6 +23,12 @@ export interface McpConnectionDeps {
   clock: Clock;
   ids: Ids;
   logger: Logger;
+  /**
+   * This relay's name among several: the end of every Mcp-Session-Id it gives out (`<token>.<name>`),
+   * so a balancer sends each request to the relay that holds its connection without a table of its
+   * own (deploy/haproxy.cfg, docs/scaling.md). "" or absent for one relay: the token alone.
+   */
+  instance?: string;
 }
 
 interface Entry {
@@ -126,7 +132,7 @@ export function createMcpConnections(config: McpConnectionConfig, deps: McpConne
       const server = deps.createServer();
       let entry: Entry | undefined;
       const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => deps.ids.token(24),
+        sessionIdGenerator: () => `${deps.ids.token(24)}${deps.instance ? `.${deps.instance}` : ""}`,
         onsessioninitialized: (id) => {
           entry = {
             id,

@@ -33,6 +33,7 @@ import { createMcpServer, type McpServerDeps, oversizedError, refuseOversizedCal
 import { serveMetrics, timedRelay } from "./metrics-endpoint.js";
 import { createOAuthProvider } from "./oauth-provider.js";
 import { createOAuthRoutes, type OAuthRoutes } from "./oauth-routes.js";
+import type { OAuthStore } from "./oauth-state.js";
 import { openOAuthStore } from "./oauth-store.js";
 
 export type HttpEdgeSettings = Pick<
@@ -70,6 +71,19 @@ export interface HttpEdgeOptions {
    * bearer token is never passed to it, and its cookie never opens /mcp.
    */
   console?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+  /**
+   * Where the OAuth state lives when OAuth is on: for several relays, the shared database's
+   * (`openPgOAuthStore`). Absent, the files in RELAY_SHELL_AUTH_STATE_DIR, for one relay.
+   */
+  oauthStore?: OAuthStore;
+  /**
+   * Whether this relay can take calls now, for a load balancer's health check on /healthz
+   * (docs/scaling.md): a relay that would refuse every call says so, and new MCP sessions go
+   * to the others. Absent, /healthz answers ok while the listener is up.
+   */
+  health?: () => { ok: boolean; reason: string };
+  /** This relay's name among several, in the /healthz answer; "" for one relay. */
+  instance?: string;
 }
 
 export interface HttpEdge {
@@ -94,6 +108,27 @@ export function checkOpenRegistrationBind(settings: HttpEdgeSettings): string | 
     "bind a loopback address, or set RELAY_SHELL_ALLOW_UNAUTH_NETWORK=true to accept it"
   );
 }
+
+/**
+ * Say so when lockdown waits for its first client. The state is asked in the background: a
+ * database that cannot answer now is named here, and the requests that need it fail closed.
+ */
+function warnWithoutClient(store: OAuthStore, logger: Logger): void {
+  store.clientCount().then(
+    (count) => {
+      if (count === 0)
+        logger.warn({}, "no OAuth client yet: the first client to register becomes the only one");
+    },
+    (err: unknown) =>
+      logger.error(
+        { where: store.where, err: err instanceof Error ? err.message : String(err) },
+        "OAuth state unavailable",
+      ),
+  );
+}
+
+/** The load balancer's health check (deploy/haproxy.cfg). */
+const HEALTH_PATH = "/healthz";
 
 function pathOf(url: string | undefined): string {
   const text = url ?? "/";
@@ -121,7 +156,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
 
   let oauth: OAuthRoutes | null = null;
   if (settings.authEnabled) {
-    const store = openOAuthStore(settings.authStateDir, logger);
+    const store = options.oauthStore ?? openOAuthStore(settings.authStateDir, logger);
     const provider = createOAuthProvider(
       {
         issuer: settings.authIssuer,
@@ -134,8 +169,8 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     );
     if (!settings.authSingleClient) {
       logger.warn({}, "single-client lockdown is off: every client that registers is approved");
-    } else if (store.clients.size === 0) {
-      logger.warn({}, "no OAuth client yet: the first client to register becomes the only one");
+    } else {
+      warnWithoutClient(store, logger);
     }
     const throttle = createFailureThrottle(options.throttle ?? DEFAULT_THROTTLE, clock);
     oauth = createOAuthRoutes({ provider, throttle, clock, ids, logger, mcpPath: settings.httpPath });
@@ -154,9 +189,11 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     clock,
     ids,
     logger,
+    instance: options.instance ?? "",
   });
   const allowed = allowedHostnames({ bindHost: settings.httpHost, issuer: settings.authIssuer });
   let http: NodeHttpServer | null = null;
+  let closing = false;
 
   function oversized(
     res: ServerResponse,
@@ -177,7 +214,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
   async function mcpEndpoint(req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> {
     let owner = "";
     if (oauth) {
-      const info = oauth.authenticate(req, res);
+      const info = await oauth.authenticate(req, res);
       if (!info) return;
       req.auth = info;
       owner = info.clientId;
@@ -243,6 +280,25 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     await connections.initialize(owner, req, res, message);
   }
 
+  /** The load balancer's check: not behind OAuth, nothing but whether calls can be taken here. */
+  function serveHealth(req: IncomingMessage, res: ServerResponse): void {
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.writeHead(405, { Allow: "GET, HEAD" }).end();
+      return;
+    }
+    const state = closing
+      ? { ok: false, reason: "shutting down" }
+      : (options.health?.() ?? { ok: true, reason: "" });
+    const body = JSON.stringify({
+      status: state.ok ? "ok" : "unavailable",
+      ...(options.instance ? { instance: options.instance } : {}),
+      ...(state.ok ? {} : { reason: state.reason }),
+    });
+    res
+      .writeHead(state.ok ? 200 : 503, { "Content-Type": "application/json", "Cache-Control": "no-store" })
+      .end(req.method === "HEAD" ? undefined : body);
+  }
+
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const guard = checkHostAndOrigin(req, allowed);
     if (!guard.ok) {
@@ -250,6 +306,10 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       return;
     }
     const path = pathOf(req.url);
+    if (path === HEALTH_PATH) {
+      serveHealth(req, res);
+      return;
+    }
     if (path === "/metrics") {
       await serveMetrics(req, res, metrics, logger);
       return;
@@ -292,6 +352,8 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       });
     },
     async close() {
+      // From now on the balancer's check fails, so no new session is sent here while the old end.
+      closing = true;
       await connections.closeAll();
       metrics.close();
       const server = http;

@@ -7,4 +7,8 @@ export {
   createMcpServer,
   type McpServerDeps,
 } from "./mcp-server.js";
+// The OAuth state on the shared PostgreSQL database, for several relays (HttpEdgeOptions.oauthStore);
+// it loads no driver of its own: the pool comes with the PgState it is given.
+export { openPgOAuthStore } from "./oauth-pg-store.js";
+export type { OAuthStore } from "./oauth-state.js";
 export { serveStdio } from "./stdio.js";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -12,7 +12,8 @@ import {
   type OAuthProvider,
 } from "./oauth-provider.js";
 import { parseRegistration } from "./oauth-registration.js";
-import { type ClientRecord, openOAuthStore } from "./oauth-store.js";
+import { type ClientRecord, OAuthStateError } from "./oauth-state.js";
+import { openOAuthStore } from "./oauth-store.js";
 
 const ISSUER = "https://relay.example.test";
 const CONFIG: OAuthConfig = {
@@ -30,9 +31,9 @@ function fakeClock(start = 1_800_000_000_000) {
   return { now: () => now, monotonic: () => now, advance: (seconds: number) => (now += seconds * 1000) };
 }
 
-function failure(fn: () => unknown): OAuthFailure {
+async function failure(fn: () => unknown): Promise<OAuthFailure> {
   try {
-    fn();
+    await fn();
   } catch (err) {
     if (err instanceof OAuthFailure) return err;
     throw err;
@@ -54,9 +55,9 @@ describe("OAuth provider", () => {
       ids: cryptoIds,
       logger: silentLogger,
     });
-  const register = (p: OAuthProvider, redirect = "http://127.0.0.1:9999/cb") => {
+  const register = async (p: OAuthProvider, redirect = "http://127.0.0.1:9999/cb") => {
     const r = parseRegistration({ redirect_uris: [redirect], client_name: "test" }, cryptoIds, 1);
-    return { record: p.registerClient(r.record), secret: r.secret ?? "" };
+    return { record: await p.registerClient(r.record), secret: r.secret ?? "" };
   };
   const code = (p = provider, c = client, extra: Partial<{ scope: string; resource: string }> = {}) =>
     p.authorize(c, {
@@ -68,29 +69,29 @@ describe("OAuth provider", () => {
       resource: extra.resource,
     });
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "relay-shell-oauth-"));
     clock = fakeClock();
     provider = open();
-    ({ record: client, secret } = register(provider));
+    ({ record: client, secret } = await register(provider));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it("runs the code flow with PKCE S256 and issues a bearer pair for mcp:tools", () => {
-    const pair = provider.exchangeCode(client, code(), VERIFIER, undefined, undefined);
+  it("runs the code flow with PKCE S256 and issues a bearer pair for mcp:tools", async () => {
+    const pair = await provider.exchangeCode(client, await code(), VERIFIER, undefined, undefined);
     expect(pair).toMatchObject({ token_type: "Bearer", expires_in: 3600, scope: MCP_SCOPE });
     expect(pair.access_token).toMatch(/^[A-Za-z0-9_-]{64}$/);
     expect(pair.refresh_token).toMatch(/^[A-Za-z0-9_-]{64}$/);
-    const verdict = provider.verifyAccessToken(pair.access_token);
+    const verdict = await provider.verifyAccessToken(pair.access_token);
     expect(verdict.ok && verdict.info.clientId).toBe(client.client_id);
     expect(verdict.ok && verdict.info.expiresAt).toBe(Math.floor(clock.now() / 1000) + 3600);
   });
 
-  it("stores only hashes: no code, token or client secret appears in the state files", () => {
-    const c = code();
+  it("stores only hashes: no code, token or client secret appears in the state files", async () => {
+    const c = await code();
     const codesFile = readFileSync(join(dir, "oauth", "codes.json"), "utf8");
     expect(codesFile).not.toContain(c);
-    const pair = provider.exchangeCode(client, c, VERIFIER, undefined, undefined);
+    const pair = await provider.exchangeCode(client, c, VERIFIER, undefined, undefined);
     const all = ["clients", "codes", "tokens"]
       .map((f) => readFileSync(join(dir, "oauth", `${f}.json`), "utf8"))
       .join("");
@@ -98,41 +99,42 @@ describe("OAuth provider", () => {
     expect(all).toContain(createHash("sha256").update(pair.access_token).digest("hex"));
   });
 
-  it("uses a code once: a replay, a wrong verifier or another client all fail, and the code is spent", () => {
-    const first = code();
-    provider.exchangeCode(client, first, VERIFIER, undefined, undefined);
-    expect(failure(() => provider.exchangeCode(client, first, VERIFIER, undefined, undefined))).toMatchObject(
-      {
-        error: "invalid_grant",
-        message: "authorization code already used or expired",
-      },
-    );
-
-    const second = code();
+  it("uses a code once: a replay, a wrong verifier or another client all fail, and the code is spent", async () => {
+    const first = await code();
+    await provider.exchangeCode(client, first, VERIFIER, undefined, undefined);
     expect(
-      failure(() => provider.exchangeCode(client, second, `${VERIFIER}x`, undefined, undefined)).message,
+      await failure(() => provider.exchangeCode(client, first, VERIFIER, undefined, undefined)),
+    ).toMatchObject({
+      error: "invalid_grant",
+      message: "authorization code already used or expired",
+    });
+
+    const second = await code();
+    expect(
+      (await failure(() => provider.exchangeCode(client, second, `${VERIFIER}x`, undefined, undefined)))
+        .message,
     ).toBe("code_verifier does not match the challenge");
     // The wrong verifier spent the code: the right one is now too late.
-    expect(failure(() => provider.exchangeCode(client, second, VERIFIER, undefined, undefined)).error).toBe(
-      "invalid_grant",
-    );
+    expect(
+      (await failure(() => provider.exchangeCode(client, second, VERIFIER, undefined, undefined))).error,
+    ).toBe("invalid_grant");
   });
 
-  it("refuses an expired code and a code of another client", () => {
-    const stale = code();
+  it("refuses an expired code and a code of another client", async () => {
+    const stale = await code();
     clock.advance(301);
-    expect(failure(() => provider.exchangeCode(client, stale, VERIFIER, undefined, undefined)).error).toBe(
-      "invalid_grant",
-    );
+    expect(
+      (await failure(() => provider.exchangeCode(client, stale, VERIFIER, undefined, undefined))).error,
+    ).toBe("invalid_grant");
     const noLock = open({ ...CONFIG, singleClient: false });
-    const other = register(noLock).record;
-    const mine = code(noLock, client);
-    expect(failure(() => noLock.exchangeCode(other, mine, VERIFIER, undefined, undefined)).message).toBe(
-      "authorization code does not belong to this client",
-    );
+    const other = (await register(noLock)).record;
+    const mine = await code(noLock, client);
+    expect(
+      (await failure(() => noLock.exchangeCode(other, mine, VERIFIER, undefined, undefined))).message,
+    ).toBe("authorization code does not belong to this client");
   });
 
-  it("requires PKCE with S256 and a well-formed challenge, the one scope, and this server as resource", () => {
+  it("requires PKCE with S256 and a well-formed challenge, the one scope, and this server as resource", async () => {
     const base = {
       redirectUri: client.redirect_uris[0] ?? "",
       redirectUriExplicit: false,
@@ -140,24 +142,28 @@ describe("OAuth provider", () => {
       resource: undefined,
     };
     for (const method of [undefined, "plain", "s256"]) {
-      const f = failure(() =>
+      const f = await failure(() =>
         provider.authorize(client, { ...base, codeChallenge: CHALLENGE, codeChallengeMethod: method }),
       );
       expect(f.error).toBe("invalid_request");
     }
     expect(
-      failure(() =>
-        provider.authorize(client, { ...base, codeChallenge: "short", codeChallengeMethod: "S256" }),
+      (
+        await failure(() =>
+          provider.authorize(client, { ...base, codeChallenge: "short", codeChallengeMethod: "S256" }),
+        )
       ).error,
     ).toBe("invalid_request");
-    expect(failure(() => code(provider, client, { scope: "admin" })).error).toBe("invalid_scope");
-    expect(failure(() => code(provider, client, { resource: "https://elsewhere.test/mcp" })).error).toBe(
-      "invalid_target",
+    expect((await failure(() => code(provider, client, { scope: "admin" }))).error).toBe("invalid_scope");
+    expect(
+      (await failure(() => code(provider, client, { resource: "https://elsewhere.test/mcp" }))).error,
+    ).toBe("invalid_target");
+    expect(await code(provider, client, { scope: MCP_SCOPE, resource: `${ISSUER}/mcp` })).toMatch(
+      /^[\w-]{64}$/,
     );
-    expect(code(provider, client, { scope: MCP_SCOPE, resource: `${ISSUER}/mcp` })).toMatch(/^[\w-]{64}$/);
   });
 
-  it("checks redirect URIs: registered ones, or a loopback one on another port", () => {
+  it("checks redirect URIs: registered ones, or a loopback one on another port", async () => {
     expect(provider.resolveRedirectUri(client, undefined)).toBe("http://127.0.0.1:9999/cb");
     expect(provider.resolveRedirectUri(client, "http://127.0.0.1:4242/cb")).toBe("http://127.0.0.1:4242/cb");
     for (const bad of [
@@ -165,41 +171,41 @@ describe("OAuth provider", () => {
       "http://evil.test:9999/cb",
       "https://127.0.0.1:9999/cb",
     ]) {
-      expect(failure(() => provider.resolveRedirectUri(client, bad)).error).toBe("invalid_request");
+      expect((await failure(() => provider.resolveRedirectUri(client, bad))).error).toBe("invalid_request");
     }
   });
 
-  it("rotates refresh tokens: the old one is spent, the new pair works, and an idle one expires", () => {
-    const pair = provider.exchangeCode(client, code(), VERIFIER, undefined, undefined);
-    const next = provider.exchangeRefresh(client, pair.refresh_token, undefined, undefined);
+  it("rotates refresh tokens: the old one is spent, the new pair works, and an idle one expires", async () => {
+    const pair = await provider.exchangeCode(client, await code(), VERIFIER, undefined, undefined);
+    const next = await provider.exchangeRefresh(client, pair.refresh_token, undefined, undefined);
     expect(next.refresh_token).not.toBe(pair.refresh_token);
     expect(
-      failure(() => provider.exchangeRefresh(client, pair.refresh_token, undefined, undefined)),
+      await failure(() => provider.exchangeRefresh(client, pair.refresh_token, undefined, undefined)),
     ).toMatchObject({
       error: "invalid_grant",
       message: "refresh token already used or expired",
     });
-    expect(provider.verifyAccessToken(next.access_token).ok).toBe(true);
+    expect((await provider.verifyAccessToken(next.access_token)).ok).toBe(true);
     expect(
-      failure(() => provider.exchangeRefresh(client, next.refresh_token, "other", undefined)).error,
+      (await failure(() => provider.exchangeRefresh(client, next.refresh_token, "other", undefined))).error,
     ).toBe("invalid_scope");
     clock.advance(86401);
     expect(
-      failure(() => provider.exchangeRefresh(client, next.refresh_token, undefined, undefined)).error,
+      (await failure(() => provider.exchangeRefresh(client, next.refresh_token, undefined, undefined))).error,
     ).toBe("invalid_grant");
   });
 
-  it("expires access tokens lazily and forgets them", () => {
-    const pair = provider.exchangeCode(client, code(), VERIFIER, undefined, undefined);
+  it("expires access tokens lazily and forgets them", async () => {
+    const pair = await provider.exchangeCode(client, await code(), VERIFIER, undefined, undefined);
     clock.advance(3599);
-    expect(provider.verifyAccessToken(pair.access_token).ok).toBe(true);
+    expect((await provider.verifyAccessToken(pair.access_token)).ok).toBe(true);
     clock.advance(2);
-    expect(provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, reason: "expired" });
-    expect(provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, reason: "invalid" });
+    expect(await provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, reason: "expired" });
+    expect(await provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, reason: "invalid" });
   });
 
-  it("never lets a refresh token (with or without the refresh: prefix) authenticate as an access token", () => {
-    const pair = provider.exchangeCode(client, code(), VERIFIER, undefined, undefined);
+  it("never lets a refresh token (with or without the refresh: prefix) authenticate as an access token", async () => {
+    const pair = await provider.exchangeCode(client, await code(), VERIFIER, undefined, undefined);
     const digest = createHash("sha256").update(pair.refresh_token).digest("hex");
     for (const attempt of [
       pair.refresh_token,
@@ -207,69 +213,97 @@ describe("OAuth provider", () => {
       `refresh:${digest}`,
       digest,
     ]) {
-      expect(provider.verifyAccessToken(attempt).ok, attempt).toBe(false);
+      expect((await provider.verifyAccessToken(attempt)).ok, attempt).toBe(false);
     }
   });
 
-  it("revokes only the presented token (no cascade), and only for its own client", () => {
-    const a = provider.exchangeCode(client, code(), VERIFIER, undefined, undefined);
-    provider.revoke(client, a.access_token);
-    expect(provider.verifyAccessToken(a.access_token).ok).toBe(false);
-    const b = provider.exchangeRefresh(client, a.refresh_token, undefined, undefined);
-    provider.revoke(client, b.refresh_token);
-    expect(provider.verifyAccessToken(b.access_token).ok).toBe(true);
-    expect(failure(() => provider.exchangeRefresh(client, b.refresh_token, undefined, undefined)).error).toBe(
-      "invalid_grant",
-    );
+  it("revokes only the presented token (no cascade), and only for its own client", async () => {
+    const a = await provider.exchangeCode(client, await code(), VERIFIER, undefined, undefined);
+    await provider.revoke(client, a.access_token);
+    expect((await provider.verifyAccessToken(a.access_token)).ok).toBe(false);
+    const b = await provider.exchangeRefresh(client, a.refresh_token, undefined, undefined);
+    await provider.revoke(client, b.refresh_token);
+    expect((await provider.verifyAccessToken(b.access_token)).ok).toBe(true);
+    expect(
+      (await failure(() => provider.exchangeRefresh(client, b.refresh_token, undefined, undefined))).error,
+    ).toBe("invalid_grant");
     const noLock = open({ ...CONFIG, singleClient: false });
-    const stranger = register(noLock).record;
-    noLock.revoke(stranger, b.access_token);
-    expect(noLock.verifyAccessToken(b.access_token).ok).toBe(true);
+    const stranger = (await register(noLock)).record;
+    await noLock.revoke(stranger, b.access_token);
+    expect((await noLock.verifyAccessToken(b.access_token)).ok).toBe(true);
   });
 
-  it("keeps its state across a restart", () => {
-    const pair = provider.exchangeCode(client, code(), VERIFIER, undefined, undefined);
+  it("keeps its state across a restart", async () => {
+    const pair = await provider.exchangeCode(client, await code(), VERIFIER, undefined, undefined);
     const again = open();
-    expect(again.getClient(client.client_id)).toEqual(client);
-    expect(again.verifyAccessToken(pair.access_token).ok).toBe(true);
-    expect(again.exchangeRefresh(client, pair.refresh_token, undefined, undefined).token_type).toBe("Bearer");
+    expect(await again.getClient(client.client_id)).toEqual(client);
+    expect((await again.verifyAccessToken(pair.access_token)).ok).toBe(true);
+    expect((await again.exchangeRefresh(client, pair.refresh_token, undefined, undefined)).token_type).toBe(
+      "Bearer",
+    );
   });
 
-  it("authenticates a confidential client by its secret in constant time", () => {
-    expect(provider.authenticateClient(client.client_id, secret)).toEqual(client);
+  it("authenticates a confidential client by its secret in constant time", async () => {
+    expect(await provider.authenticateClient(client.client_id, secret)).toEqual(client);
     for (const wrong of [undefined, "", `${secret}x`, secret.slice(1)]) {
-      expect(failure(() => provider.authenticateClient(client.client_id, wrong))).toMatchObject({
+      expect(await failure(() => provider.authenticateClient(client.client_id, wrong))).toMatchObject({
         error: "invalid_client",
         status: 401,
       });
     }
-    expect(failure(() => provider.authenticateClient("nobody", secret)).error).toBe("invalid_client");
+    expect((await failure(() => provider.authenticateClient("nobody", secret))).error).toBe("invalid_client");
   });
 
   describe("single-client lockdown", () => {
-    it("refuses a new client and any change to the existing one, but accepts an identical re-registration", () => {
-      expect(failure(() => register(provider)).message).toBe(LOCKDOWN_MESSAGE);
-      expect(provider.registerClient({ ...client })).toEqual(client);
+    it("refuses a new client and any change to the existing one, but accepts an identical re-registration", async () => {
+      expect((await failure(() => register(provider))).message).toBe(LOCKDOWN_MESSAGE);
+      expect(await provider.registerClient({ ...client })).toEqual(client);
       expect(
-        failure(() => provider.registerClient({ ...client, redirect_uris: ["https://evil.test/cb"] }))
+        (await failure(() => provider.registerClient({ ...client, redirect_uris: ["https://evil.test/cb"] })))
           .message,
       ).toBe(LOCKDOWN_MESSAGE);
-      expect(provider.getClient(client.client_id)?.redirect_uris).toEqual(["http://127.0.0.1:9999/cb"]);
+      expect((await provider.getClient(client.client_id))?.redirect_uris).toEqual([
+        "http://127.0.0.1:9999/cb",
+      ]);
     });
 
-    it("with lockdown off, allows new clients and updates", () => {
+    it("with lockdown off, allows new clients and updates", async () => {
       const noLock = open({ ...CONFIG, singleClient: false });
-      const other = register(noLock).record;
-      expect(noLock.getClient(other.client_id)).toEqual(other);
-      noLock.registerClient({ ...client, redirect_uris: ["https://app.test/cb"] });
-      expect(noLock.getClient(client.client_id)?.redirect_uris).toEqual(["https://app.test/cb"]);
-      expect(failure(() => noLock.registerClient({ ...client, client_id: "" })).error).toBe(
+      const other = (await register(noLock)).record;
+      expect(await noLock.getClient(other.client_id)).toEqual(other);
+      await noLock.registerClient({ ...client, redirect_uris: ["https://app.test/cb"] });
+      expect((await noLock.getClient(client.client_id))?.redirect_uris).toEqual(["https://app.test/cb"]);
+      expect((await failure(() => noLock.registerClient({ ...client, client_id: "" }))).error).toBe(
         "invalid_client_metadata",
       );
     });
   });
 
-  it("rejects unsafe registrations", () => {
+  it("fails closed when the state cannot be written or reached: a server error, nothing granted", async () => {
+    const c = await code();
+    mkdirSync(join(dir, "oauth", "tokens.json.tmp"));
+    expect(
+      await failure(() => provider.exchangeCode(client, c, VERIFIER, undefined, undefined)),
+    ).toMatchObject({
+      error: "server_error",
+      status: 500,
+      message: "the authorization state could not be read or saved",
+    });
+    const gone = new OAuthStateError("PostgreSQL at db:5432 is unreachable (ECONNREFUSED)", true);
+    const down = createOAuthProvider(CONFIG, {
+      store: { ...openOAuthStore(join(dir, "oauth"), silentLogger), getToken: () => Promise.reject(gone) },
+      clock,
+      ids: cryptoIds,
+      logger: silentLogger,
+    });
+    expect(await failure(() => down.verifyAccessToken("a".repeat(64)))).toMatchObject({
+      error: "server_error",
+      status: 503,
+      message: "the authorization state is unavailable; retry later",
+    });
+  });
+
+  it("rejects unsafe registrations", async () => {
     for (const uris of [["javascript:alert(1)"], ["http://evil.test/cb"], ["https://a.test/cb#frag"], []]) {
       expect(() => parseRegistration({ redirect_uris: uris }, cryptoIds, 1)).toThrow(OAuthFailure);
     }

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { type Ids, isLoopbackHost } from "../core/index.js";
 import { OAuthFailure, sha256Hex } from "./oauth-common.js";
-import type { ClientRecord } from "./oauth-store.js";
+import type { ClientRecord } from "./oauth-state.js";
 
 const FORBIDDEN_SCHEMES = new Set(["javascript:", "data:", "vbscript:", "file:", "blob:"]);
 

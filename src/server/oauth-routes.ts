@@ -4,13 +4,15 @@ import type { Clock, Ids, Logger } from "../core/index.js";
 import { headerValue, mediaType, readBody, sendJson } from "./http-io.js";
 import { type FailureThrottle, sourceOf } from "./http-throttle.js";
 import { MCP_SCOPE, OAuthFailure } from "./oauth-common.js";
-import type { OAuthProvider } from "./oauth-provider.js";
+import type { OAuthProvider, VerifyResult } from "./oauth-provider.js";
 import { parseRegistration, registrationResponse } from "./oauth-registration.js";
-import type { ClientRecord } from "./oauth-store.js";
+import type { ClientRecord } from "./oauth-state.js";
 
 /** OAuth request bodies are small forms and JSON documents. */
 const MAX_OAUTH_BODY = 64 * 1024;
 const MAX_PARAM = 4096;
+/** Seconds a client is asked to wait while the authorization state is unreachable. */
+const UNAVAILABLE_RETRY_AFTER = "5";
 
 export interface OAuthRoutesDeps {
   provider: OAuthProvider;
@@ -27,17 +29,20 @@ export interface OAuthRoutes {
   handle(req: IncomingMessage, res: ServerResponse, path: string): Promise<boolean>;
   /**
    * The bearer check in front of the MCP endpoint: the caller's AuthInfo, or
-   * null once the request has been answered (401, 403 or 429).
+   * null once the request has been answered (401, 403, 429, or 503 while the
+   * authorization state is unreachable).
    */
-  authenticate(req: IncomingMessage, res: ServerResponse): AuthInfo | null;
+  authenticate(req: IncomingMessage, res: ServerResponse): Promise<AuthInfo | null>;
 }
 
 function oauthError(res: ServerResponse, failure: OAuthFailure, headers: Record<string, string> = {}): void {
+  const retry: Record<string, string> =
+    failure.status === 503 ? { "Retry-After": UNAVAILABLE_RETRY_AFTER } : {};
   sendJson(
     res,
     failure.status,
     { error: failure.error, error_description: failure.message },
-    { Pragma: "no-cache", ...headers },
+    { Pragma: "no-cache", ...retry, ...headers },
   );
 }
 
@@ -158,7 +163,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
       throw new OAuthFailure("invalid_client_metadata", "body is not JSON");
     }
     const registration = parseRegistration(json, deps.ids, Math.floor(deps.clock.now() / 1000));
-    provider.registerClient(registration.record);
+    await provider.registerClient(registration.record);
     sendJson(res, 201, registrationResponse(registration), { Pragma: "no-cache" });
   }
 
@@ -168,7 +173,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
     else params = parseParams(new URL(req.url ?? "/", "http://x").search);
     // Phase 1: until the client and its redirect URI are known, errors are answered here.
     const clientId = params.get("client_id") ?? "";
-    const client: ClientRecord | undefined = clientId === "" ? undefined : provider.getClient(clientId);
+    const client: ClientRecord | undefined = clientId === "" ? undefined : await provider.getClient(clientId);
     if (!client) {
       const failure = new OAuthFailure("invalid_request", "unknown or missing client_id");
       failed(source, "authorize", failure);
@@ -182,7 +187,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
       if (params.get("response_type") !== "code") {
         throw new OAuthFailure("unsupported_response_type", "response_type must be code");
       }
-      const code = provider.authorize(client, {
+      const code = await provider.authorize(client, {
         redirectUri,
         redirectUriExplicit: params.has("redirect_uri"),
         scope: params.get("scope"),
@@ -215,9 +220,10 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
     const params = await readForm(req);
     const credentials = clientCredentials(req, params);
     try {
-      return { params, client: provider.authenticateClient(credentials.id, credentials.secret) };
+      return { params, client: await provider.authenticateClient(credentials.id, credentials.secret) };
     } catch (err) {
-      if (err instanceof OAuthFailure) failed(source, endpoint, err);
+      // A state that cannot be reached is not the client's failure: it does not count against it.
+      if (err instanceof OAuthFailure && err.status < 500) failed(source, endpoint, err);
       throw err;
     }
   }
@@ -230,7 +236,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
       if (grant === "authorization_code") {
         const code = params.get("code");
         if (!code) throw new OAuthFailure("invalid_request", "code is required");
-        answer = provider.exchangeCode(
+        answer = await provider.exchangeCode(
           client,
           code,
           params.get("code_verifier"),
@@ -240,7 +246,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
       } else if (grant === "refresh_token") {
         const refresh = params.get("refresh_token");
         if (!refresh) throw new OAuthFailure("invalid_request", "refresh_token is required");
-        answer = provider.exchangeRefresh(client, refresh, params.get("scope"), params.get("resource"));
+        answer = await provider.exchangeRefresh(client, refresh, params.get("scope"), params.get("resource"));
       } else {
         throw new OAuthFailure(
           "unsupported_grant_type",
@@ -258,7 +264,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
     const { params, client } = await authenticatedForm(req, source, "revoke");
     const value = params.get("token");
     if (!value) throw new OAuthFailure("invalid_request", "token is required");
-    provider.revoke(client, value);
+    await provider.revoke(client, value);
     sendJson(res, 200, {});
   }
 
@@ -304,7 +310,7 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
       return true;
     },
 
-    authenticate(req, res) {
+    async authenticate(req, res) {
       const challenge = (error: string, description: string) =>
         `Bearer error="${error}", error_description="${description}", scope="${MCP_SCOPE}", resource_metadata="${resourceMetadataUrl}"`;
       const header = headerValue(req, "authorization");
@@ -320,7 +326,15 @@ export function createOAuthRoutes(deps: OAuthRoutesDeps): OAuthRoutes {
       const source = sourceOf(req);
       if (refused(req, res, source)) return null;
       const match = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(header.trim());
-      const verdict = match?.[1] ? provider.verifyAccessToken(match[1]) : null;
+      let verdict: VerifyResult | null = null;
+      try {
+        verdict = match?.[1] ? await provider.verifyAccessToken(match[1]) : null;
+      } catch (err) {
+        // Fail closed: nothing is let through, and the client is told to come back, not to sign in again.
+        if (!(err instanceof OAuthFailure)) throw err;
+        oauthError(res, err);
+        return null;
+      }
       if (!verdict?.ok) {
         const description = verdict?.reason === "expired" ? "token expired" : "invalid token";
         failed(source, "bearer", { error: "invalid_token", message: description });

@@ -11,73 +11,32 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { z } from "zod";
+import type { z } from "zod";
 import type { Logger } from "../core/index.js";
+import { digestsEqual } from "./oauth-common.js";
+import {
+  type ClientRecord,
+  ClientRecordSchema,
+  type CodeRecord,
+  CodeRecordSchema,
+  DEFAULT_OAUTH_BOUNDS,
+  lockdownDecision,
+  type OAuthBounds,
+  OAuthStateError,
+  type OAuthStore,
+  type StoredToken,
+  type TokenKind,
+  type TokenRecord,
+  TokenRecordSchema,
+} from "./oauth-state.js";
 
 /**
- * OAuth state on disk (docs/wire-contract.md §9.2): three JSON files in a private
- * directory. Secrets are never written: codes and tokens are keyed by the
- * SHA-256 of their value, and a client secret is kept as its SHA-256 only.
+ * The file backend of the OAuth state (oauth-state.ts), the default for one relay: three JSON
+ * files in a private directory, `clients.json` keyed by client id, `codes.json` by the SHA-256 of
+ * the code, `tokens.json` by `access:<sha256>` or `refresh:<sha256>`.
  */
 
-const MAX_TEXT = 2048;
-const text = z.string().max(MAX_TEXT);
-
-const ClientRecordSchema = z.object({
-  client_id: z.string().min(1).max(200),
-  client_id_issued_at: z.number().int().nonnegative(),
-  /** SHA-256 (hex) of the client secret; absent for a public client. */
-  client_secret_sha256: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .optional(),
-  client_secret_expires_at: z.number().int().nonnegative().optional(),
-  redirect_uris: z.array(text).min(1).max(10),
-  token_endpoint_auth_method: z.enum(["none", "client_secret_post", "client_secret_basic"]),
-  grant_types: z.array(z.enum(["authorization_code", "refresh_token"])).max(2),
-  response_types: z.array(z.literal("code")).max(1),
-  client_name: text.optional(),
-  client_uri: text.optional(),
-  scope: text.optional(),
-  software_id: text.optional(),
-  software_version: text.optional(),
-});
-export type ClientRecord = z.infer<typeof ClientRecordSchema>;
-
-const CodeRecordSchema = z.object({
-  client_id: z.string().max(200),
-  scopes: z.array(z.string().max(200)).max(16),
-  /** Epoch seconds. */
-  expires_at: z.number(),
-  code_challenge: z.string().max(128),
-  redirect_uri: text,
-  redirect_uri_explicit: z.boolean(),
-  resource: text.optional(),
-});
-export type CodeRecord = z.infer<typeof CodeRecordSchema>;
-
-const TokenRecordSchema = z.object({
-  kind: z.enum(["access", "refresh"]),
-  client_id: z.string().max(200),
-  scopes: z.array(z.string().max(200)).max(16),
-  /** Epoch seconds. */
-  expires_at: z.number(),
-  resource: text.optional(),
-});
-export type TokenRecord = z.infer<typeof TokenRecordSchema>;
-
 type StateFile = "clients" | "codes" | "tokens";
-
-export interface OAuthStore {
-  readonly dir: string;
-  readonly clients: Map<string, ClientRecord>;
-  /** Keyed by the SHA-256 (hex) of the code. */
-  readonly codes: Map<string, CodeRecord>;
-  /** Keyed by `access:<sha256>` or `refresh:<sha256>`. */
-  readonly tokens: Map<string, TokenRecord>;
-  /** Write one file atomically (temp file created 0600, then renamed). Throws on I/O failure. */
-  save(file: StateFile): void;
-}
 
 /**
  * Create the state directory 0700, tighten an existing one, and refuse one
@@ -199,18 +158,43 @@ function tightenFile(path: string): void {
   }
 }
 
+function dropOldest<V>(map: Map<string, V>, keep: number): void {
+  for (const key of map.keys()) {
+    if (map.size <= keep) return;
+    map.delete(key);
+  }
+}
+
+/** Remove the entries expired before `now`; how many went. */
+function dropExpired(map: Map<string, { expires_at: number }>, now: number): number {
+  let removed = 0;
+  for (const [key, record] of map) {
+    if (record.expires_at < now) {
+      map.delete(key);
+      removed += 1;
+    }
+  }
+  return removed;
+}
+
 const HASH_KEY = /^[0-9a-f]{64}$/;
 const TOKEN_KEY = /^(access|refresh):[0-9a-f]{64}$/;
+const tokenKey = (kind: TokenKind, digest: string): string => `${kind}:${digest}`;
 
 /**
  * Open (or create) the state directory and load the three files into memory.
  * Memory is the working copy; every change is written through before the
- * answer that depends on it is sent. Each read-modify-write runs
- * synchronously within one turn of the event loop, so two requests can never
+ * promise of the operation settles. Each operation does its whole
+ * read-modify-write synchronously, before it returns, so two requests can never
  * interleave inside one (which is what makes codes and refresh tokens
- * single-use under concurrent exchange).
+ * single-use under concurrent exchange). A write that fails rejects with an
+ * OAuthStateError.
  */
-export function openOAuthStore(dir: string, logger: Logger): OAuthStore {
+export function openOAuthStore(
+  dir: string,
+  logger: Logger,
+  bounds: OAuthBounds = DEFAULT_OAUTH_BOUNDS,
+): OAuthStore {
   ensurePrivateDir(dir);
   const paths: Record<StateFile, string> = {
     clients: join(dir, "clients.json"),
@@ -222,13 +206,82 @@ export function openOAuthStore(dir: string, logger: Logger): OAuthStore {
   const codes = loadLenient(paths.codes, CodeRecordSchema, logger, HASH_KEY);
   const tokens = loadLenient(paths.tokens, TokenRecordSchema, logger, TOKEN_KEY);
   const maps: Record<StateFile, Map<string, unknown>> = { clients, codes, tokens };
-  return {
-    dir,
-    clients,
-    codes,
-    tokens,
-    save(file) {
+
+  function save(file: StateFile): void {
+    try {
       writeAtomically(paths[file], `${JSON.stringify(Object.fromEntries(maps[file]), null, 1)}\n`);
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new OAuthStateError(`OAuth state file ${paths[file]} could not be written: ${reason}`, false);
+    }
+  }
+  function keep(next: StoredToken[]): void {
+    for (const { digest, record } of next) tokens.set(tokenKey(record.kind, digest), record);
+    dropOldest(tokens, bounds.tokens);
+    save("tokens");
+  }
+
+  return {
+    where: dir,
+    clientCount: async () => clients.size,
+    getClient: async (clientId) => clients.get(clientId),
+
+    async registerClient(record, lockdown) {
+      const decision = lockdownDecision(record, clients.get(record.client_id), clients.size, lockdown);
+      if (decision !== "store") return decision;
+      clients.set(record.client_id, record);
+      save("clients");
+      return { outcome: "stored", record };
+    },
+
+    async saveCode(digest, record: CodeRecord) {
+      codes.set(digest, record);
+      dropOldest(codes, bounds.codes);
+      save("codes");
+    },
+
+    async takeCode(digest) {
+      const record = codes.get(digest);
+      if (!record) return undefined;
+      codes.delete(digest);
+      save("codes");
+      return record;
+    },
+
+    saveTokens: async (next) => keep(next),
+    getToken: async (kind, digest): Promise<TokenRecord | undefined> => tokens.get(tokenKey(kind, digest)),
+
+    async rotateRefresh(digest, clientId, next) {
+      const key = tokenKey("refresh", digest);
+      const record = tokens.get(key);
+      if (record?.kind !== "refresh" || !digestsEqual(record.client_id, clientId)) return false;
+      tokens.delete(key);
+      keep(next);
+      return true;
+    },
+
+    async revoke(digest, clientId) {
+      let removed = 0;
+      for (const key of [tokenKey("access", digest), tokenKey("refresh", digest)]) {
+        const record = tokens.get(key);
+        if (record && digestsEqual(record.client_id, clientId)) {
+          tokens.delete(key);
+          removed += 1;
+        }
+      }
+      if (removed > 0) save("tokens");
+      return removed;
+    },
+
+    async deleteToken(kind, digest) {
+      if (tokens.delete(tokenKey(kind, digest))) save("tokens");
+    },
+
+    async sweep(now) {
+      const swept = { codes: dropExpired(codes, now), tokens: dropExpired(tokens, now) };
+      if (swept.codes > 0) save("codes");
+      if (swept.tokens > 0) save("tokens");
+      return swept;
     },
   };
 }

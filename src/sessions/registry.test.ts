@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { errorOf, FakeTransport, registryHarness } from "../testing/sessions.js";
+import { holderOf, TERMINAL_ID } from "./terminal-id.js";
 
 const { setup, cleanup } = registryHarness();
 afterEach(cleanup);
@@ -18,6 +19,37 @@ describe("session registry", () => {
     expect(await errorOf(() => registry.send(id, "", new Uint8Array([1])))).toBe(
       `SessionError: session ${id} has ended`,
     );
+  });
+
+  it("names the relay that holds a terminal, and sends a call for another relay's terminal away with its name", async () => {
+    const { registry, open } = setup({ instance: "relay-a" });
+    const { id } = await open();
+    expect(id).toMatch(/^sh-[0-9a-f]{12}@relay-a$/);
+    expect(TERMINAL_ID.test(id)).toBe(true);
+    expect(holderOf(id)).toBe("relay-a");
+    expect((await registry.recv(id, "", { timeoutMs: 0, maxBytes: 16 })).text).toBe("");
+    const elsewhere = id.replace("@relay-a", "@relay-b");
+    const refused = await errorOf(() => registry.send(elsewhere, "", new Uint8Array([1])));
+    expect(refused).toMatch(
+      new RegExp(
+        `^SessionError: session ${elsewhere} is held by relay relay-b, not by this one \\(relay-a\\)`,
+      ),
+    );
+    expect(refused).toContain("If that relay stopped, the terminal ended with it; start a new one");
+    // An id this relay could have made but did not is simply unknown.
+    const unknown = id.replace(/-[0-9a-f]{12}@/, "-ffffffffffff@");
+    expect(await errorOf(() => registry.send(unknown, "", new Uint8Array([1])))).toBe(
+      `SessionError: unknown session: ${unknown}`,
+    );
+    for (const bad of [
+      "sh-0123456789ab@",
+      "sh-0123456789ab@Relay",
+      "sh-0123456789ab@-a",
+      "sh-0123456789ab@a@b",
+    ]) {
+      expect(TERMINAL_ID.test(bad), bad).toBe(false);
+      expect(holderOf(bad)).toBe("");
+    }
   });
 
   it("says 'ended' without a code when the exit status is unknown", async () => {

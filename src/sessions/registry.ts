@@ -4,6 +4,7 @@ import { openRecording, type Recording } from "./recording.js";
 import { createBlockPool } from "./ring-buffer.js";
 import { Session } from "./session.js";
 import { resolveSignalName } from "./signals.js";
+import { holderOf, terminalId } from "./terminal-id.js";
 import { EMPTY_LINE } from "./terminal-line.js";
 import { clampTerminalSize } from "./terminal-size.js";
 import type {
@@ -28,7 +29,6 @@ export interface SessionRegistryDeps {
 
 const DEFAULT_SWEEP_MS = 1000;
 const DEFAULT_ENDED_GRACE_MS = 5000;
-const ID_PREFIX: Record<SessionKind, string> = { local: "sh-", ssh: "ssh-" };
 
 function sessionError(message: string): RelayError {
   return new RelayError("SessionError", message);
@@ -47,6 +47,18 @@ export function createSessionRegistry(
   const { clock, ids } = deps;
   const logger = deps.logger ?? silentLogger;
   const endedGraceMs = config.endedGraceMs ?? DEFAULT_ENDED_GRACE_MS;
+  const instance = config.instance ?? "";
+
+  /** Why an id is not here: unknown, or a terminal another relay holds (docs/scaling.md). */
+  function unknownSession(id: string): string {
+    const holder = holderOf(id);
+    if (holder === "" || holder === instance) return `unknown session: ${id}`;
+    return (
+      `session ${id} is held by relay ${holder}, not by this one (${instance || "unnamed"}): a terminal lives in ` +
+      `the relay that started it and is reached through the MCP session that started it. If that relay ` +
+      `stopped, the terminal ended with it; start a new one`
+    );
+  }
   const sessions = new Map<string, Session>();
   // Blocks of ended sessions' rings, for the next session (ADR 0013).
   const blocks = createBlockPool();
@@ -66,7 +78,7 @@ export function createSessionRegistry(
 
   function newId(kind: SessionKind): string {
     for (;;) {
-      const id = `${ID_PREFIX[kind]}${ids.hex(6)}`;
+      const id = terminalId(kind, ids.hex(6), instance);
       if (!sessions.has(id)) return id;
     }
   }
@@ -78,7 +90,7 @@ export function createSessionRegistry(
   /** The session, if it exists and the caller may use it (owner binding, ADR 0005). */
   function lookup(id: string, clientId: string): Session {
     const session = sessions.get(id);
-    if (!session) throw sessionError(`unknown session: ${id}`);
+    if (!session) throw sessionError(unknownSession(id));
     if (session.owner !== "" && session.owner !== clientId) {
       throw sessionError(`session ${id} belongs to another client`);
     }

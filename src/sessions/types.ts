@@ -55,6 +55,8 @@ export interface SessionRegistryConfig {
   sweepIntervalMs?: number;
   /** An ended session whose output was read is removed after this much idle time; default 5000 ms. */
   endedGraceMs?: number;
+  /** This relay's name among several, carried in every terminal id; "" (default) for one relay. */
+  instance?: string;
 }
 
 export interface AddSessionRequest {

@@ -127,7 +127,7 @@ export function createConfirmTool(deps: ConfirmToolDeps): Tool {
           "verify_command, rollback_command, verify_expect and auto_rollback need RELAY_SHELL_CONFIRM_ROLLBACK=true",
         );
       }
-      const entry = broker.inspect(a.token);
+      const entry = await broker.inspect(a.token);
       if (!entry) return { body: INVALID };
       const plan = rollback ? followUpPlanOf(a) : null;
       if (plan && !entry.armed) {
@@ -141,7 +141,7 @@ export function createConfirmTool(deps: ConfirmToolDeps): Tool {
           if (refusal !== null) throw refuse(`${name} cannot be bound: ${refusal}`);
         }
       }
-      const armed = broker.arm(a.token, plan);
+      const armed = await broker.arm(a.token, plan);
       switch (armed.kind) {
         case "armed":
           return { body: ARMED };

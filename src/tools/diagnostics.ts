@@ -22,10 +22,10 @@ export interface DiagnosticsDeps {
   runtime: RuntimeInfo;
   /** Live counts owned by other parts of the server (pending tokens, sessions, ...). */
   live?: {
-    confirmPending?: () => number;
+    confirmPending?: () => Promise<number>;
     inventoryHosts?: () => number | null;
     /** Consent requests waiting for a human (null when the store cannot be read). */
-    consentPending?: () => number | null;
+    consentPending?: () => Promise<number | null>;
   };
 }
 
@@ -88,7 +88,7 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
         confirm: {
           tier3: settings.confirmTier3,
           ttl: settings.confirmTtl,
-          pending: deps.live?.confirmPending?.() ?? 0,
+          pending: (await deps.live?.confirmPending?.()) ?? 0,
           rollback: settings.confirmRollback,
         },
         // Only with consent on, so the default posture's answer is unchanged (docs/consent.md).
@@ -114,7 +114,7 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
                 session_idle: settings.consentSessionIdle,
                 approval_ttl: settings.consentApprovalTtl,
                 wait: settings.consentWait,
-                pending: deps.live?.consentPending?.() ?? null,
+                pending: (await deps.live?.consentPending?.()) ?? null,
               },
             }
           : {}),

@@ -72,8 +72,8 @@ describe("a lease's budget is the one the signed read opened it with", () => {
     if (!opened.ok) throw new Error(opened.detail);
     store = opened.value;
   });
-  afterEach(() => {
-    store.close();
+  afterEach(async () => {
+    await store.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -91,12 +91,12 @@ describe("a lease's budget is the one the signed read opened it with", () => {
     });
 
   /** The operator signs the request a challenge named. */
-  function sign(verdict: GateVerdict): void {
+  async function sign(verdict: GateVerdict): Promise<void> {
     if (verdict.kind !== "challenge") throw new Error(`expected a challenge, got ${verdict.kind}`);
     const id = /id=(\w+)/.exec(verdict.text)?.[1] ?? "";
-    const request = store.getRequest(id);
+    const request = await store.getRequest(id);
     if (!request.ok) throw new Error(request.detail);
-    const approved = store.approve(id, {
+    const approved = await store.approve(id, {
       channel: "sshsig",
       proof: proofOf(request.value.payload),
       claimedSigner: "SHA256:test",
@@ -106,13 +106,13 @@ describe("a lease's budget is the one the signed read opened it with", () => {
   }
 
   /** What the relay's account can do to the file: any SQL, through its own connection. */
-  function asRelayAccount(sql: string): void {
+  async function asRelayAccount(sql: string): Promise<void> {
     const raw = new Database(path);
     try {
       raw.pragma("busy_timeout = 2000");
       raw.prepare(sql).run();
     } finally {
-      raw.close();
+      await raw.close();
     }
   }
 
@@ -127,7 +127,7 @@ describe("a lease's budget is the one the signed read opened it with", () => {
   }
 
   async function openLease(gate: ConsentGate): Promise<string> {
-    sign(await gate.check(read("cat signed"), ctx));
+    await sign(await gate.check(read("cat signed"), ctx));
     const executed = await gate.check(read("cat signed"), ctx);
     expect(executed).toMatchObject({ kind: "proceed", action: "consent_execute" });
     const lease = (executed.kind === "proceed" && executed.auditExtra?.consent) as { lease?: string };
@@ -138,13 +138,13 @@ describe("a lease's budget is the one the signed read opened it with", () => {
   it("a budget raised in the database admits no read past the budget the lease was opened with", async () => {
     const gate = gateOver(store);
     const lease = await openLease(gate);
-    asRelayAccount(`UPDATE leases SET remaining = 100000 WHERE id = '${lease}'`);
+    await asRelayAccount(`UPDATE leases SET remaining = 100000 WHERE id = '${lease}'`);
     expect(await leasedReads(gate, 5)).toBe(5);
     // Raised again in the middle of a block the relay had taken from the store.
-    asRelayAccount("UPDATE leases SET remaining = 100000, mode = 'session'");
+    await asRelayAccount("UPDATE leases SET remaining = 100000, mode = 'session'");
     expect(await leasedReads(gate, 100)).toBe(15);
     // The row still shows a large budget; the next read needs a signature of its own.
-    const row = store.getLease(lease);
+    const row = await store.getLease(lease);
     expect(row.ok && row.value).toMatchObject({ revoked: false, mode: "session" });
     expect(row.ok ? row.value?.remaining : 0).toBeGreaterThan(1000);
     const next = await gate.check(read("cat one-more"), ctx);
@@ -154,7 +154,7 @@ describe("a lease's budget is the one the signed read opened it with", () => {
   it("an expiry extended in the database ends the lease when the signed read's window does", async () => {
     const gate = gateOver(store);
     await openLease(gate);
-    asRelayAccount(`UPDATE leases SET remaining = 100000, expires_at = ${T0 + 86_400_000}`);
+    await asRelayAccount(`UPDATE leases SET remaining = 100000, expires_at = ${T0 + 86_400_000}`);
     expect(await leasedReads(gate, 3)).toBe(3);
     at = T0 + 90_000;
     expect((await gate.check(read("cat after-the-window"), ctx)).kind).toBe("challenge");
@@ -162,14 +162,14 @@ describe("a lease's budget is the one the signed read opened it with", () => {
 
   it("another relay process on the same database honours none of it, raised or not", async () => {
     await openLease(gateOver(store));
-    asRelayAccount("UPDATE leases SET remaining = 100000");
+    await asRelayAccount("UPDATE leases SET remaining = 100000");
     const other = openSqliteStore(path, { clock, ids: cryptoIds, busyTimeoutMs: 2000 });
     if (!other.ok) throw new Error(other.detail);
     try {
       // The same session id, as a process that shares the file could claim it.
       expect((await gateOver(other.value).check(read("cat elsewhere"), ctx)).kind).toBe("challenge");
     } finally {
-      other.value.close();
+      await other.value.close();
     }
   });
 });

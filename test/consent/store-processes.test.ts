@@ -33,9 +33,9 @@ describe("one consent database shared by several processes", () => {
     workers = await Promise.all(Array.from({ length: WORKERS }, () => startWorker(path, PATIENT_MS)));
     store = value(openSqliteStore(path, { clock: systemClock, ids: cryptoIds, busyTimeoutMs: PATIENT_MS }));
   });
-  afterAll(() => {
+  afterAll(async () => {
     for (const worker of workers) worker.close();
-    store?.close();
+    await store?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -46,7 +46,7 @@ describe("one consent database shared by several processes", () => {
   it("lets exactly one of eight racing processes consume an approval, round after round", async () => {
     for (let round = 0; round < 6; round += 1) {
       const request = value(
-        store.createRequest({
+        await store.createRequest({
           act: ACT,
           actDigest: actDigest(ACT),
           basis: "write",
@@ -56,7 +56,7 @@ describe("one consent database shared by several processes", () => {
         }),
       );
       value(
-        store.approve(request.id, {
+        await store.approve(request.id, {
           channel: "sshsig",
           proof: "sig",
           claimedSigner: "SHA256:x",
@@ -69,7 +69,7 @@ describe("one consent database shared by several processes", () => {
       expect(winners).toHaveLength(1);
       expect(refusals).toHaveLength(WORKERS - 1);
       for (const refusal of refusals) expect(["consumed", "locked"]).toContain(refusal.failure);
-      expect(value(store.getRequest(request.id)).status).toBe("consumed");
+      expect(value(await store.getRequest(request.id)).status).toBe("consumed");
     }
   });
 
@@ -83,10 +83,10 @@ describe("one consent database shared by several processes", () => {
         async (k, m, budget) => {
           run += 1;
           const session = `prop-${run}`;
-          value(store.touchSession(session, "c"));
+          value(await store.touchSession(session, "c"));
           const now = Date.now();
           const lease = value(
-            store.openLease({
+            await store.openLease({
               session,
               openedBy: "0000000000",
               mode: "window",
@@ -105,7 +105,7 @@ describe("one consent database shared by several processes", () => {
           const locked = answers.reduce((sum, a) => sum + Number(a.locked) + Number(a.other), 0);
           expect(locked).toBe(0);
           expect(taken).toBe(Math.min(budget, k * m));
-          const left = value(store.listLeases()).find((l) => l.id === lease.id);
+          const left = value(await store.listLeases()).find((l) => l.id === lease.id);
           expect(left?.remaining).toBe(budget - taken);
         },
       ),
@@ -120,7 +120,7 @@ describe("one consent database shared by several processes", () => {
     const holder = workers[0] as StoreWorker;
     try {
       const request = value(
-        impatient.createRequest({
+        await impatient.createRequest({
           act: ACT,
           actDigest: actDigest(ACT),
           basis: "write",
@@ -129,25 +129,27 @@ describe("one consent database shared by several processes", () => {
           ttlSeconds: 300,
         }),
       );
-      value(impatient.approve(request.id, { channel: "sshsig", proof: "sig", claimedSigner: "k", at: 0 }));
+      value(
+        await impatient.approve(request.id, { channel: "sshsig", proof: "sig", claimedSigner: "k", at: 0 }),
+      );
       expect(await holder.send({ op: "hold" })).toEqual({ held: true });
       const started = performance.now();
-      const refused = impatient.consume(request.id, request.nonce);
+      const refused = await impatient.consume(request.id, request.nonce);
       const waited = performance.now() - started;
       expect(refused.ok).toBe(false);
       if (!refused.ok) expect(refused.failure).toBe("locked");
       expect(waited).toBeGreaterThanOrEqual(150);
-      expect(impatient.touchSession("locked-out", "c").ok).toBe(false);
+      expect((await impatient.touchSession("locked-out", "c")).ok).toBe(false);
       // Opening an existing database only reads it, so it does not wait for the writer.
       const reader = openSqliteStore(path, { clock: systemClock, ids: cryptoIds, busyTimeoutMs: 200 });
       expect(reader.ok).toBe(true);
-      if (reader.ok) reader.value.close();
+      if (reader.ok) await reader.value.close();
       // Reads go on under write-ahead logging, and nothing was written behind the lock.
-      expect(value(impatient.getRequest(request.id)).status).toBe("approved");
+      expect(value(await impatient.getRequest(request.id)).status).toBe("approved");
       expect(await holder.send({ op: "release" })).toEqual({ released: true });
-      expect(value(impatient.consume(request.id, request.nonce)).status).toBe("consumed");
+      expect(value(await impatient.consume(request.id, request.nonce)).status).toBe("consumed");
     } finally {
-      impatient.close();
+      await impatient.close();
     }
   });
 });

@@ -19,16 +19,16 @@ answer({ ready: true, instanceId: store.instanceId });
 let held = null;
 const outcome = (r) => (r.ok ? { ok: true } : { ok: false, failure: r.failure, detail: r.detail });
 
-createInterface({ input: process.stdin }).on("line", (line) => {
+createInterface({ input: process.stdin }).on("line", async (line) => {
   const command = JSON.parse(line);
   switch (command.op) {
     case "consume":
-      answer(outcome(store.consume(command.id, command.nonce)));
+      answer(outcome(await store.consume(command.id, command.nonce)));
       break;
     case "take": {
       const counts = { taken: 0, none: 0, locked: 0, other: 0 };
       for (let i = 0; i < command.times; i += 1) {
-        const r = store.takeLeaseRead(command.session, command.idleMs);
+        const r = await store.takeLeaseRead(command.session, command.idleMs);
         if (r.ok) counts[r.value === null ? "none" : "taken"] += 1;
         else counts[r.failure === "locked" ? "locked" : "other"] += 1;
       }

@@ -38,7 +38,7 @@ function run(command: string, args: string[], input?: string, env: Record<string
 }
 
 // The consent ledger is append-only (chattr +a), which only root can set up.
-describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)", () => {
+describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)", async () => {
   let dir: string;
   let db: string;
   let key: string;
@@ -63,9 +63,13 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     tier: 2,
     bound: { command, cwd: dir, shell: true },
   });
-  const request = (command = "touch canary", ttlSeconds = 300, session = "mcp-session-1"): ConsentRequest =>
+  const request = async (
+    command = "touch canary",
+    ttlSeconds = 300,
+    session = "mcp-session-1",
+  ): Promise<ConsentRequest> =>
     value(
-      store.createRequest({
+      await store.createRequest({
         act: act(command),
         actDigest: actDigest(act(command)),
         basis: "write: touch",
@@ -98,14 +102,14 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     allow(`${key}.pub`, "operator@test");
     ledger = createLedger(join(anchors, "consent.ledger"), { name: "root", uid: 0, gid: 0 });
   });
-  afterAll(() => {
-    store.close();
+  afterAll(async () => {
+    await store.close();
     removeLedger(ledger);
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("approve --yes signs the exact payload with ssh-keygen and stores a signature that verifies", () => {
-    const r = request();
+  it("approve --yes signs the exact payload with ssh-keygen and stores a signature that verifies", async () => {
+    const r = await request();
     const out = cli(["approve", r.id, "--key", key, ...yes(r)]);
     expect(out.stderr).not.toMatch(/failed|refused/);
     expect(out.code).toBe(0);
@@ -114,7 +118,7 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     const fingerprint = run("ssh-keygen", ["-lf", `${key}.pub`]).stdout.split(" ")[1];
     expect(out.stdout).toContain(`approved ${r.id} (signed by operator@test, ${fingerprint})`);
 
-    const stored = value(store.getRequest(r.id));
+    const stored = value(await store.getRequest(r.id));
     expect(stored.status).toBe("approved");
     expect(stored.approval?.channel).toBe("sshsig");
     expect(stored.approval?.claimedSigner).toBe(fingerprint);
@@ -130,37 +134,37 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     expect(again.stderr).toContain(`request ${r.id} is already approved`);
   });
 
-  it("approve refuses a key the relay would refuse: before signing when its public key is at hand, after otherwise", () => {
+  it("approve refuses a key the relay would refuse: before signing when its public key is at hand, after otherwise", async () => {
     const stranger = join(dir, "stranger_ed25519");
     expect(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "stranger", "-f", stranger]).code).toBe(
       0,
     );
-    const before = request("touch canary-stranger");
+    const before = await request("touch canary-stranger");
     const listed = cli(["approve", before.id, "--key", stranger, ...yes(before)]);
     expect(listed.code).toBe(1);
     expect(listed.stderr).toContain(`is not in the allowed-signers file ${allowedSigners} for consent`);
     expect(listed.stderr).not.toContain("signing with");
     // Without the public key beside it, the signature is made and then checked as the relay will.
     rmSync(`${stranger}.pub`);
-    const after = request("touch canary-stranger-2");
+    const after = await request("touch canary-stranger-2");
     const signed = cli(["approve", after.id, "--key", stranger, ...yes(after)]);
     expect(signed.code).toBe(1);
     expect(signed.stderr).toMatch(/would be refused by the relay: .*; nothing was stored/);
-    for (const r of [before, after]) expect(value(store.getRequest(r.id)).status).toBe("pending");
+    for (const r of [before, after]) expect(value(await store.getRequest(r.id)).status).toBe("pending");
     // The operator's own key still approves them.
     expect(cli(["approve", after.id, "--key", key, ...yes(after)]).code).toBe(0);
   });
 
-  it("approve signs the payload's UTF-8 bytes when the act is not ASCII", () => {
-    const r = request("echo 'héllo 日本' > canary");
+  it("approve signs the payload's UTF-8 bytes when the act is not ASCII", async () => {
+    const r = await request("echo 'héllo 日本' > canary");
     const out = cli(["approve", r.id, "--key", key, ...yes(r)]);
     expect(out.code).toBe(0);
     expect(out.stdout).toContain("héllo 日本");
-    const proof = value(store.getRequest(r.id)).approval?.proof ?? "";
+    const proof = value(await store.getRequest(r.id)).approval?.proof ?? "";
     expect(checks(proof, r.payload)).toBe(true);
   });
 
-  it("approve signs through ssh-agent with the public key of a key that has a passphrase", () => {
+  it("approve signs through ssh-agent with the public key of a key that has a passphrase", async () => {
     const locked = join(dir, "agent_ed25519");
     expect(run("ssh-keygen", ["-q", "-t", "ed25519", "-N", "correct horse", "-f", locked]).code).toBe(0);
     const socket = join(dir, "agent.sock");
@@ -184,12 +188,12 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
           }).status ?? 1;
       }
       expect(added).toBe(0);
-      const r = request("touch canary-agent");
+      const r = await request("touch canary-agent");
       allow(`${locked}.pub`, "agent@test");
       const out = cli(["approve", r.id, "--key", `${locked}.pub`, ...yes(r)], { SSH_AUTH_SOCK: socket });
       expect(out.stderr).not.toMatch(/failed/);
       expect(out.code).toBe(0);
-      const proof = value(store.getRequest(r.id)).approval?.proof ?? "";
+      const proof = value(await store.getRequest(r.id)).approval?.proof ?? "";
       const sig = join(dir, "agent.sig");
       writeFileSync(sig, proof);
       expect(
@@ -226,21 +230,21 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
         });
         child.on("close", (code) => resolve({ code, output }));
       });
-    const no = request("touch canary-no");
+    const no = await request("touch canary-no");
     const refused = await ask(no.id, "n");
     expect(refused.output).toContain("touch canary-no");
     expect(refused.output).toContain(`request ${no.id} was not approved`);
     expect(refused.code).toBe(1);
-    expect(value(store.getRequest(no.id)).status).toBe("pending");
-    const yes = request("touch canary-yes");
+    expect(value(await store.getRequest(no.id)).status).toBe("pending");
+    const yes = await request("touch canary-yes");
     const accepted = await ask(yes.id, "y");
     expect(accepted.output).toContain(`approved ${yes.id}`);
     expect(accepted.code).toBe(0);
-    expect(value(store.getRequest(yes.id)).status).toBe("approved");
+    expect(value(await store.getRequest(yes.id)).status).toBe("approved");
   });
 
-  it("approve refuses without --key, with a missing key, without a terminal or --yes, and when ssh-keygen fails", () => {
-    const r = request("touch canary-refused");
+  it("approve refuses without --key, with a missing key, without a terminal or --yes, and when ssh-keygen fails", async () => {
+    const r = await request("touch canary-refused");
     const noKey = cli(["approve", r.id, ...yes(r)]);
     expect(noKey.code).toBe(2);
     expect(noKey.stderr).toContain("approve needs --key PATH");
@@ -255,12 +259,12 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     const broken = cli(["approve", r.id, "--key", notAKey, ...yes(r)]);
     expect(broken.code).toBe(1);
     expect(broken.stderr).toMatch(/not approved: ssh-keygen failed \(exit \d+\)/);
-    expect(value(store.getRequest(r.id)).status).toBe("pending");
+    expect(value(await store.getRequest(r.id)).status).toBe("pending");
   });
 
-  it("refuses to sign a payload that is not the act shown (a database edited by the relay's user)", () => {
-    const shown = request("touch canary-shown");
-    const hidden = request("rm -rf canary-hidden");
+  it("refuses to sign a payload that is not the act shown (a database edited by the relay's user)", async () => {
+    const shown = await request("touch canary-shown");
+    const hidden = await request("rm -rf canary-hidden");
     const edit = new Database(db);
     edit
       .prepare("UPDATE requests SET payload = ? WHERE id = ?")
@@ -269,7 +273,7 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     const out = cli(["approve", shown.id, "--key", key, ...yes(shown)]);
     expect(out.code).toBe(1);
     expect(out.stderr).toContain(`request ${shown.id}: its stored payload is not the act shown`);
-    expect(value(store.getRequest(shown.id)).status).toBe("pending");
+    expect(value(await store.getRequest(shown.id)).status).toBe("pending");
     expect(cli(["show", shown.id]).stdout).toContain("WARNING: its stored payload is not the act shown");
   });
 
@@ -279,35 +283,35 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     expect(unknown.stderr).toContain("not-found: no consent request 0123456789");
     expect(cli(["show", "abcdefabcd"]).code).toBe(1);
 
-    const short = request("touch canary-late", 0.2);
+    const short = await request("touch canary-late", 0.2);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const late = cli(["approve", short.id, "--key", key, ...yes(short)]);
     expect(late.code).toBe(1);
     expect(late.stderr).toContain(`request ${short.id} expired`);
     expect(cli(["deny", short.id]).stderr).toContain("expired");
 
-    const denied = request("touch canary-denied");
+    const denied = await request("touch canary-denied");
     const d = cli(["deny", denied.id, "--reason", "wrong host"]);
     expect(d.code).toBe(0);
     expect(d.stdout).toContain(`denied ${denied.id}`);
-    expect(value(store.getRequest(denied.id)).denial).toMatchObject({
+    expect(value(await store.getRequest(denied.id)).denial).toMatchObject({
       by: userInfo().username,
       reason: "wrong host",
     });
     expect(cli(["approve", denied.id, "--key", key, ...yes(denied)]).code).toBe(1);
     expect(cli(["deny", denied.id]).stderr).toContain("already denied");
 
-    const used = request("touch canary-used");
+    const used = await request("touch canary-used");
     expect(cli(["approve", used.id, "--key", key, ...yes(used)]).code).toBe(0);
-    value(store.consume(used.id, used.nonce));
+    value(await store.consume(used.id, used.nonce));
     const reuse = cli(["deny", used.id]);
     expect(reuse.code).toBe(1);
     expect(reuse.stderr).toContain("consumed");
   });
 
-  it("list and show put every live request in plain text, with what a terminal would act on escaped", () => {
-    const hostile = request("echo ok\u001b[2K\r\u009b31m\u202erm -rf canary");
-    const plain = request("touch canary-list");
+  it("list and show put every live request in plain text, with what a terminal would act on escaped", async () => {
+    const hostile = await request("echo ok\u001b[2K\r\u009b31m\u202erm -rf canary");
+    const plain = await request("touch canary-list");
     const list = cli(["list"]);
     expect(list.code).toBe(0);
     const line = list.stdout.split("\n").find((l) => l.startsWith(`  ${plain.id}`)) ?? "";
@@ -343,10 +347,10 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     expect(raw.stdout).toBe(hostile.payload);
   });
 
-  it("leases lists sessions and leases; revoke takes a lease, a session or all of them", () => {
+  it("leases lists sessions and leases; revoke takes a lease, a session or all of them", async () => {
     const now = Date.now();
-    value(store.touchSession("sess-a", "client-a"));
-    value(store.touchSession("sess-b", "client-b"));
+    value(await store.touchSession("sess-a", "client-a"));
+    value(await store.touchSession("sess-b", "client-b"));
     const lease = {
       openedBy: "0000000000",
       mode: "window" as const,
@@ -354,9 +358,9 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
       expiresAt: now + 90_000,
       remaining: 20,
     };
-    const a1 = value(store.openLease({ ...lease, session: "sess-a" }));
-    value(store.openLease({ ...lease, session: "sess-a" }));
-    const b1 = value(store.openLease({ ...lease, session: "sess-b" }));
+    const a1 = value(await store.openLease({ ...lease, session: "sess-a" }));
+    value(await store.openLease({ ...lease, session: "sess-a" }));
+    const b1 = value(await store.openLease({ ...lease, session: "sess-b" }));
     const listed = cli(["leases"]);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toMatch(
@@ -370,10 +374,10 @@ describe.skipIf(process.geteuid?.() !== 0)("relay-shell consent (the built CLI)"
     expect(cli(["revoke", a1.id]).stdout).toContain("already revoked");
     const session = cli(["revoke", "sess-a"]);
     expect(session.stdout).toContain("revoked 1 lease(s) of consent session sess-a and ended it");
-    expect(value(store.takeLeaseRead("sess-a", 60_000))).toBeNull();
-    expect(value(store.takeLeaseRead("sess-b", 60_000))?.id).toBe(b1.id);
+    expect(value(await store.takeLeaseRead("sess-a", 60_000))).toBeNull();
+    expect(value(await store.takeLeaseRead("sess-b", 60_000))?.id).toBe(b1.id);
     expect(cli(["revoke", "--all"]).stdout).toContain("revoked 1 lease(s)");
-    expect(value(store.takeLeaseRead("sess-b", 60_000))).toBeNull();
+    expect(value(await store.takeLeaseRead("sess-b", 60_000))).toBeNull();
     expect(cli(["leases"]).stdout).toMatch(
       new RegExp(`  ${b1.id}  session sess-b  window  19 reads left  revoked`),
     );

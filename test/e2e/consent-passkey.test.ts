@@ -86,12 +86,12 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
   const canary = () => join(world.work, "passkey-canary.txt");
 
   /** Open the store as the relay's account would, and hand SQLite's side files back to it after. */
-  function withStore<T>(use: (store: ReturnType<typeof openStore>) => T): T {
+  async function withStore<T>(use: (store: ReturnType<typeof openStore>) => Promise<T>): Promise<T> {
     const store = openStore();
     try {
-      return use(store);
+      return await use(store);
     } finally {
-      store.close();
+      await store.close();
       for (const sidecar of [`${world.db}-wal`, `${world.db}-shm`]) {
         if (existsSync(sidecar)) chownSync(sidecar, world.user.uid, world.user.gid);
       }
@@ -138,9 +138,9 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
     };
   }
 
-  function approveWith(id: string, proof: Record<string, string | null>): void {
-    withStore((store) => {
-      const approved = store.approve(id, {
+  async function approveWith(id: string, proof: Record<string, string | null>): Promise<void> {
+    await withStore(async (store) => {
+      const approved = await store.approve(id, {
         channel: "passkey",
         proof: JSON.stringify(proof),
         claimedSigner: "alice-laptop",
@@ -150,9 +150,9 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
     });
   }
 
-  function payloadOf(id: string): string {
-    return withStore((store) => {
-      const request = store.getRequest(id);
+  async function payloadOf(id: string): Promise<string> {
+    return withStore(async (store) => {
+      const request = await store.getRequest(id);
       if (!request.ok) throw new Error(request.detail);
       return request.value.payload;
     });
@@ -252,7 +252,7 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
   it("runs the re-issued call exactly once on a passkey assertion over its payload", async () => {
     const asked = await call();
     const id = consentId(asked.text);
-    approveWith(id, proofOf(await assertOver(payloadOf(id))));
+    await approveWith(id, proofOf(await assertOver(await payloadOf(id))));
     expect(canaryLines(canary())).toBe(0);
 
     const ran = await call();
@@ -283,10 +283,10 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
   it("refuses a tampered assertion and one made for another act", async () => {
     const before = canaryLines(canary());
     const first = consentId((await call()).text);
-    const proof = proofOf(await assertOver(payloadOf(first)));
+    const proof = proofOf(await assertOver(await payloadOf(first)));
     const signature = Buffer.from(proof.signature as string, "base64url");
     signature[signature.length - 1] = (signature[signature.length - 1] ?? 0) ^ 0x01;
-    approveWith(first, { ...proof, signature: signature.toString("base64url") });
+    await approveWith(first, { ...proof, signature: signature.toString("base64url") });
     // An assertion that does not verify counts as none: the act still waits for a valid one.
     const tampered = await call();
     expect(consentId(tampered.text)).toBe(first);
@@ -300,7 +300,7 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
     const other = consentId(
       (await relay.call("shell_exec", { command: "echo other", cwd: world.work })).text,
     );
-    approveWith(second, proofOf(await assertOver(payloadOf(other))));
+    await approveWith(second, proofOf(await assertOver(await payloadOf(other))));
     const moved = await call("moved");
     expect(moved.text).toContain("the assertion's challenge is not the digest of this act's payload");
     expect(canaryLines(canary())).toBe(before);

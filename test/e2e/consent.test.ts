@@ -41,7 +41,11 @@ function approve(world: ConsentWorld, id: string, key = world.operatorKey, statu
 }
 
 /** Sign the payload of request `id` with `ssh-keygen -Y sign` directly and store it, as a forger with DB access would. */
-function storeSignature(world: ConsentWorld, id: string, sign: (payload: string) => string): void {
+async function storeSignature(
+  world: ConsentWorld,
+  id: string,
+  sign: (payload: string) => string,
+): Promise<void> {
   // As the relay's account would open it: the file is that account's.
   const opened = openSqliteStore(world.db, {
     clock: systemClock,
@@ -52,10 +56,10 @@ function storeSignature(world: ConsentWorld, id: string, sign: (payload: string)
   if (!opened.ok) throw new Error(opened.detail);
   const store = opened.value;
   try {
-    const request = store.getRequest(id);
+    const request = await store.getRequest(id);
     if (!request.ok) throw new Error(request.detail);
     const proof = sign(request.value.payload);
-    const approved = store.approve(id, {
+    const approved = await store.approve(id, {
       channel: "sshsig",
       proof,
       claimedSigner: "operator@test",
@@ -63,7 +67,7 @@ function storeSignature(world: ConsentWorld, id: string, sign: (payload: string)
     });
     if (!approved.ok) throw new Error(approved.detail);
   } finally {
-    store.close();
+    await store.close();
     for (const sidecar of [`${world.db}-wal`, `${world.db}-shm`]) {
       if (existsSync(sidecar)) chownSync(sidecar, world.user.uid, world.user.gid);
     }
@@ -200,7 +204,7 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
     expect(world.cli(["show", strangerId]).stdout).toContain("status:   pending");
     // Stored anyway (as the relay's account could), by a stranger's key, over other bytes or in
     // another namespace: the call asks again, and the operator's own approval then runs it once.
-    const cases: Array<[string, (id: string) => void]> = [
+    const cases: Array<[string, (id: string) => Promise<void>]> = [
       [
         "stranger",
         (id) => storeSignature(world, id, (p) => sshSign(world, world.strangerKey, "relay-shell-consent", p)),
@@ -217,7 +221,7 @@ describe.skipIf(CONSENT_SKIP_REASON !== null)("consent through the built server"
     for (const [ran, [name, forge]] of cases.entries()) {
       const args = append(canary, { env_json: JSON.stringify({ CASE: name }) });
       const id = consentId((await relay.call("shell_exec", args)).text);
-      forge(id);
+      await forge(id);
       const r = await relay.call("shell_exec", args);
       expect(consentId(r.text), name).toBe(id);
       expect(r.text, name).toContain(

@@ -223,6 +223,19 @@ describe("streamable HTTP transport", () => {
     await two.client.close();
   });
 
+  it("answers a load balancer's health check on /healthz, outside OAuth and MCP", async () => {
+    const health = await raw(http.port, { method: "GET", path: "/healthz" });
+    expect(health.status).toBe(200);
+    expect(health.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(health.body)).toEqual({ status: "ok" });
+    expect((await raw(http.port, { method: "HEAD", path: "/healthz" })).status).toBe(200);
+    expect((await raw(http.port, { method: "POST", path: "/healthz", body: "{}" })).status).toBe(405);
+    // The Host check holds here too: a rebinding page learns nothing.
+    expect(
+      (await raw(http.port, { method: "GET", path: "/healthz", headers: { Host: "rebind.evil" } })).status,
+    ).toBe(403);
+  });
+
   describe("bad input gets a clear error, leaks nothing and breaks nothing", () => {
     const secret = "s3cr3t-marker-in-the-request";
     let sessionId: string;

@@ -364,8 +364,9 @@ describe("OAuth 2.1 over HTTP (built server)", () => {
         post(server.base, "/token", form, src),
       ]);
       expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
-      expect(results.find((r) => r.status === 400)?.body.error_description).toBe(
-        "refresh token already used or expired",
+      // The loser either found the token spent or lost the rotation itself.
+      expect(["refresh token already used or expired", "refresh token already used"]).toContain(
+        results.find((r) => r.status === 400)?.body.error_description,
       );
       const next = results.find((r) => r.status === 200)?.body as unknown as typeof pair;
       expect(next.refresh_token).not.toBe(pair.refresh_token);

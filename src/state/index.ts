@@ -1,0 +1,3 @@
+export type { StateResult } from "./errors.js";
+export { MIGRATIONS, type Migration, migrate } from "./migrations.js";
+export { openPgState, type PgState, type PgStateOptions } from "./pg.js";

@@ -1,0 +1,54 @@
+import { MIGRATIONS, type Migration, migrate, openPgState, type PgState } from "../../src/state/index.js";
+import { SHARED_SCHEMA_SQL } from "../../src/state/shared-schema.js";
+import { POSTGRES_SKIP_REASON, type PostgresCluster, startPostgres } from "./postgres.js";
+
+/**
+ * PostgreSQL for the suites of the state several relays share (confirmation tokens, passkey
+ * counters, console logins): one throwaway cluster per test file, a migrated database per world,
+ * and one pool per relay on it, as separate relays would have.
+ */
+
+export const SHARED_SKIP_REASON = POSTGRES_SKIP_REASON;
+
+/** The released steps and the shared tables as step 3, whether or not step 3 is released yet. */
+const SHARED_MIGRATIONS: readonly Migration[] = [
+  ...MIGRATIONS.filter((step) => step.version !== 3),
+  { version: 3, name: "shared", sql: SHARED_SCHEMA_SQL },
+];
+
+export interface SharedCluster {
+  cluster: PostgresCluster;
+  /** A new migrated database and `relays` pools on it, one per relay. */
+  database(relays: number): Promise<PgState[]>;
+  /** End every pool and remove the cluster. */
+  stop(): Promise<void>;
+}
+
+export async function startSharedCluster(): Promise<SharedCluster> {
+  const cluster = await startPostgres();
+  const states: PgState[] = [];
+  let count = 0;
+  return {
+    cluster,
+    async database(relays) {
+      count += 1;
+      const url = await cluster.createDatabase(`shared_${count}`);
+      const opened: PgState[] = [];
+      for (let i = 0; i < relays; i += 1) {
+        const state = openPgState(url, { instance: `relay-${String.fromCharCode(97 + i)}`, poolMax: 12 });
+        if (!state.ok) throw new Error(state.detail);
+        opened.push(state.value);
+      }
+      states.push(...opened);
+      const first = opened[0];
+      if (!first) throw new Error("a database needs at least one relay");
+      const migrated = await migrate(first, { migrations: SHARED_MIGRATIONS });
+      if (!migrated.ok) throw new Error(`${migrated.failure}: ${migrated.detail}`);
+      return opened;
+    },
+    async stop() {
+      await Promise.all(states.map((state) => state.close()));
+      await cluster.stop();
+    },
+  };
+}
