@@ -1,3 +1,6 @@
+import { openPgStore } from "../src/consent/index.js";
+import { cryptoIds, systemClock } from "../src/core/index.js";
+import { openPgState } from "../src/state/index.js";
 import {
   CONSENT_SKIP_REASON,
   type ConsentRelay,
@@ -194,6 +197,66 @@ async function addedCost(
   }
 }
 
+/** Reads the gate takes from the store at once under a lease (runner/consent-gate.ts, LEASE_BLOCK). */
+const LEASE_BLOCK = 8;
+
+/**
+ * What the shared store alone serves: `clients` consent sessions, each with its own lease, taking
+ * leased reads as the gate does (a change-counter read per call, one transaction per block of
+ * eight), with no relay in front. Its figure over the calls one relay makes gives the number of
+ * relays one PostgreSQL primary can carry (docs/scaling.md).
+ */
+async function storeCapacity(pg: PostgresCluster, options: ScaleOptions): Promise<BenchFigure[]> {
+  const opened = openPgState(await pg.createDatabase("scale_store"), { instance: "bench", poolMax: 32 });
+  if (!opened.ok) throw new Error(opened.detail);
+  const state = opened.value;
+  try {
+    const store = await openPgStore(state, { clock: systemClock, ids: cryptoIds });
+    if (!store.ok) throw new Error(store.detail);
+    const consent = store.value;
+    const sessions = Array.from({ length: options.clients }, (_, i) => `bench-${i}`);
+    for (const session of sessions) {
+      const touched = await consent.touchSession(session, "bench");
+      if (!touched.ok) throw new Error(touched.detail);
+      const lease = await consent.openLease({
+        session,
+        openedBy: "bench",
+        mode: "session",
+        createdAt: systemClock.now(),
+        expiresAt: Number.MAX_SAFE_INTEGER,
+        remaining: 100_000_000,
+      });
+      if (!lease.ok) throw new Error(lease.detail);
+    }
+    let reads = 0;
+    const end = performance.now() + options.seconds * 1000;
+    await Promise.all(
+      sessions.map(async (session) => {
+        while (performance.now() < end) {
+          const taken = await consent.takeLeaseRead(session, 3_600_000, LEASE_BLOCK);
+          if (!taken.ok || taken.value === null) throw new Error("no lease read");
+          for (let i = 0; i < LEASE_BLOCK; i += 1) {
+            const counter = await consent.changeCounter();
+            if (!counter.ok) throw new Error(counter.detail);
+          }
+          reads += LEASE_BLOCK;
+        }
+      }),
+    );
+    return [
+      {
+        name: "leased reads/s the shared store serves (no relay in front)",
+        value: reads / options.seconds,
+        unit: "/s",
+        target: "reported",
+        met: null,
+      },
+    ];
+  } finally {
+    await state.close();
+  }
+}
+
 /**
  * Several relays on one PostgreSQL behind the shipped HAProxy configuration (docs/scaling.md):
  * throughput and tail latency with three, two and one relay, for calls in open mode and for reads
@@ -244,6 +307,7 @@ export function createScaleBench(options: ScaleOptions): Bench {
           await gated.stop();
         }
         figures.push(...(await addedCost(world, pg, options)));
+        figures.push(...(await storeCapacity(pg, options)));
         return figures;
       } finally {
         await pg.stop();

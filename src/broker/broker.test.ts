@@ -1,12 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import {
-  SHARED_SKIP_REASON,
-  type SharedCluster,
-  startSharedCluster,
-} from "../../test/helpers/shared-state.js";
+import { localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
 import { type Clock, cryptoIds, type Ids } from "../core/index.js";
-import type { PgState } from "../state/index.js";
 import { createConfirmBroker } from "./broker.js";
 import { createPgConfirmBroker } from "./pg-broker.js";
 import type { ConfirmBroker, ConfirmBrokerConfig, FollowUpPlan, PlannedOperation } from "./types.js";
@@ -43,43 +38,15 @@ const plan: FollowUpPlan = {
 
 type Make = (config: ConfirmBrokerConfig, deps: { clock: Clock; ids: Ids }) => ConfirmBroker;
 
-interface Backend {
-  name: string;
-  skip: string | null;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** A broker factory over an empty store. */
-  fresh(): Promise<Make>;
-}
+const backends = [
+  localBackend<Make>("memory", () => createConfirmBroker),
+  postgresBackend<Make>(
+    ["confirm_tokens"],
+    (db) => (config, deps) => createPgConfirmBroker(db, config, deps),
+  ),
+];
 
-const memory: Backend = {
-  name: "memory",
-  skip: null,
-  start: async () => undefined,
-  stop: async () => undefined,
-  fresh: async () => createConfirmBroker,
-};
-
-function postgres(): Backend {
-  let shared: SharedCluster | undefined;
-  let state: PgState | undefined;
-  return {
-    name: "PostgreSQL",
-    skip: SHARED_SKIP_REASON,
-    async start() {
-      shared = await startSharedCluster();
-      [state] = await shared.database(1);
-    },
-    stop: async () => shared?.stop(),
-    async fresh() {
-      const db = state as PgState;
-      await db.pool.query("TRUNCATE confirm_tokens");
-      return (config, deps) => createPgConfirmBroker(db, config, deps);
-    },
-  };
-}
-
-for (const backend of [memory, postgres()]) {
+for (const backend of backends) {
   describe.skipIf(backend.skip !== null)(`confirmation broker: ${backend.name}`, () => {
     let make: Make;
     beforeAll(() => backend.start(), 120_000);

@@ -26,7 +26,7 @@ import {
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
 import { createSessionRegistry, type SessionRegistry } from "../sessions/index.js";
 import { createForwardRegistry, createSshLayer } from "../ssh/index.js";
-import type { PgState } from "../state/index.js";
+import { createTerminalDirectory, type PgState } from "../state/index.js";
 import {
   buildInstructions,
   buildOperatingGuide,
@@ -168,6 +168,9 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     lazy: true,
     reapOnChildExit: true,
   });
+  // Which relay holds which terminal, for the others to list and to name (docs/scaling.md).
+  const terminals = shared ? createTerminalDirectory(shared, { clock, logger }) : null;
+  await terminals?.start();
   const sessions = createSessionRegistry(
     {
       maxSessions: settings.maxSessions,
@@ -177,6 +180,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       recordDir: settings.sessionRecordDir,
       recordInput: settings.sessionRecordInput,
       instance: settings.instance,
+      ...(terminals ? { directory: terminals } : {}),
     },
     { clock, ids: cryptoIds, logger },
   );
@@ -288,6 +292,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       // Neither store nor pool rejects; the connections end after the calls still on them.
       void (async () => {
         await consent?.close();
+        await terminals?.close();
         await shared?.close();
       })();
       audit.close();

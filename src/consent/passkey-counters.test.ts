@@ -2,12 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import {
-  SHARED_SKIP_REASON,
-  type SharedCluster,
-  startSharedCluster,
-} from "../../test/helpers/shared-state.js";
-import type { PgState } from "../state/index.js";
+import { type ContractBackend, localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
 import { manualClock } from "../testing/clock.js";
 import { fileCounters, memoryCounters, openCountersDir, type PasskeyCounters } from "./passkey-counters.js";
 import { createPgCounters } from "./pg-counters.js";
@@ -18,24 +13,7 @@ import { createPgCounters } from "./pg-counters.js";
  * store the relay keeps.
  */
 
-interface Backend {
-  name: string;
-  skip: string | null;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** A store over nothing counted yet. */
-  fresh(): Promise<PasskeyCounters>;
-}
-
-const memory: Backend = {
-  name: "memory",
-  skip: null,
-  start: async () => undefined,
-  stop: async () => undefined,
-  fresh: async () => memoryCounters(),
-};
-
-function file(): Backend {
+function file(): ContractBackend<PasskeyCounters> {
   let dir = "";
   let count = 0;
   return {
@@ -52,26 +30,11 @@ function file(): Backend {
   };
 }
 
-function postgres(): Backend {
-  let shared: SharedCluster | undefined;
-  let state: PgState | undefined;
-  return {
-    name: "PostgreSQL",
-    skip: SHARED_SKIP_REASON,
-    async start() {
-      shared = await startSharedCluster();
-      [state] = await shared.database(1);
-    },
-    stop: async () => shared?.stop(),
-    async fresh() {
-      const db = state as PgState;
-      await db.pool.query("TRUNCATE passkey_counters, passkey_assertions");
-      return createPgCounters(db, { clock: manualClock(Date.UTC(2026, 11, 1)) });
-    },
-  };
-}
+const pgCounters = postgresBackend(["passkey_counters", "passkey_assertions"], (db) =>
+  createPgCounters(db, { clock: manualClock(Date.UTC(2026, 11, 1)) }),
+);
 
-for (const backend of [memory, file(), postgres()]) {
+for (const backend of [localBackend("memory", memoryCounters), file(), pgCounters]) {
   describe.skipIf(backend.skip !== null)(`passkey sign counters: ${backend.name}`, () => {
     let counters: PasskeyCounters;
     beforeAll(() => backend.start(), 120_000);

@@ -16,7 +16,14 @@ import {
 } from "./pg-rows.js";
 import { refuse } from "./store-errors.js";
 import { rowToRequest } from "./store-rows.js";
-import { newRequestProblem, pendingBoundProblem, type RequestEvent, transition } from "./transitions.js";
+import {
+  approvalProblem,
+  newRequestProblem,
+  pendingBoundProblem,
+  type RequestEvent,
+  storedApproval,
+  transition,
+} from "./transitions.js";
 import type { ConsentRequest, ConsentStore, NewRequest, StoredApproval, StoreResult } from "./types.js";
 
 export interface PgStoreOptions {
@@ -151,18 +158,9 @@ function createStore(state: PgState, instanceId: string, options: PgStoreOptions
   function approve(id: string, approval: StoredApproval): Promise<StoreResult<ConsentRequest>> {
     return write(async (tx) => {
       allowed(await requireRequest(tx, id, true), "approve");
-      if (approval.channel !== "sshsig" && approval.channel !== "passkey") {
-        refuse("unavailable", `unknown approval channel ${String(approval.channel)}`);
-      }
-      if (typeof approval.proof !== "string" || approval.proof.length === 0) {
-        refuse("unavailable", "an approval needs a proof");
-      }
-      const stored: StoredApproval = {
-        channel: approval.channel,
-        proof: approval.proof,
-        claimedSigner: String(approval.claimedSigner),
-        at: approval.at,
-      };
+      const problem = approvalProblem(approval);
+      if (problem !== null) refuse("unavailable", problem);
+      const stored = storedApproval(approval);
       const updated = await tx.query(
         "UPDATE consent_requests SET status = 'approved', approval = $1 WHERE id = $2 RETURNING *",
         [JSON.stringify(stored), id],

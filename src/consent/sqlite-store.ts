@@ -4,7 +4,15 @@ import { consentPayload } from "./payload.js";
 import { attempt, refuse } from "./store-errors.js";
 import { openDatabase } from "./store-open.js";
 import { rowToLease, rowToRequest, rowToSession } from "./store-rows.js";
-import { newRequestProblem, pendingBoundProblem, type RequestEvent, transition } from "./transitions.js";
+import { answerAsync, type SyncStore } from "./sync-store.js";
+import {
+  approvalProblem,
+  newRequestProblem,
+  pendingBoundProblem,
+  type RequestEvent,
+  storedApproval,
+  transition,
+} from "./transitions.js";
 import type {
   ConsentLease,
   ConsentRequest,
@@ -52,32 +60,6 @@ export function openSqliteStore(path: string, options: SqliteStoreOptions): Stor
   });
   if (!opened.ok) return opened;
   return { ok: true, value: answerAsync(createStore(opened.value.db, opened.value.instanceId, options)) };
-}
-
-/** The store's methods as better-sqlite3 runs them: synchronously, each transaction whole. */
-type SyncStore = {
-  [K in keyof ConsentStore]: ConsentStore[K] extends (...args: infer A) => Promise<infer R>
-    ? (...args: A) => R
-    : ConsentStore[K];
-};
-
-/**
- * The shared interface answers through promises (a PostgreSQL store has to); SQLite's answer is
- * ready at once, so each transaction still runs whole before anything else in this process.
- */
-function answerAsync(sync: SyncStore): ConsentStore {
-  const store: Record<string, unknown> = { instanceId: sync.instanceId };
-  for (const [name, method] of Object.entries(sync) as [string, unknown][]) {
-    if (typeof method !== "function") continue;
-    store[name] = (...args: unknown[]) => {
-      try {
-        return Promise.resolve((method as (...a: unknown[]) => unknown)(...args));
-      } catch (error) {
-        return Promise.reject(error);
-      }
-    };
-  }
-  return store as unknown as ConsentStore;
 }
 
 function createStore(db: Database.Database, instanceId: string, options: SqliteStoreOptions): SyncStore {
@@ -180,18 +162,9 @@ function createStore(db: Database.Database, instanceId: string, options: SqliteS
   function approve(id: string, approval: StoredApproval): StoreResult<ConsentRequest> {
     return write(() => {
       allowed(requireRequest(id), "approve");
-      if (approval.channel !== "sshsig" && approval.channel !== "passkey") {
-        refuse("unavailable", `unknown approval channel ${String(approval.channel)}`);
-      }
-      if (typeof approval.proof !== "string" || approval.proof.length === 0) {
-        refuse("unavailable", "an approval needs a proof");
-      }
-      const stored: StoredApproval = {
-        channel: approval.channel,
-        proof: approval.proof,
-        claimedSigner: String(approval.claimedSigner),
-        at: approval.at,
-      };
+      const problem = approvalProblem(approval);
+      if (problem !== null) refuse("unavailable", problem);
+      const stored = storedApproval(approval);
       stmt("UPDATE requests SET status = 'approved', approval = ? WHERE id = ?").run(
         JSON.stringify(stored),
         id,

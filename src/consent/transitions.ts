@@ -1,5 +1,5 @@
 import { actDigest } from "./payload.js";
-import type { ConsentRequest, NewRequest, StoreFailure } from "./types.js";
+import type { ConsentRequest, NewRequest, StoredApproval, StoreFailure } from "./types.js";
 
 /** What can happen to a request: a human approves or denies it, a call consumes its approval. */
 export type RequestEvent = "approve" | "deny" | "consume";
@@ -72,4 +72,23 @@ export function pendingBoundProblem(
   if (pending.total >= limits.total)
     return `the relay already has ${pending.total} requests waiting for a decision (at most ${limits.total})`;
   return null;
+}
+
+/** Why a proof cannot be stored as an approval (a channel the relay has no verifier for, no proof), or null. */
+export function approvalProblem(approval: StoredApproval): string | null {
+  if (approval.channel !== "sshsig" && approval.channel !== "passkey") {
+    return `unknown approval channel ${String(approval.channel)}`;
+  }
+  if (typeof approval.proof !== "string" || approval.proof.length === 0) return "an approval needs a proof";
+  return null;
+}
+
+/** The approval as a store keeps it: only its own fields, the claimed signer as text. */
+export function storedApproval(approval: StoredApproval): StoredApproval {
+  return {
+    channel: approval.channel,
+    proof: approval.proof,
+    claimedSigner: String(approval.claimedSigner),
+    at: approval.at,
+  };
 }

@@ -1,11 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import {
-  SHARED_SKIP_REASON,
-  type SharedCluster,
-  startSharedCluster,
-} from "../../test/helpers/shared-state.js";
+import { localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
 import type { Clock } from "../core/index.js";
-import type { PgState } from "../state/index.js";
 import { manualClock } from "../testing/clock.js";
 import {
   absoluteLifetimeSeconds,
@@ -24,43 +19,15 @@ import { createPgLoginStore } from "./pg-logins.js";
 
 type Make = (idleSeconds: number, clock: Clock) => LoginStore;
 
-interface Backend {
-  name: string;
-  skip: string | null;
-  start(): Promise<void>;
-  stop(): Promise<void>;
-  /** A store factory over no logins. */
-  fresh(): Promise<Make>;
-}
+const backends = [
+  localBackend<Make>("memory", () => createLoginStore),
+  postgresBackend<Make>(
+    ["console_logins"],
+    (db) => (idleSeconds, clock) => createPgLoginStore(db, idleSeconds, clock),
+  ),
+];
 
-const memory: Backend = {
-  name: "memory",
-  skip: null,
-  start: async () => undefined,
-  stop: async () => undefined,
-  fresh: async () => createLoginStore,
-};
-
-function postgres(): Backend {
-  let shared: SharedCluster | undefined;
-  let state: PgState | undefined;
-  return {
-    name: "PostgreSQL",
-    skip: SHARED_SKIP_REASON,
-    async start() {
-      shared = await startSharedCluster();
-      [state] = await shared.database(1);
-    },
-    stop: async () => shared?.stop(),
-    async fresh() {
-      const db = state as PgState;
-      await db.pool.query("TRUNCATE console_logins");
-      return (idleSeconds, clock) => createPgLoginStore(db, idleSeconds, clock);
-    },
-  };
-}
-
-for (const backend of [memory, postgres()]) {
+for (const backend of backends) {
   describe.skipIf(backend.skip !== null)(`console logins: ${backend.name}`, () => {
     let make: Make;
     beforeAll(() => backend.start(), 120_000);

@@ -1,4 +1,4 @@
-import type { TokenRecord } from "./oauth-state.js";
+import { OAuthStateError, type TokenRecord } from "./oauth-state.js";
 
 /** Access tokens remembered at once; past it the oldest is forgotten (it is then only refused in an outage). */
 const MAX_REMEMBERED = 4096;
@@ -12,8 +12,15 @@ const MAX_REMEMBERED = 4096;
 export interface KnownTokens {
   remember(digest: string, record: TokenRecord): void;
   forget(digest: string): void;
-  /** The record of a token verified before and not expired at `nowSeconds`, or null. */
-  recall(digest: string, nowSeconds: number): TokenRecord | null;
+  /**
+   * The record `read` finds in the state; when the state is unreachable (a transient failure), the
+   * record of a token verified before and not expired at `nowSeconds`, else that failure again.
+   */
+  lookUp(
+    digest: string,
+    nowSeconds: number,
+    read: () => Promise<TokenRecord | null | undefined>,
+  ): Promise<TokenRecord | null | undefined>;
 }
 
 export function createKnownTokens(max = MAX_REMEMBERED): KnownTokens {
@@ -29,14 +36,14 @@ export function createKnownTokens(max = MAX_REMEMBERED): KnownTokens {
       }
     },
     forget: (digest) => void known.delete(digest),
-    recall(digest, nowSeconds) {
-      const record = known.get(digest);
-      if (!record) return null;
-      if (record.expires_at < nowSeconds) {
-        known.delete(digest);
-        return null;
+    async lookUp(digest, nowSeconds, read) {
+      try {
+        return await read();
+      } catch (err) {
+        const record = err instanceof OAuthStateError && err.transient ? known.get(digest) : undefined;
+        if (!record || record.expires_at < nowSeconds) throw err;
+        return record;
       }
-      return record;
     },
   };
 }

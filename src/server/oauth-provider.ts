@@ -17,7 +17,6 @@ import {
   OAuthStateError,
   type OAuthStore,
   type StoredToken,
-  type TokenRecord,
 } from "./oauth-state.js";
 
 export const LOCKDOWN_MESSAGE = "Dynamic client registration is closed (single-client lockdown).";
@@ -348,7 +347,10 @@ export function createOAuthProvider(config: OAuthConfig, deps: OAuthProviderDeps
       return { ok: false, reason: "invalid" };
     }
     const digest = sha256Hex(token);
-    const record = await lookUpAccess(digest);
+    // While the state cannot be reached, a token this relay verified before (oauth-known-tokens.ts).
+    const record = await stored(() =>
+      known.lookUp(digest, nowSeconds(), () => store.getToken("access", digest)),
+    );
     if (record?.kind !== "access") {
       known.forget(digest);
       return { ok: false, reason: "invalid" };
@@ -369,21 +371,6 @@ export function createOAuthProvider(config: OAuthConfig, deps: OAuthProviderDeps
         ...(record.resource ? { resource: new URL(record.resource) } : {}),
       },
     };
-  }
-
-  /**
-   * The access token's record from the state; while the state cannot be reached, the record of a
-   * token this relay verified before (KnownTokens), or the outage's 503.
-   */
-  async function lookUpAccess(digest: string): Promise<TokenRecord | null | undefined> {
-    try {
-      return await store.getToken("access", digest);
-    } catch (err) {
-      const remembered =
-        err instanceof OAuthStateError && err.transient ? known.recall(digest, nowSeconds()) : null;
-      if (remembered) return remembered;
-      return stored(() => Promise.reject(err));
-    }
   }
 
   async function revoke(client: ClientRecord, token: string): Promise<void> {

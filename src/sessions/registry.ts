@@ -105,6 +105,7 @@ export function createSessionRegistry(
 
   function reap(session: Session, reason: Reaped["reason"]): void {
     sessions.delete(session.id);
+    config.directory?.withdraw(session.id);
     logger.info({ session: session.id, reason }, "session reaped");
     session.close().catch((err: unknown) => {
       logger.error({ session: session.id, err: String(err) }, "session close failed");
@@ -116,6 +117,7 @@ export function createSessionRegistry(
     let sent = wanted;
     if (!session.ended && !session.closing) sent = session.transport.signal(wanted);
     sessions.delete(session.id);
+    config.directory?.withdraw(session.id);
     await session.close();
     return { signal: `SIG${sent}`, closed: true };
   }
@@ -143,6 +145,8 @@ export function createSessionRegistry(
     get size() {
       return sessions.size;
     },
+
+    elsewhere: async (clientId) => (config.directory ? config.directory.elsewhere(clientId) : []),
 
     assertCapacity() {
       sweep();
@@ -190,6 +194,13 @@ export function createSessionRegistry(
       });
       sessions.set(id, session);
       session.attach();
+      config.directory?.announce({
+        id,
+        kind: request.kind,
+        title: request.title,
+        owner: request.owner,
+        startedAt: clock.now(),
+      });
       return { id, recording: recording?.path ?? "" };
     },
 

@@ -57,6 +57,28 @@ export interface SessionRegistryConfig {
   endedGraceMs?: number;
   /** This relay's name among several, carried in every terminal id; "" (default) for one relay. */
   instance?: string;
+  /** Where the other relays learn which terminals this one holds (several relays, docs/scaling.md). */
+  directory?: TerminalDirectory;
+}
+
+/** A terminal another relay holds, as the shared directory lists it. */
+interface RemoteTerminal {
+  id: string;
+  instance: string;
+  kind: string;
+  title: string;
+  owner: string;
+  /** Epoch milliseconds. */
+  startedAt: number;
+  /** false when its relay stopped beating: the terminal ended with it. */
+  relayUp: boolean;
+}
+
+/** The shared list of terminals by relay; it describes, it never decides, and it never throws. */
+interface TerminalDirectory {
+  announce(entry: { id: string; kind: string; title: string; owner: string; startedAt: number }): void;
+  withdraw(id: string): void;
+  elsewhere(owner: string): Promise<RemoteTerminal[]>;
 }
 
 export interface AddSessionRequest {
@@ -166,6 +188,8 @@ export interface SessionRegistry {
   kill(id: string, clientId: string, signalName: string, close: boolean): Promise<KillResult>;
   /** The caller's sessions and the unowned ones, after a sweep. */
   list(clientId: string): SessionInfo[];
+  /** The caller's and the unowned terminals other relays hold; none for a relay on its own. */
+  elsewhere(clientId: string): Promise<RemoteTerminal[]>;
   /** Every live session, whoever owns it: the operator's view (docs/console.md#sessions). */
   overview(): SessionInfo[];
   /**

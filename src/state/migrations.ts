@@ -4,6 +4,7 @@ import type { StateError, StateResult } from "./errors.js";
 import { OAUTH_SCHEMA_SQL } from "./oauth-schema.js";
 import type { PgState } from "./pg.js";
 import { SHARED_SCHEMA_SQL } from "./shared-schema.js";
+import { TERMINALS_SCHEMA_SQL } from "./terminals-schema.js";
 
 /** One step of the shared schema; applied once, in order, each in a transaction of its own. */
 export interface Migration {
@@ -17,6 +18,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: "consent store", sql: CONSENT_SCHEMA_SQL },
   { version: 2, name: "oauth", sql: OAUTH_SCHEMA_SQL },
   { version: 3, name: "shared", sql: SHARED_SCHEMA_SQL },
+  { version: 4, name: "terminals", sql: TERMINALS_SCHEMA_SQL },
 ];
 
 /**

@@ -31,6 +31,13 @@ export interface DiagnosticsDeps {
 
 const READ_ONLY: TierSpec = { kind: "fixed", tier: 0 };
 
+/** `host:port` of the shared database, never its credentials or its name. */
+function stateTarget(url: string): string {
+  if (!URL.canParse(url)) return "";
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || "5432"}`;
+}
+
 /** The seccomp channel of the Python build is not implemented here (docs/wire-contract.md §14.13). */
 const SECCOMP_FILTER_VERSION = 2;
 
@@ -91,6 +98,16 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
           pending: (await deps.live?.confirmPending?.()) ?? 0,
           rollback: settings.confirmRollback,
         },
+        // Only for several relays on one state, so one relay's answer is unchanged (docs/scaling.md).
+        ...(settings.stateUrl !== ""
+          ? {
+              state: {
+                backend: "postgresql",
+                target: stateTarget(settings.stateUrl),
+                instance: settings.instance,
+              },
+            }
+          : {}),
         // Only with consent on, so the default posture's answer is unchanged (docs/consent.md).
         ...(settings.consent
           ? {

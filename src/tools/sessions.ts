@@ -280,7 +280,9 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     description:
       "List the caller's sessions (and sessions no client owns) as JSON: id, kind, command, size, age, idle " +
       "time, buffered/produced/dropped output bytes, input bytes, whether it ended, exit code, owner and " +
-      "recording path. Listing first removes expired sessions.",
+      "recording path. Listing first removes expired sessions. Where several relays share one state, the " +
+      "caller's terminals on other relays follow, each with the relay that holds it (held_by) and whether " +
+      "that relay is up (relay_up); they are used through the MCP session that started them.",
     params: {},
     tier: READ_ONLY,
     introspection: true,
@@ -289,7 +291,18 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     policyText: () => "",
     auditArgs: () => ({}),
     async run(_a, ctx) {
-      const rows = sessions.list(ctx.clientId);
+      const rows: object[] = sessions.list(ctx.clientId);
+      const now = Date.now();
+      for (const remote of await sessions.elsewhere(ctx.clientId)) {
+        rows.push({
+          id: remote.id,
+          kind: remote.kind,
+          title: remote.title,
+          age_s: Math.max(0, Math.round((now - remote.startedAt) / 100) / 10),
+          held_by: remote.instance,
+          relay_up: remote.relayUp,
+        });
+      }
       return { body: rows.length === 0 ? "[]" : JSON.stringify(rows, null, 2) };
     },
   });

@@ -23,5 +23,6 @@ describe.skipIf(SKIP !== null)("the scale benchmark, small", () => {
     }
     expect(Number.isFinite(named.get("added by PostgreSQL at p50")?.value)).toBe(true);
     expect(named.get("leased read on PostgreSQL (median)")?.value).toBeGreaterThan(0);
+    expect(named.get("leased reads/s the shared store serves (no relay in front)")?.value).toBeGreaterThan(0);
   }, 240_000);
 });

@@ -72,6 +72,12 @@ describe.skipIf(SKIP !== null)("several relays on one PostgreSQL behind HAProxy"
     expect(approved.status, approved.stderr).toBe(0);
   }
 
+  /** A call the consent gate holds: asked, approved by the operator, asked again. */
+  async function signed(client: FleetClient, tool: string, args: Record<string, unknown>) {
+    approve(consentId((await client.call(tool, args)).text));
+    return client.call(tool, args);
+  }
+
   it("places new MCP sessions on every relay and keeps each session's calls on its relay", async () => {
     const sessions = await Promise.all(Array.from({ length: 6 }, () => connect()));
     const holders = sessions.map((s) => s.holder());
@@ -79,7 +85,14 @@ describe.skipIf(SKIP !== null)("several relays on one PostgreSQL behind HAProxy"
     for (const [i, session] of sessions.entries()) {
       for (let call = 0; call < 3; call += 1) {
         const marker = `placed-${i}-${call}`;
-        expect((await session.call("server_info")).isError).toBe(false);
+        const info = JSON.parse((await session.call("server_info")).text) as {
+          state?: Record<string, string>;
+        };
+        expect(info.state).toEqual({
+          backend: "postgresql",
+          target: `127.0.0.1:${pg.port}`,
+          instance: session.holder(),
+        });
         expect((await session.call("shell_exec", { command: `true ${marker}` })).text).toContain("CONSENT");
         const relay = fleet.relay(session.holder());
         const records = auditRecords(relay.audit).filter((r) => JSON.stringify(r.args).includes(marker));
@@ -156,19 +169,29 @@ describe.skipIf(SKIP !== null)("several relays on one PostgreSQL behind HAProxy"
     expect(executed).toHaveLength(1);
   });
 
-  it("tells a call for another relay's terminal which relay holds it", async () => {
+  it("lists a terminal on every relay and tells a call for it which relay holds it", async () => {
     const sessions = await Promise.all(Array.from({ length: 6 }, () => connect()));
     const [first] = sessions;
     const other = sessions.find((s) => s.holder() !== first?.holder());
     if (!first || !other) throw new Error("the balancer put every session on one relay");
-    const spawned = await first.call("session_list");
-    expect(spawned.isError).toBe(false);
-    // A terminal id as relay `first` gives them out; asking another relay for it names `first`.
-    const id = `sh-0123456789ab@${first.holder()}`;
+    // Consent is on: the operator approves the terminal, and later its end.
+    const spawned = await signed(first, "shell_spawn", { command: "sh" });
+    const id = /session (\S+) started/.exec(spawned.text)?.[1] ?? "";
+    expect(id).toMatch(new RegExp(`^sh-[0-9a-f]{12}@${first.holder()}$`));
+    // Another relay lists it with its holder, for the same client.
+    const listed = JSON.parse((await other.call("session_list")).text) as Array<Record<string, unknown>>;
+    expect(listed).toContainEqual(
+      expect.objectContaining({ id, kind: "local", held_by: first.holder(), relay_up: true }),
+    );
     const elsewhere = await other.call("session_recv", { session_id: id });
     expect(elsewhere.text).toContain(
       `session ${id} is held by relay ${first.holder()}, not by this one (${other.holder()})`,
     );
+    // Closed where it lives, it leaves every list.
+    expect((await signed(first, "session_kill", { session_id: id, close: true })).isError).toBe(false);
+    await new Promise((r) => setTimeout(r, 300));
+    const after = JSON.parse((await other.call("session_list")).text) as Array<Record<string, unknown>>;
+    expect(after.map((row) => row.id)).not.toContain(id);
   });
 });
 

@@ -52,3 +52,49 @@ export async function startSharedCluster(): Promise<SharedCluster> {
     },
   };
 }
+
+/** One backend a contract suite runs against: started once per file, a fresh store per test. */
+export interface ContractBackend<T> {
+  name: string;
+  skip: string | null;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  fresh(): Promise<T>;
+}
+
+/** A backend in this process's memory (or anything that needs no set-up): `fresh` makes a new one. */
+export function localBackend<T>(name: string, fresh: () => T): ContractBackend<T> {
+  return {
+    name,
+    skip: null,
+    start: async () => undefined,
+    stop: async () => undefined,
+    fresh: async () => fresh(),
+  };
+}
+
+/**
+ * The PostgreSQL backend of a contract suite: one throwaway cluster for the file, one migrated
+ * database, `tables` emptied before each test, and `make` over the relay's pool.
+ */
+export function postgresBackend<T>(
+  tables: readonly string[],
+  make: (state: PgState) => T,
+): ContractBackend<T> {
+  let shared: SharedCluster | undefined;
+  let state: PgState | undefined;
+  return {
+    name: "PostgreSQL",
+    skip: SHARED_SKIP_REASON,
+    async start() {
+      shared = await startSharedCluster();
+      [state] = await shared.database(1);
+    },
+    stop: async () => shared?.stop(),
+    async fresh() {
+      const db = state as PgState;
+      await db.pool.query(`TRUNCATE ${tables.join(", ")}`);
+      return make(db);
+    },
+  };
+}
