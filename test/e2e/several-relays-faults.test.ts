@@ -1,6 +1,8 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CONSENT_SKIP_REASON, type ConsentWorld, createConsentWorld } from "../helpers/consent.js";
+import { CONSENT_SKIP_REASON, type ConsentWorld, consentId, createConsentWorld } from "../helpers/consent.js";
 import { obtainTokens, registerClient } from "../helpers/oauth-flow.js";
 import { POSTGRES_SKIP_REASON, type PostgresCluster, startPostgres } from "../helpers/postgres.js";
 import {
@@ -43,10 +45,11 @@ describe.skipIf(SKIP !== null)("several relays when a part fails", () => {
 
   /** Three relays with OAuth on a database of their own, and a bearer header for their one client. */
   async function fleetWithToken(database: string, settings: Record<string, string>) {
-    const fleet = await startRelayFleet(world, await pg.createDatabase(database), settings, { oauth: true });
+    const url = await pg.createDatabase(database);
+    const fleet = await startRelayFleet(world, url, settings, { oauth: true });
     const client = await registerClient(fleet.base);
     const tokens = await obtainTokens(fleet.base, client);
-    return { fleet, client, auth: { Authorization: `Bearer ${tokens.access_token}` } };
+    return { fleet, url, client, auth: { Authorization: `Bearer ${tokens.access_token}` } };
   }
 
   it("loses no call on the other relays, and no audit record anywhere, when one relay is killed under 64 clients", async () => {
@@ -102,7 +105,11 @@ describe.skipIf(SKIP !== null)("several relays when a part fails", () => {
       for (const relay of fleet.relays) {
         const records = auditRecords(relay.audit);
         expect(records.every((r) => r.instance === relay.name)).toBe(true);
-        if (relay.name !== victim) {
+        if (relay.name === victim) {
+          // What the victim answered before it died is in its file.
+          const spawns = records.filter((r) => r.tool === "shell_spawn" && r.denied === false);
+          expect(spawns.length).toBe(terminals.size);
+        } else {
           const load = records.filter((r) => r.tool === "shell_exec" && /load-/.test(JSON.stringify(r.args)));
           expect(load.length).toBe(answered.get(relay.name) ?? 0);
         }
@@ -116,12 +123,33 @@ describe.skipIf(SKIP !== null)("several relays when a part fails", () => {
   }, 120_000);
 
   it("refuses and audits gated calls while PostgreSQL is down, and recovers without a restart", async () => {
-    const { fleet, client: oauth, auth } = await fleetWithToken("outage", { RELAY_SHELL_CONSENT_WAIT: "0" });
+    const {
+      fleet,
+      url,
+      client: oauth,
+      auth,
+    } = await fleetWithToken("outage", { RELAY_SHELL_CONSENT_WAIT: "0" });
     const clients: FleetClient[] = [];
     try {
-      for (let i = 0; i < 3; i += 1) clients.push(await connectThrough(fleet.base, auth));
-      const before = await clients[0]?.call("shell_exec", { command: "true before" });
-      expect(before?.text).toContain("[CONSENT REQUIRED");
+      // One session on each relay (the balancer places new sessions; keep one per relay).
+      for (let i = 0; i < 24 && clients.length < fleet.relays.length; i += 1) {
+        const session = await connectThrough(fleet.base, auth);
+        if (clients.some((c) => c.holder() === session.holder())) await session.close();
+        else clients.push(session);
+      }
+      expect(clients).toHaveLength(fleet.relays.length);
+      // An act approved before the outage: single-use, before, during and after it.
+      const canary = join(world.work, "outage-once");
+      const once = { command: `echo ran >> ${canary}` };
+      const asked = await clients[0]?.call("shell_exec", once);
+      const extra = { RELAY_SHELL_STATE_URL: url, RELAY_SHELL_INSTANCE: "operator" };
+      const id = consentId(asked?.text ?? "");
+      const digest = /^digest: +([0-9a-f]{64})$/m.exec(world.cli(["show", id], extra).stdout)?.[1] ?? "";
+      const approved = world.cli(
+        ["approve", id, "--key", world.operatorKey, "--yes", "--digest", digest],
+        extra,
+      );
+      expect(approved.status, approved.stderr).toBe(0);
       // Issued before the outage and never presented: no relay has seen it valid.
       const unseen = await obtainTokens(fleet.base, oauth);
       await pg.stopServer();
@@ -131,6 +159,7 @@ describe.skipIf(SKIP !== null)("several relays when a part fails", () => {
           connectThrough(fleet.base, { Authorization: `Bearer ${unseen.access_token}` }),
         ).rejects.toThrow(/503|unavailable/);
         for (const client of clients) {
+          expect((await client.call("shell_exec", once)).text).toContain("nothing ran");
           const refused = await client.call("shell_exec", { command: `true during-${client.holder()}` });
           expect(refused.text).toMatch(
             /consent store cannot be used \(unavailable: PostgreSQL at 127\.0\.0\.1:\d+/,
@@ -149,6 +178,10 @@ describe.skipIf(SKIP !== null)("several relays when a part fails", () => {
         expect(refusals.length, relay.name).toBeGreaterThan(0);
         expect(refusals.every((r) => r.denied === true)).toBe(true);
       }
+      // The approval survived the outage whole, and is spent once however many relays race for it.
+      const raced = await Promise.all(clients.map((client) => client.call("shell_exec", once)));
+      expect(raced.filter((r) => r.text.startsWith("[exit 0]"))).toHaveLength(1);
+      expect(readFileSync(canary, "utf8")).toBe("ran\n");
       // Back on their own: the same clients, the same relays, a challenge again.
       for (const client of clients) {
         const after = await client.call("shell_exec", { command: `true after-${client.holder()}` });

@@ -200,15 +200,20 @@ describe.skipIf(SKIP !== null)("a confirmation token shared by several relays", 
   let world: ConsentWorld;
   let pg: PostgresCluster;
   let fleet: RelayFleet;
+  let auth: Record<string, string>;
   const clients: FleetClient[] = [];
 
   beforeAll(async () => {
     world = createConsentWorld();
     pg = await startPostgres();
-    fleet = await startRelayFleet(world, pg.url, {
-      RELAY_SHELL_CONSENT: "false",
-      RELAY_SHELL_CONFIRM_TIER3: "true",
-    });
+    fleet = await startRelayFleet(
+      world,
+      pg.url,
+      { RELAY_SHELL_CONSENT: "false", RELAY_SHELL_CONFIRM_TIER3: "true" },
+      { oauth: true },
+    );
+    const tokens = await obtainTokens(fleet.base, await registerClient(fleet.base));
+    auth = { Authorization: `Bearer ${tokens.access_token}` };
   }, 120_000);
 
   afterAll(async () => {
@@ -220,7 +225,7 @@ describe.skipIf(SKIP !== null)("a confirmation token shared by several relays", 
 
   it("is planned and armed through one relay and consumed exactly once through the others", async () => {
     const sessions: FleetClient[] = [];
-    for (let i = 0; i < 12; i += 1) sessions.push(await connectThrough(fleet.base));
+    for (let i = 0; i < 12; i += 1) sessions.push(await connectThrough(fleet.base, auth));
     clients.push(...sessions);
     const [planner] = sessions;
     if (!planner) throw new Error("no session");
