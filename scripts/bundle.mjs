@@ -34,7 +34,8 @@ const EXTERNAL = [
 ];
 
 // Chunks of an earlier build would otherwise pile up (tsc does not clean dist/).
-for (const name of readdirSync(OUT_DIR)) if (/^bundle-[A-Z0-9]+\.js$/.test(name)) rmSync(OUT_DIR + name);
+for (const name of readdirSync(OUT_DIR))
+  if (/^bundle-[A-Z0-9]+\.js(\.map)?$/.test(name)) rmSync(OUT_DIR + name);
 
 await build({
   entryPoints: [ENTRY],
@@ -52,4 +53,25 @@ await build({
   external: EXTERNAL,
   logLevel: "warning",
   legalComments: "none",
+  // Maps beside the bundle, for stack traces read with `node --enable-source-maps`: read only then,
+  // so a start pays nothing for them.
+  sourcemap: "linked",
+  sourcesContent: false,
+});
+
+// The Node launcher (used where the native one is not built) is a program of its own that the
+// server forks by path: one file too, so the package ships what runs and nothing beside it.
+await build({
+  entryPoints: [new URL("../src/exec/launcher.ts", import.meta.url).pathname],
+  outfile: new URL("../dist/exec/launcher.js", import.meta.url).pathname,
+  allowOverwrite: true,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  external: EXTERNAL,
+  logLevel: "warning",
+  legalComments: "none",
+  sourcemap: "linked",
+  sourcesContent: false,
 });

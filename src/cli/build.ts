@@ -145,7 +145,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     throw err;
   });
   // Children are started from a small helper process: forking this one costs several times more.
-  const processes = createLauncherRunner({ clock });
+  const processes = createLauncherRunner({ clock, logger });
   const metrics = createCallCounter();
   const runtime = readRuntimeInfo();
   // Throws on a malformed inventory, so start-up fails (exit 2) instead of dialling alias names later.

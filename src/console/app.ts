@@ -1,6 +1,5 @@
 import type { IncomingMessage } from "node:http";
 import {
-  type AuthenticationResponseJSON,
   generateAuthenticationOptions,
   verifyAuthenticationResponse,
   type WebAuthnCredential,
@@ -14,7 +13,7 @@ import type { Clock, Logger } from "../core/index.js";
 import { type ApprovalsChannel, pendingCount, registerApprovals } from "./approvals.js";
 import type { Asset } from "./assets.js";
 import { registerAuditView } from "./audit-view.js";
-import { boundedBody } from "./body.js";
+import { boundedBody, decodeBody, problemText, readJson } from "./body.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
 import {
   type ConsoleLogin,
@@ -28,6 +27,7 @@ import { loginPage, type Nav, type Posture, posturePage } from "./pages.js";
 import type { PasskeyFile } from "./passkey-file.js";
 import { createPendingLogins } from "./pending-logins.js";
 import { type ConsoleSessions, registerSessionsView } from "./sessions-view.js";
+import { authenticationResponseSchema } from "./webauthn-schema.js";
 
 const SESSION_COOKIE = "relay_console";
 const LOGIN_COOKIE = "relay_console_login";
@@ -216,15 +216,11 @@ export function createConsoleApp(options: ConsoleAppOptions): Hono {
     // A challenge answers one attempt, successful or not.
     pending.login.challenge = null;
     if (challenge === null) return refuse(c, 400, "Ask for a challenge first");
-    let response: AuthenticationResponseJSON;
-    try {
-      response = (await c.req.json()) as AuthenticationResponseJSON;
-    } catch {
-      return refuse(c, 400, "Expected a JSON WebAuthn response");
-    }
-    if (typeof response !== "object" || response === null || typeof response.id !== "string") {
-      return refuse(c, 400, "Expected a JSON WebAuthn response");
-    }
+    const body = await readJson(c);
+    if (!body.ok) return refuse(c, 400, "Expected a JSON WebAuthn response");
+    const decoded = decodeBody(authenticationResponseSchema, body.value);
+    if (!decoded.ok) return refuse(c, 400, `Expected a JSON WebAuthn response: ${problemText(decoded)}`);
+    const response = decoded.value;
     const keys = passkeys.current();
     if (!keys.ok) {
       logger.error({ problems: keys.problems }, "console passkeys file unusable; nobody can log in");

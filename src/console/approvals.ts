@@ -9,6 +9,14 @@ import {
   requestPayload,
 } from "../consent/index.js";
 import type { Clock, Logger } from "../core/index.js";
+import {
+  approvalBodySchema,
+  approvalProblem,
+  denialBodySchema,
+  denialProblem,
+  optionsBodySchema,
+} from "./approvals-schema.js";
+import { decodeBody, readJson } from "./body.js";
 import { refuse } from "./http-rules.js";
 import { type ConsoleLogin, sameSecret } from "./logins.js";
 import { approvalsPage, type Nav } from "./pages.js";
@@ -34,14 +42,10 @@ export interface ApprovalsDeps {
   logger: Logger;
 }
 
-/** A deny reason is one line a human reads in the refusal; longer text is refused, not cut. */
-const MAX_REASON_CHARS = 500;
 /** Request ids are short tokens; anything else is refused before the store is asked. */
 const REQUEST_ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** How long the browser waits for the authenticator. */
 const ASSERTION_TIMEOUT_MS = 120_000;
-/** An act's digest as the page shows it and sends it back: sha256 hex. */
-const DIGEST = /^[0-9a-f]{64}$/;
 
 /** One pending request as the page shows it. */
 interface ListedRequest {
@@ -115,16 +119,6 @@ function storeRefusal(c: Context, failure: string, detail: string) {
   return refuse(c, status, `The consent store refused: ${detail}`);
 }
 
-/** C0 and C1 controls, DEL and the line and paragraph separators. */
-function isControl(ch: string): boolean {
-  const cp = ch.codePointAt(0) ?? 0;
-  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp === 0x2028 || cp === 0x2029;
-}
-
-function isText(value: unknown): value is string {
-  return typeof value === "string" && value !== "";
-}
-
 /**
  * The approval of consent requests with a passkey (docs/console.md,
  * "Approvals"): the page, its list, the WebAuthn options whose challenge is
@@ -157,18 +151,6 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     return { request };
   }
 
-  /** The JSON object of a POST's body, or null when it is not one. */
-  async function jsonObject(c: Context): Promise<Record<string, unknown> | null> {
-    try {
-      const body: unknown = await c.req.json();
-      return typeof body === "object" && body !== null && !Array.isArray(body)
-        ? (body as Record<string, unknown>)
-        : null;
-    } catch {
-      return null;
-    }
-  }
-
   /**
    * The payload to sign for the act the page showed, whose digest it sends back; the refusal when
    * the row holds another act now (rewritten since the page was drawn) or does not hold together.
@@ -176,10 +158,8 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
   function asShown(
     c: Context,
     request: ConsentRequest,
-    shown: unknown,
+    shown: string,
   ): { payload: string } | { refusal: Response } {
-    if (typeof shown !== "string" || !DIGEST.test(shown))
-      return { refusal: refuse(c, 400, "Send the digest of the act the page showed; reload the page") };
     const current = actDigest(request.act);
     if (current !== shown) {
       logger.warn(
@@ -220,7 +200,11 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     if ("refusal" in who) return who.refusal;
     const pending = await pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
-    const shown = asShown(c, pending.request, (await jsonObject(c))?.digest);
+    const body = await readJson(c);
+    if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown");
+    const sent = decodeBody(optionsBodySchema, body.value);
+    if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
+    const shown = asShown(c, pending.request, sent.value.digest);
     if ("refusal" in shown) return shown.refusal;
     const keys = deps.passkeys.current();
     const key = keys.ok ? keys.keys.find((k) => k.credentialId === who.session.credentialId) : undefined;
@@ -240,33 +224,22 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     if ("refusal" in who) return who.refusal;
     const pending = await pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
-    const body = await jsonObject(c);
-    if (body === null) return refuse(c, 400, "Expected a JSON body with the digest shown and the assertion");
-    const shown = asShown(c, pending.request, body.digest);
+    const body = await readJson(c);
+    if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown and the assertion");
+    const sent = decodeBody(approvalBodySchema, body.value);
+    if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
+    const shown = asShown(c, pending.request, sent.value.digest);
     if ("refusal" in shown) return shown.refusal;
-    const response = (
-      typeof body.assertion === "object" && body.assertion !== null ? body.assertion : {}
-    ) as Record<string, unknown>;
-    const inner = (
-      typeof response.response === "object" && response.response !== null ? response.response : {}
-    ) as Record<string, unknown>;
-    if (
-      !isText(response.id) ||
-      !isText(inner.authenticatorData) ||
-      !isText(inner.clientDataJSON) ||
-      !isText(inner.signature)
-    ) {
-      return refuse(c, 400, "Expected a JSON WebAuthn response");
-    }
-    if (response.id !== who.session.credentialId) {
+    const { id, response } = sent.value.assertion;
+    if (id !== who.session.credentialId) {
       return refuse(c, 403, "The assertion was made with another passkey than the one logged in");
     }
     const proof = JSON.stringify({
-      credential_id: response.id,
-      authenticator_data: inner.authenticatorData,
-      client_data_json: inner.clientDataJSON,
-      signature: inner.signature,
-      user_handle: isText(inner.userHandle) ? inner.userHandle : null,
+      credential_id: id,
+      authenticator_data: response.authenticatorData,
+      client_data_json: response.clientDataJSON,
+      signature: response.signature,
+      user_handle: response.userHandle || null,
     });
     const approval = {
       channel: "passkey" as const,
@@ -295,21 +268,11 @@ export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
     if ("refusal" in who) return who.refusal;
     const pending = await pendingRequest(c);
     if ("refusal" in pending) return pending.refusal;
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return refuse(c, 400, "Expected a JSON body with a reason");
-    }
-    const reason =
-      typeof body === "object" && body !== null ? (body as { reason?: unknown }).reason : undefined;
-    if (typeof reason !== "string" || reason.trim() === "")
-      return refuse(c, 400, "Give a reason for the denial");
-    // The reason is shown to the MCP client and on the operator's terminal: one line, no controls.
-    if (Array.from(reason).some(isControl))
-      return refuse(c, 400, "The reason must be one line of text without control characters");
-    if (Array.from(reason).length > MAX_REASON_CHARS)
-      return refuse(c, 400, `The reason is over ${MAX_REASON_CHARS} characters`);
+    const body = await readJson(c);
+    if (!body.ok) return refuse(c, 400, "Expected a JSON body with a reason");
+    const sent = decodeBody(denialBodySchema, body.value);
+    if (!sent.ok) return refuse(c, 400, denialProblem(sent));
+    const reason = sent.value.reason;
     const by = `${who.session.passkey} (console)`;
     const stored = await channel.store.deny(pending.request.id, by, reason.trim());
     if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);

@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import type { z } from "zod";
 
 /**
  * Read the body of every POST once, here, at most `maxBytes` of it, whether
@@ -44,4 +45,44 @@ export function boundedBody(maxBytes: number, tooLarge: (c: Context) => Response
     );
     await next();
   };
+}
+
+/** The JSON of a POST's body (read once by boundedBody), or not ok when the body is not JSON. */
+export async function readJson(c: Context): Promise<{ ok: true; value: unknown } | { ok: false }> {
+  try {
+    const value: unknown = await c.req.json();
+    return { ok: true, value };
+  } catch {
+    return { ok: false };
+  }
+}
+
+/** A body decoded, or the first thing wrong with it: the field's path ("" for the body) and why. */
+type Decoded<T> = { ok: true; value: T } | { ok: false; field: string; why: string };
+
+/**
+ * Decode `value` with `schema`. The schema's messages are phrases that follow the field's name (see
+ * webauthn-schema.ts); the first problem is the one the refusal names.
+ */
+export function decodeBody<T>(schema: z.ZodType<T>, value: unknown): Decoded<T> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  const issue = parsed.error.issues[0];
+  if (issue === undefined) return { ok: false, field: "", why: "is not what was expected" };
+  return { ok: false, field: fieldPath(issue.path), why: issue.message };
+}
+
+/** The refusal's text of a problem: "response.signature is missing", "the body must be an object". */
+export function problemText(problem: { field: string; why: string }): string {
+  return `${problem.field === "" ? "the body" : problem.field} ${problem.why}`;
+}
+
+/** `response.transports[2]`: names as written, list positions in brackets. */
+function fieldPath(path: readonly PropertyKey[]): string {
+  let text = "";
+  for (const key of path) {
+    if (typeof key === "number") text += `[${key}]`;
+    else text += text === "" ? String(key) : `.${String(key)}`;
+  }
+  return text;
 }

@@ -1,15 +1,12 @@
 import { randomBytes, randomInt } from "node:crypto";
 import { appendFileSync, chmodSync, existsSync, readFileSync } from "node:fs";
-import {
-  generateRegistrationOptions,
-  type RegistrationResponseJSON,
-  verifyRegistrationResponse,
-} from "@simplewebauthn/server";
+import { generateRegistrationOptions, verifyRegistrationResponse } from "@simplewebauthn/server";
 import { cose, decodeCredentialPublicKey, isoBase64URL } from "@simplewebauthn/server/helpers";
 import { type Context, Hono } from "hono";
+import { z } from "zod";
 import type { Clock, Logger } from "../core/index.js";
 import { loadAssets } from "./assets.js";
-import { boundedBody } from "./body.js";
+import { boundedBody, decodeBody, problemText, readJson } from "./body.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
 import { listenLoopback, nodeHandler } from "./listen.js";
 import { newToken, sameSecret } from "./logins.js";
@@ -22,10 +19,23 @@ import {
   passkeyNameProblem,
 } from "./passkeys.js";
 import { rpIdProblem } from "./rp-id.js";
+import { expected, registrationResponseSchema } from "./webauthn-schema.js";
 
 /** Wrong codes tolerated before the enrolment stops: the code is short enough to read off a terminal. */
 const MAX_WRONG_CODES = 5;
 const CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789";
+/** A typed code longer than this is wrong without comparing it. */
+const MAX_CODE_CHARS = 64;
+
+/** Both POSTs of the page carry the code typed; the second adds the registration. */
+const enrolCodeSchema = z.object(
+  { code: z.string(expected("text")).max(MAX_CODE_CHARS, { error: "is too long" }) },
+  expected("an object"),
+);
+const enrolVerifySchema = z.strictObject(
+  { code: enrolCodeSchema.shape.code, response: registrationResponseSchema },
+  expected("an object"),
+);
 
 export interface EnrolOptions {
   name: string;
@@ -117,25 +127,21 @@ export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome>
   app.get("/console/enrol", (c) => c.html(enrolPage(csrf, options.name)));
 
   /** The body of a POST that carries the page's token and the right code, or the refusal. */
-  async function admitted(c: Context): Promise<{ body: Record<string, unknown> } | { refusal: Response }> {
+  async function admitted(c: Context): Promise<{ body: unknown } | { refusal: Response }> {
     if (!sameSecret(c.req.header("x-csrf-token") ?? "", csrf))
       return { refusal: refuse(c, 403, "Invalid CSRF token") };
-    let body: unknown;
-    try {
-      body = await c.req.json();
-    } catch {
-      return { refusal: refuse(c, 400, "Expected a JSON body") };
-    }
-    if (typeof body !== "object" || body === null) return { refusal: refuse(c, 400, "Expected a JSON body") };
-    const sent = (body as Record<string, unknown>).code;
-    if (typeof sent !== "string" || !sameSecret(sent.toUpperCase(), code)) {
+    const body = await readJson(c);
+    if (!body.ok) return { refusal: refuse(c, 400, "Expected a JSON body") };
+    const sent = decodeBody(enrolCodeSchema, body.value);
+    if (!sent.ok && sent.field === "") return { refusal: refuse(c, 400, "Expected a JSON body") };
+    if (!sent.ok || !sameSecret(sent.value.code.toUpperCase(), code)) {
       wrongCodes++;
       if (wrongCodes >= MAX_WRONG_CODES) {
         finish({ ok: false, message: `${MAX_WRONG_CODES} wrong codes were typed; enrolment stopped` });
       }
       return { refusal: refuse(c, 403, "Wrong code") };
     }
-    return { body: body as Record<string, unknown> };
+    return { body: body.value };
   }
 
   app.post("/console/enrol/options", async (c) => {
@@ -159,13 +165,15 @@ export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome>
   app.post("/console/enrol/verify", async (c) => {
     const admission = await admitted(c);
     if ("refusal" in admission) return admission.refusal;
-    const expected = challenge;
+    const issued = challenge;
     challenge = null;
-    if (expected === null) return refuse(c, 400, "Ask for a challenge first");
+    if (issued === null) return refuse(c, 400, "Ask for a challenge first");
+    const sent = decodeBody(enrolVerifySchema, admission.body);
+    if (!sent.ok) return refuse(c, 400, `Expected a JSON WebAuthn registration: ${problemText(sent)}`);
     try {
       const verified = await verifyRegistrationResponse({
-        response: admission.body.response as RegistrationResponseJSON,
-        expectedChallenge: expected,
+        response: sent.value.response,
+        expectedChallenge: issued,
         expectedOrigin: origin,
         expectedRPID: options.rpId,
         requireUserVerification: true,

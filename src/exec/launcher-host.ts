@@ -2,6 +2,7 @@ import { constants as osConstants } from "node:os";
 import { enableStageTrace, RelayError, type StageTimes, traceCall } from "../core/index.js";
 import { createSubreaper } from "../proc/index.js";
 import {
+  decodeToLauncher,
   type FromLauncher,
   fromWireRequest,
   type ToLauncher,
@@ -17,6 +18,8 @@ import { createProcessRunner } from "./process-runner.js";
  * bounded well below this).
  */
 const CLOSE_DEADLINE_MS = 5000;
+/** The exit status after a message of the server could not be read (EX_DATAERR). */
+const EXIT_OUT_OF_STEP = 65;
 
 /**
  * The launcher side: answer run requests from the parent with the in-process
@@ -34,6 +37,7 @@ export function serveLauncher(host: NodeJS.Process): void {
   const inflight = new Map<number, AbortController>();
   let unsent = 0;
   let closing = false;
+  let exitStatus = 0;
 
   const stopAll = (): void => {
     runner.killAll();
@@ -42,7 +46,7 @@ export function serveLauncher(host: NodeJS.Process): void {
   };
 
   const exitIfDone = (): void => {
-    if (closing && inflight.size === 0 && unsent === 0) host.exit(0);
+    if (closing && inflight.size === 0 && unsent === 0) host.exit(exitStatus);
   };
 
   const reply = (message: FromLauncher): void => {
@@ -82,8 +86,15 @@ export function serveLauncher(host: NodeJS.Process): void {
     );
   };
 
-  host.on("message", (raw: unknown) => {
-    const message = raw as ToLauncher;
+  /** Stop every command, answer what is still open, then exit. */
+  const close = (): void => {
+    closing = true;
+    stopAll();
+    setTimeout(() => host.exit(exitStatus), CLOSE_DEADLINE_MS).unref();
+    exitIfDone();
+  };
+
+  const handle = (message: ToLauncher): void => {
     switch (message.kind) {
       case "run":
         run(message.id, message.request, message.aborted, message.trace === true);
@@ -95,13 +106,31 @@ export function serveLauncher(host: NodeJS.Process): void {
         stopAll();
         return;
       case "close":
-        closing = true;
-        stopAll();
-        setTimeout(() => host.exit(0), CLOSE_DEADLINE_MS).unref();
-        exitIfDone();
-        return;
-      default:
-        assertNever(message);
+        close();
+    }
+  };
+
+  /**
+   * The server sent what is none of the protocol's messages: the two sides are out of step, so the
+   * launcher says why (the server fails what it had asked and starts another), stops and exits.
+   */
+  const outOfStep = (why: string): void => {
+    if (exitStatus !== 0) return;
+    exitStatus = EXIT_OUT_OF_STEP;
+    host.stderr.write(`relay-shell process launcher: a message from the server could not be read: ${why}\n`);
+    reply({ kind: "broken", why });
+    close();
+  };
+
+  host.on("message", (raw: unknown) => {
+    if (exitStatus !== 0) return;
+    // Nothing thrown here may escape: the listener would take the launcher down with its children.
+    try {
+      const message = decodeToLauncher(raw);
+      if (message.kind === "bad") outOfStep(message.why);
+      else handle(message);
+    } catch (err) {
+      outOfStep(`a message could not be handled: ${String(err)}`);
     }
   });
 
@@ -128,8 +157,4 @@ export function serveLauncher(host: NodeJS.Process): void {
   });
 
   reply({ kind: "ready" });
-}
-
-function assertNever(value: never): never {
-  throw new Error(`unknown launcher message: ${JSON.stringify(value)}`);
 }

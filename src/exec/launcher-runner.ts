@@ -4,6 +4,7 @@ import { createRequire } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import {
   type Clock,
+  type Logger,
   markStage,
   mergeStages,
   RelayError,
@@ -12,6 +13,7 @@ import {
   systemClock,
 } from "../core/index.js";
 import {
+  decodeFromLauncher,
   type FromLauncher,
   fromWireError,
   type LinkMessage,
@@ -29,6 +31,10 @@ export interface LauncherRunnerDeps {
    * one (launcher.ts). By default the native one where it was built, the Node one otherwise.
    */
   kind?: LauncherKind;
+  /** Where a launcher that is out of step is reported; one line on stderr when absent. */
+  logger?: Pick<Logger, "error">;
+  /** The Node launcher's script and flags: launcher.ts beside this module unless a test stands in. */
+  entry?: LauncherEntry;
 }
 
 export type LauncherKind = "native" | "node";
@@ -115,7 +121,8 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
   const nativePath = deps.kind === "node" ? null : nativeLauncherPath(import.meta.url);
   if (deps.kind === "native" && nativePath === null)
     throw new Error("the native process launcher is not built");
-  const entry = launcherEntry(import.meta.url);
+  const entry = deps.entry ?? launcherEntry(import.meta.url);
+  const logger = deps.logger ?? stderrLogger;
   const pending = new Map<number, Pending>();
   let current: Launcher | undefined;
   let nextId = 1;
@@ -133,11 +140,8 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
   /** Hold the event loop only while requests are open, like the children of the in-process runner. */
   const holdLoop = (launcher: Launcher, change: 1 | -1): void => {
     launcher.open += change;
-    if (launcher.open === 1 && change === 1) {
-      refAll(launcher);
-    } else if (launcher.open === 0) {
-      unrefAll(launcher);
-    }
+    if (launcher.open === 1 && change === 1) holdHandles(launcher, true);
+    else if (launcher.open === 0) holdHandles(launcher, false);
   };
 
   const settle = (id: number, launcher: Launcher): Pending | undefined => {
@@ -162,8 +166,7 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
     }
   };
 
-  const onMessage = (launcher: Launcher, raw: unknown): void => {
-    const message = raw as FromLauncher;
+  const onMessage = (launcher: Launcher, message: FromLauncher): void => {
     switch (message.kind) {
       case "ready": {
         launcher.ready = true;
@@ -181,8 +184,32 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       case "failed":
         settle(message.id, launcher)?.reject(fromWireError(message.error));
         return;
-      default:
-        assertNever(message);
+      case "broken":
+        // The launcher could not read a message of ours: it stops its commands and exits by itself.
+        retire(launcher, message.why, "stopped on a message it could not read");
+    }
+  };
+
+  /** Like a malformed native reply: reported once, what it held fails with why, the next run starts another. */
+  const outOfStep = (launcher: Launcher, why: string): void => {
+    if (launcher.retired) return;
+    logger.error(
+      { why, pid: launcher.child.pid },
+      "process launcher sent a malformed message; restarting it",
+    );
+    retire(launcher, why, "sent a malformed message");
+    launcher.child.kill("SIGTERM");
+  };
+
+  /** A message off the IPC channel, decoded first; nothing thrown here may escape the listener. */
+  const onIpc = (launcher: Launcher, raw: unknown): void => {
+    if (launcher.retired) return;
+    try {
+      const message = decodeFromLauncher(raw);
+      if (message.kind === "bad") outOfStep(launcher, message.why);
+      else onMessage(launcher, message);
+    } catch (err) {
+      outOfStep(launcher, `a message could not be handled: ${String(err)}`);
     }
   };
 
@@ -205,7 +232,7 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
       });
     };
     const launcher: Launcher = { child, send, ready: false, queue: [], open: 0, retired: false };
-    child.on("message", (message: unknown) => onMessage(launcher, message));
+    child.on("message", (raw: unknown) => onIpc(launcher, raw));
     return watch(launcher);
   };
 
@@ -231,7 +258,7 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
   const watch = (launcher: Launcher): Launcher => {
     const { child } = launcher;
     // Nothing holds the event loop while no request is open (holdLoop refs it per request).
-    unrefAll(launcher);
+    holdHandles(launcher, false);
     child.on("error", (err) => {
       // After a successful start, errors are about signals or sends; 'close' reports the end.
       if (child.pid === undefined) retire(launcher, `could not start: ${err.message}`);
@@ -320,8 +347,8 @@ export function createLauncherRunner(deps: LauncherRunnerDeps = {}): LauncherRun
   };
 }
 
-/** The handles of a launcher that keep the event loop alive: the process, its channel or pipes. */
-function loopHandles(launcher: { child: ChildProcess }): Array<{ ref(): void; unref(): void }> {
+/** Let the handles that keep the event loop alive for a launcher (process, channel, pipes) hold it or not. */
+function holdHandles(launcher: { child: ChildProcess }, hold: boolean): void {
   const { child } = launcher;
   const handles: Array<{ ref(): void; unref(): void } | null | undefined> = [
     child,
@@ -329,15 +356,11 @@ function loopHandles(launcher: { child: ChildProcess }): Array<{ ref(): void; un
     child.stdin as unknown as { ref(): void; unref(): void } | null,
     child.stdout as unknown as { ref(): void; unref(): void } | null,
   ];
-  return handles.filter((h): h is { ref(): void; unref(): void } => typeof h?.ref === "function");
-}
-
-function refAll(launcher: { child: ChildProcess }): void {
-  for (const handle of loopHandles(launcher)) handle.ref();
-}
-
-function unrefAll(launcher: { child: ChildProcess }): void {
-  for (const handle of loopHandles(launcher)) handle.unref();
+  for (const handle of handles) {
+    if (typeof handle?.ref !== "function") continue;
+    if (hold) handle.ref();
+    else handle.unref();
+  }
 }
 
 /**
@@ -378,6 +401,7 @@ function tsxLoader(moduleUrl: string): string {
   }
 }
 
-function assertNever(value: never): never {
-  throw new Error(`unknown message from the process launcher: ${JSON.stringify(value)}`);
-}
+/** Without the server's logger, the report goes where the launcher's own crash reports go. */
+const stderrLogger: Pick<Logger, "error"> = {
+  error: (facts, message) => void process.stderr.write(`relay-shell: ${message}: ${JSON.stringify(facts)}\n`),
+};

@@ -205,7 +205,7 @@ export async function startInfraBroker(
   // started, so no copy goes on writing after the broker that owns it is gone.
   let runner: LauncherRunner | null = null;
   try {
-    runner = createLauncherRunner({ clock });
+    runner = createLauncherRunner({ clock, logger });
     const base = { stateDir: options.stateDir, runner, clock, ids, logger };
     const remote = attempt("cannot set up the transport", () =>
       (deps.createRemote ?? createRemote)(base, {

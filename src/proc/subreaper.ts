@@ -179,6 +179,9 @@ export function createSubreaper(options: SubreaperOptions): Subreaper {
     }
     for (const orphan of adoptedOrphans()) {
       const owner = commandOf(orphan);
+      // Killed already for a command that ended (its SIGKILL not yet seen in /proc on a busy host):
+      // the follow-up reaps it; it is not this command's to count.
+      if (owner === undefined && doomed.has(orphan.sid)) continue;
       const ours = owner === command || (owner === undefined && mayClaim(command, orphan));
       if (!ours) continue;
       for (const info of descendants([orphan], WALK_LIMIT)) {

@@ -1,4 +1,4 @@
-import type { Word } from "../words.js";
+import type { Word } from "../shell/words.js";
 
 /**
  * Programs that read a program: awk and sed. Their program text is read

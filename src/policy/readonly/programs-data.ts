@@ -1,4 +1,4 @@
-import type { Word } from "../words.js";
+import type { Word } from "../shell/words.js";
 import { subsOf, tablePart } from "./define.js";
 import { operands } from "./programs-files.js";
 import type { ReadEntry } from "./spec.js";

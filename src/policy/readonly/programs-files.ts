@@ -1,4 +1,4 @@
-import type { Word } from "../words.js";
+import type { Word } from "../shell/words.js";
 import { awkReadsOnly, sedReadsOnly } from "./program-texts.js";
 import type { ReadEntry, ReadSpec } from "./spec.js";
 import { safeVariable } from "./variables.js";

@@ -1,4 +1,4 @@
-import { SYSTEMCTL_VALUED } from "../option-lists.js";
+import { SYSTEMCTL_VALUED } from "../rules/option-lists.js";
 import { subsOf, tablePart } from "./define.js";
 import { operands } from "./programs-files.js";
 import type { ReadEntry } from "./spec.js";

@@ -1,5 +1,5 @@
-import type { Redirect } from "../script.js";
-import type { Word } from "../words.js";
+import type { Redirect } from "../shell/script.js";
+import type { Word } from "../shell/words.js";
 import { isHelpForm, type ReadEntry, satisfies } from "./spec.js";
 import { READ_ONLY_PROGRAMS } from "./table.js";
 

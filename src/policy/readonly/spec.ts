@@ -1,4 +1,4 @@
-import { DYNAMIC, type Word } from "../words.js";
+import { DYNAMIC, type Word } from "../shell/words.js";
 
 /**
  * How a read-only program is proven (ADR 0033). A program is in the table

@@ -1,4 +1,4 @@
-import type { Word } from "../words.js";
+import type { Word } from "../shell/words.js";
 
 /**
  * Database statements given on the command line, read for their writes. A

@@ -1,4 +1,4 @@
-import type { Word } from "../words.js";
+import type { Word } from "../shell/words.js";
 
 /**
  * Variables a command may set without changing what runs or what it reads as

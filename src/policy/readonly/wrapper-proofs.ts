@@ -1,5 +1,5 @@
-import type { Word } from "../words.js";
-import { leadingOptions, set } from "../wrappers.js";
+import type { Word } from "../shell/words.js";
+import { leadingOptions, set } from "../wrappers/parsers.js";
 import { safeVariable } from "./variables.js";
 
 /**

@@ -1,5 +1,5 @@
-import { isAuthPath } from "../paths.js";
 import { type Args, always, type Hit, hit, type RuleInput, table } from "./args.js";
+import { isAuthPath } from "./paths.js";
 
 /**
  * Accounts and network access. Deleting accounts, locking or resetting

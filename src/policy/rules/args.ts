@@ -1,6 +1,6 @@
 import type { Tier } from "../../core/index.js";
+import { DYNAMIC, type Word } from "../shell/words.js";
 import type { Basis } from "../types.js";
-import { DYNAMIC, type Word } from "../words.js";
 
 export interface Hit {
   tier: Tier;

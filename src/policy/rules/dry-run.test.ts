@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { literalWord } from "../words.js";
+import { literalWord } from "../shell/words.js";
 import { Args } from "./args.js";
 import { isDryRun, shortFlag } from "./dry-run.js";
 

@@ -1,3 +1,4 @@
+import { type Args, type Hit, hit, type RuleInput, table } from "./args.js";
 import {
   isAuthPath,
   isBlockDevice,
@@ -6,8 +7,7 @@ import {
   isSystemPath,
   isTopLevelTree,
   normalizePath,
-} from "../paths.js";
-import { type Args, type Hit, hit, type RuleInput, table } from "./args.js";
+} from "./paths.js";
 import { emptiedTier, isDatabasePath, isLoginGate } from "./targets.js";
 
 /**

@@ -1,6 +1,6 @@
-import { isBlockDevice, isUnsafeDevice } from "../paths.js";
-import { DYNAMIC } from "../words.js";
+import { DYNAMIC } from "../shell/words.js";
 import { type Args, always, type Hit, hit, type Rule, table } from "./args.js";
+import { isBlockDevice, isUnsafeDevice } from "./paths.js";
 
 /**
  * Storage destruction: formatting, partitioning, wiping or overwriting disks

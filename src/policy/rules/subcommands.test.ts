@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Classifier, createClassifier } from "../index.js";
-import { literalWord } from "../words.js";
+import { literalWord } from "../shell/words.js";
 import { Args } from "./args.js";
 import { helpRequest, subcommandPath } from "./subcommands.js";
 

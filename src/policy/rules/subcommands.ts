@@ -184,7 +184,7 @@ export function subcommandPath(args: Args): string[] {
 
 /**
  * Windows' own tools (`vssadmin delete shadows`, `sc delete`, `reg delete`): the Windows rules
- * (windows.ts) judge them on SSH targets with their own basis; here they keep the Tier-2 verdict.
+ * (patterns/windows.ts) judge them on SSH targets with their own basis; here they keep the Tier-2 verdict.
  */
 const WINDOWS_NATIVE: ReadonlySet<string> = words(
   "vssadmin reg sc wmic bcdedit wbadmin schtasks netsh net diskpart cipher dism wevtutil bitsadmin",

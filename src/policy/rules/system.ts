@@ -1,5 +1,5 @@
-import { SYSTEMCTL_VALUED } from "../option-lists.js";
 import { type Args, always, type Hit, hit, type RuleInput, table } from "./args.js";
+import { SYSTEMCTL_VALUED } from "./option-lists.js";
 
 /**
  * Power, kernel, services and the host's identity. Anything that takes the host (or its

@@ -1,4 +1,4 @@
-import { isCriticalPath, normalizePath } from "../paths.js";
+import { isCriticalPath, normalizePath } from "./paths.js";
 
 /**
  * Files that gate remote and local logins themselves: who may log in with a

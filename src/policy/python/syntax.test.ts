@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { createClassifier } from "./index.js";
+import { createClassifier } from "../index.js";
 
 /** The project's type library has no DOM, so WebAssembly is reached through globalThis. */
 type Wasm = Record<"Module" | "compile" | "instantiate", (...args: unknown[]) => unknown>;

@@ -1,8 +1,8 @@
-import type { Best } from "./best.js";
-import { PATH_OBJECT, PythonNames, type Ref, UNKNOWN } from "./python-names.js";
-import { DANGEROUS_MODULES, DECODERS, DOWNLOADS, type PyAction } from "./python-rules.js";
-import type { SyntaxNode, SyntaxTree } from "./syntax.js";
-import { dynamicWord, literalWord, type Word } from "./words.js";
+import type { Best } from "../best.js";
+import type { SyntaxNode, SyntaxTree } from "../shell/syntax.js";
+import { dynamicWord, literalWord, type Word } from "../shell/words.js";
+import { PATH_OBJECT, PythonNames, type Ref, UNKNOWN } from "./names.js";
+import { DANGEROUS_MODULES, DECODERS, DOWNLOADS, type PyAction } from "./rules.js";
 
 /** Where a finding goes: the shell classifier, the rule tables, another Python program. */
 export interface PythonHost {
@@ -23,7 +23,7 @@ export interface PythonHost {
  * classifier, a deletion, write, rename or permission change becomes the
  * shell command or redirection that does the same (`shutil.rmtree(p)` as
  * `rm -rf p`, `open(p, "w")` as `> p`), and code run from a string is read
- * as Python when it is a literal. Which calls matter is decided in python.ts.
+ * as Python when it is a literal. Which calls matter is decided in classify.ts.
  */
 export class PythonActions extends PythonNames {
   protected readonly host: PythonHost;

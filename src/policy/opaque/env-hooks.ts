@@ -1,5 +1,5 @@
-import type { Unit } from "./script.js";
-import { baseName } from "./words.js";
+import type { Unit } from "../shell/script.js";
+import { baseName } from "../shell/words.js";
 
 /**
  * Environment variables that make a shell, an interpreter or the dynamic

@@ -1,6 +1,5 @@
-import { type ArgvCtx, argvHit, originBasis, type StdinCtx, scriptWord } from "./engine.js";
+import { analyzeInline } from "../opaque/inline-code.js";
 import {
-  analyzeInline,
   awkExecutes,
   awkProgram,
   awkProgramFile,
@@ -10,11 +9,12 @@ import {
   isStdinPath,
   SHELLS,
   shellInvocation as shellInvocationOf,
-} from "./opaque.js";
-import { SQL_CLIENTS } from "./rules/data.js";
-import type { Redirect, StdinFeed } from "./script.js";
-import { joinAll } from "./unwrap.js";
-import { DYNAMIC, type Word } from "./words.js";
+} from "../opaque/invocation.js";
+import { SQL_CLIENTS } from "../rules/data.js";
+import type { Redirect, StdinFeed } from "../shell/script.js";
+import { DYNAMIC, type Word } from "../shell/words.js";
+import { joinAll } from "../wrappers/unwrap.js";
+import { type ArgvClassifier, type ArgvCtx, originBasis, type StdinCtx, scriptWord } from "./context.js";
 
 /**
  * Opaque execution: code that runs without appearing as an argv.
@@ -31,8 +31,17 @@ import { DYNAMIC, type Word } from "./words.js";
  *   shell command lines it passes to system()/subprocess are classified too.
  *
  * Returns true when the command was handled here and the rule tables need not look.
+ * `argvHit` is the engine's classifier of an argv, for the one a command runs
+ * by name (`python3 -m MODULE`); it is handed in so this module need not
+ * import the engine that calls it.
  */
-export function classifyOpaque(name: string, args: Word[], c: ArgvCtx, unwraps: number): boolean {
+export function classifyOpaque(
+  name: string,
+  args: Word[],
+  c: ArgvCtx,
+  unwraps: number,
+  argvHit: ArgvClassifier,
+): boolean {
   if (unwraps === 0 && c.stdin === null) {
     // `bash < f.sh`, `sudo mysql db < dump.sql`, `ssh host sh < f`: the file is this command's stdin,
     // and the stdin of every command it wraps.

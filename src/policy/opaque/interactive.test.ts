@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { type Classifier, createClassifier } from "./index.js";
+import { type Classifier, createClassifier } from "../index.js";
 
 /**
  * A command started on a terminal (shell_spawn, ssh_spawn) is judged by the

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Tier } from "../core/index.js";
+import type { Tier } from "../../core/index.js";
+import type { Classification, ClassifyOptions, PolicyMode } from "../types.js";
+import { assessTier, decide, type PolicyConfig, policyProbe, targetLines } from "./decide.js";
 import { widenHostTokens } from "./ip-widen.js";
-import { assessTier, decide, type PolicyConfig, policyProbe, targetLines } from "./policy.js";
-import type { Classification, ClassifyOptions, PolicyMode } from "./types.js";
 
 const re = (source: string) => new RegExp(source, "iu");
 const config = (over: Partial<PolicyConfig> = {}): PolicyConfig => ({

@@ -1,7 +1,7 @@
-import { BUILTINS, DANGEROUS_MODULES, NETWORK_MODULES, PY_CALLS } from "./python-rules.js";
-import { joinPath, LOCAL, PythonSource } from "./python-source.js";
-import type { SyntaxNode } from "./syntax.js";
-import { dynamicWord, literalWord, type Word } from "./words.js";
+import type { SyntaxNode } from "../shell/syntax.js";
+import { dynamicWord, literalWord, type Word } from "../shell/words.js";
+import { BUILTINS, DANGEROUS_MODULES, NETWORK_MODULES, PY_CALLS } from "./rules.js";
+import { joinPath, LOCAL, PythonSource } from "./source.js";
 
 /** A resolved reference: a qualified name, and the literal path of a path object. */
 export interface Ref {
@@ -33,7 +33,7 @@ const PATH_CLASSES = new Set([
  * What the names of a Python program stand for: imports, assignments, star
  * imports and builtins, resolved to qualified names (`o.system` after
  * `import os as o` is `os.system`) and path objects to their literal paths.
- * The judgement of calls builds on this (python.ts).
+ * The judgement of calls builds on this (classify.ts).
  */
 export class PythonNames extends PythonSource {
   /** Meaning of each bound name, built on first use. */

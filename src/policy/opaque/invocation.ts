@@ -1,9 +1,10 @@
-import type { Word } from "./words.js";
+import type { Word } from "../shell/words.js";
 
 /**
  * Knowledge about code that is executed without being visible in the argv:
- * shells and interpreters (how they take their program), downloaders and
- * decoders (where piped code comes from), inline programs (what they do).
+ * shells and interpreters, and how each takes its program (an inline string,
+ * stdin, a file, a module). Where piped code comes from (decoders.ts) and
+ * what an inline program does (inline-code.ts) are known beside it.
  */
 
 export const SHELLS = new Set([
@@ -330,9 +331,6 @@ export function awkExecutes(program: string): boolean {
     /print[^;}|]{0,200}\|\s*"/.test(program)
   );
 }
-
-export { DOWNLOADERS, isDecoder } from "./decoders.js";
-export { analyzeInline } from "./inline-code.js";
 
 /** Where a shell reads its program from stdin via a path: `bash /dev/stdin`, `source /proc/self/fd/0`. */
 export function isStdinPath(path: string): boolean {

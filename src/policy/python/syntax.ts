@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Language, Parser } from "web-tree-sitter";
-import { type NodeKinds, nodeKinds, parseBounded, type SyntaxTree } from "./syntax.js";
+import { type NodeKinds, nodeKinds, parseBounded, type SyntaxTree } from "../shell/syntax.js";
 
 /**
  * The tree-sitter Python grammar, loaded on the first Python program rather

@@ -1,3 +1,6 @@
+import type { Redirect, Unit } from "../shell/script.js";
+import { baseName, DYNAMIC } from "../shell/words.js";
+import { type Hit, hit } from "./args.js";
 import {
   isAuthPath,
   isBlockDevice,
@@ -6,10 +9,7 @@ import {
   isSystemPath,
   normalizePath,
 } from "./paths.js";
-import { type Hit, hit } from "./rules/args.js";
-import { emptiedTier, isLoginGate } from "./rules/targets.js";
-import type { Redirect, Unit } from "./script.js";
-import { baseName, DYNAMIC } from "./words.js";
+import { emptiedTier, isLoginGate } from "./targets.js";
 
 const WRITES = new Set([">", ">>", ">|", "&>", "&>>", "<>", ">&"]);
 
@@ -34,7 +34,7 @@ function emptiesTarget(r: Redirect, unit: Unit): boolean {
  * Writes through a redirection: onto a block device (Tier 3), to the sysrq
  * trigger (Tier 3), emptying a system or database file (Tier 3), clobbering a
  * program or boot file (Tier 3), into the files that gate logins (Tier 3,
- * rules/targets.ts), into /etc or the account files (Tier 2, docs/wire-contract.md
+ * targets.ts), into /etc or the account files (Tier 2, docs/wire-contract.md
  * §5.7 rows 73/74), into /proc/sys or /sys (Tier 2), emptying any other file
  * (Tier 2). Anything else, such as `echo x > out.txt`, is data.
  */

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { BASIS_TEXT, type Basis, type Classifier, createClassifier } from "../index.js";
 import { MAX_DEPTH, PARSE_LIMIT } from "./classify.js";
-import { BASIS_TEXT, type Basis, type Classifier, createClassifier } from "./index.js";
 
 let classifier: Classifier;
 

@@ -1,5 +1,5 @@
-import type { SyntaxNode, SyntaxTree } from "./syntax.js";
-import { DYNAMIC, dynamicWord, literalWord, type Word } from "./words.js";
+import type { SyntaxNode, SyntaxTree } from "../shell/syntax.js";
+import { DYNAMIC, dynamicWord, literalWord, type Word } from "../shell/words.js";
 
 /**
  * A Python program's syntax tree with what can be known without running it:

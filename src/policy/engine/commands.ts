@@ -1,8 +1,7 @@
-import type { Best } from "./best.js";
-import { startupHookInUnit } from "./env-hooks.js";
-import { startsBareShell, startsConsole } from "./interactive.js";
-import { SHELLS } from "./opaque.js";
-import { classifyOpaque } from "./opaque-rules.js";
+import type { Best } from "../best.js";
+import { startupHookInUnit } from "../opaque/env-hooks.js";
+import { startsBareShell, startsConsole } from "../opaque/interactive.js";
+import { SHELLS } from "../opaque/invocation.js";
 import {
   interpreterInfoOnly,
   provenArgv,
@@ -11,15 +10,16 @@ import {
   safeVariable,
   shellCommandOnly,
   transparentWrapper,
-} from "./readonly/prove.js";
-import { redirectHit } from "./redirects.js";
-import { Args, initScript, lookupRule, type Rule } from "./rules/index.js";
-import { subcommandVerdict } from "./rules/subcommands.js";
-import type { ParsedScript, StdinFeed, Unit } from "./script.js";
-import { type Origin, ScriptIndex } from "./script-index.js";
-import type { Basis } from "./types.js";
-import { unwrap } from "./unwrap.js";
-import { baseName, DYNAMIC, type Word } from "./words.js";
+} from "../readonly/prove.js";
+import { Args, initScript, lookupRule } from "../rules/index.js";
+import { redirectHit } from "../rules/redirects.js";
+import { subcommandVerdict } from "../rules/subcommands.js";
+import type { ParsedScript, StdinFeed, Unit } from "../shell/script.js";
+import { baseName, type Word } from "../shell/words.js";
+import { unwrap } from "../wrappers/unwrap.js";
+import { type ArgvCtx, originBasis, type Scope, type StdinCtx, scriptWord } from "./context.js";
+import { classifyOpaque } from "./opaque-rules.js";
+import { ScriptIndex } from "./script-index.js";
 
 /**
  * Classifies the simple commands of one parsed script: each argv is unwrapped
@@ -28,38 +28,6 @@ import { baseName, DYNAMIC, type Word } from "./words.js";
  * checked on their own. Nested script text goes back through `Scope.nested`,
  * which owns the depth and byte budgets.
  */
-
-/** What a command reads on stdin. */
-export interface StdinCtx {
-  /** Earlier stages of a pipeline write to this command's stdin. */
-  piped: boolean;
-  /** Where the upstream output comes from (a downloader or decoder), if known. */
-  origin: Origin | null;
-  feed: StdinFeed | null;
-  /** Literal text known to arrive on stdin (echoed into the pipe, or a here-doc). */
-  literal: string | null;
-}
-
-/**
- * The classifier's recursion context at one nesting level: the rule tables,
- * whether the Windows rules apply, and the way one level deeper (charged to
- * the depth and byte budgets).
- */
-export interface Scope {
-  rules: ReadonlyMap<string, Rule>;
-  windows: boolean;
-  /** The command starts on a terminal: a program that reads commands from it is interactive. */
-  terminal: boolean;
-  /** Parse `text` as a script one level deeper and add its findings to `best`. */
-  nested(text: string, best: Best, part: string, stdin: StdinCtx | null): void;
-  /** Classify PowerShell/cmd text one level deeper. */
-  nestedWindows(text: string, best: Best, part: string): void;
-  /**
-   * Classify a Python program one level deeper. `feed` is the stdin it was
-   * read from, when the program arrived on a command's standard input.
-   */
-  nestedPython(source: string, best: Best, part: string, feed: StdinFeed | null): void;
-}
 
 const PS_OPERATOR =
   /^(?:[-+*/%]?=|\?\?=|in|-(?:eq|ne|gt|ge|lt|le|like|notlike|match|notmatch|contains|notcontains|in|notin|is|isnot|and|or|not|band|bor|replace|split|join|f))$/i;
@@ -83,34 +51,6 @@ const MAX_UNWRAP = 32;
 
 /** Commands that delete whatever they are handed, when run per input item (xargs rm, find -exec rm). */
 const MASS_DELETE = new Set(["rm", "unlink", "shred", "srm", "rmdir"]);
-
-export interface ArgvCtx {
-  scope: Scope;
-  index: ScriptIndex;
-  stdin: StdinCtx | null;
-  best: Best;
-  part: string;
-}
-
-export function originBasis(origin: Origin | null, fallback: Basis): Basis {
-  return origin ?? fallback;
-}
-
-/** A script string (-c, eval, su -c ...): parsed again, or opaque when it is only known at run time. */
-export function scriptWord(word: Word, c: ArgvCtx, stdin: StdinCtx | null): void {
-  if (word.dynamic) {
-    const origin = c.index.originOfSubst(word.subst);
-    if (origin !== null || word.value.trim() === DYNAMIC) {
-      c.best.consider(3, originBasis(origin, "dynamic_command"), c.part);
-      if (c.best.done) return;
-    }
-    // Keep the literal skeleton visible: each unknown stretch becomes an expansion.
-    // biome-ignore lint/suspicious/noTemplateCurlyInString: a shell parameter expansion, not a template
-    c.scope.nested(word.value.replaceAll(DYNAMIC, "${__relay_unknown__}"), c.best, c.part, stdin);
-    return;
-  }
-  c.scope.nested(word.value, c.best, c.part, stdin);
-}
 
 export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   if (c.best.done) return;
@@ -141,7 +81,7 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
   // On a terminal, a shell, REPL or console reads its commands from what the caller types later.
   const values = args.map((w) => w.value);
   if (c.scope.terminal && startsConsole(path, values)) c.best.consider(2, "interactive_program", c.part);
-  if (classifyOpaque(name, args, c, unwraps)) {
+  if (classifyOpaque(name, args, c, unwraps, argvHit)) {
     // Shells, interpreters, eval, source: what they run is not a read the table can prove. awk reads
     // its program, which the table checks for its own writes and executions.
     c.best.prove(

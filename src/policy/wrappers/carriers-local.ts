@@ -1,7 +1,7 @@
-import { type Hit, hit } from "./rules/args.js";
-import { KUBE_VALUED } from "./rules/infra.js";
-import type { Word } from "./words.js";
-import { argv, joinAll, PRIV, result, set, simple, ssh, suLike, type Wrapper } from "./wrappers.js";
+import { type Hit, hit } from "../rules/args.js";
+import { KUBE_VALUED } from "../rules/infra.js";
+import type { Word } from "../shell/words.js";
+import { argv, joinAll, PRIV, result, set, simple, ssh, suLike, type Wrapper } from "./parsers.js";
 
 /**
  * Carried commands that run on this host in another context: a container

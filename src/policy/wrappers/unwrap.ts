@@ -1,6 +1,6 @@
+import { hit } from "../rules/args.js";
+import type { Word } from "../shell/words.js";
 import { CARRIERS } from "./carriers.js";
-import { hit } from "./rules/args.js";
-import type { Word } from "./words.js";
 import {
   argv,
   command,
@@ -25,9 +25,9 @@ import {
   type Wrapper,
   watch,
   xargs,
-} from "./wrappers.js";
+} from "./parsers.js";
 
-export { joinAll, type Unwrapped } from "./wrappers.js";
+export { joinAll, type Unwrapped } from "./parsers.js";
 
 /**
  * Commands that run another command: the inner argv (or script text) is what

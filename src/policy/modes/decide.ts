@@ -1,4 +1,4 @@
-import { isNonAsciiSeparator, tierName } from "../core/index.js";
+import { isNonAsciiSeparator, tierName } from "../../core/index.js";
 import type {
   Classification,
   Classifier,
@@ -6,7 +6,7 @@ import type {
   PolicyMode,
   ProgramInput,
   TierSpec,
-} from "./types.js";
+} from "../types.js";
 
 export interface PolicyConfig {
   mode: PolicyMode;

@@ -1,7 +1,7 @@
+import { type Hit, hit } from "../rules/args.js";
+import { DYNAMIC, literalWord, type Word } from "../shell/words.js";
 import { afterDashes, firstOperand, has, LOCAL_CARRIERS, optionWord } from "./carriers-local.js";
-import { type Hit, hit } from "./rules/args.js";
-import { DYNAMIC, literalWord, type Word } from "./words.js";
-import { joinAll, PRIV, result, set, type Wrapper } from "./wrappers.js";
+import { joinAll, PRIV, result, set, type Wrapper } from "./parsers.js";
 
 /**
  * Carried commands: tools whose argument is a command for another host, a

@@ -1,26 +1,27 @@
-import { Best, toPart } from "./best.js";
-import { classifyUnits, type Scope, type StdinCtx } from "./engine.js";
-import { startupHooks } from "./env-hooks.js";
-import { parseEnvOverlay, splitEnvOverlay } from "./env-overlay.js";
-import { fallbackClassify } from "./fallback.js";
-import { plainScript } from "./fast-path.js";
+import { Best, toPart } from "../best.js";
+import { startupHooks } from "../opaque/env-hooks.js";
+import { fallbackClassify } from "../patterns/fallback.js";
+import { classifyWindowsCommand, DOWNLOADS, tokenizeWindows } from "../patterns/windows.js";
+import { type PythonSyntax, preparePythonSyntax } from "../python/syntax.js";
+import { safeVariable } from "../readonly/prove.js";
+import { buildRuleTable, type Rule } from "../rules/index.js";
+import { parseEnvOverlay, splitEnvOverlay } from "../shell/env-overlay.js";
+import { plainScript } from "../shell/fast-path.js";
+import type { ParsedScript, StdinFeed } from "../shell/script.js";
+import { type BashSyntax, loadBashSyntax } from "../shell/syntax.js";
+import { walkScript } from "../shell/walker.js";
+import { literalWord } from "../shell/words.js";
+import type { Classification, Classifier, ClassifyOptions, ProgramInput } from "../types.js";
+import { classifyUnits } from "./commands.js";
+import type { Scope, StdinCtx } from "./context.js";
 import { pythonInto as pythonProgramInto } from "./python-host.js";
-import { type PythonSyntax, preparePythonSyntax } from "./python-syntax.js";
-import { safeVariable } from "./readonly/prove.js";
-import { buildRuleTable, type Rule } from "./rules/index.js";
-import type { ParsedScript, StdinFeed } from "./script.js";
-import { type BashSyntax, loadBashSyntax } from "./syntax.js";
-import type { Classification, Classifier, ClassifyOptions, ProgramInput } from "./types.js";
-import { walkScript } from "./walker.js";
-import { classifyWindowsCommand, DOWNLOADS, tokenizeWindows } from "./windows.js";
-import { literalWord } from "./words.js";
 
 /**
  * Texts longer than this (UTF-16 code units) skip the parser and go to the
  * linear pattern tables. Measured here, web-tree-sitter parses ordinary shell
  * text at about 0.6 MB/s including the tree copy (16 KiB: ~30 ms) and dense
  * text such as thousands of `x|x|...` stages ten times slower; 1 MiB would
- * take seconds. The parse also has a work budget (syntax.ts). Scripts past
+ * take seconds. The parse also has a work budget (shell/syntax.ts). Scripts past
  * 16 KiB are rare, and the tables round up.
  */
 export const PARSE_LIMIT = 16 * 1024;

@@ -1,12 +1,13 @@
-import type { Best } from "./best.js";
-import { type ArgvCtx, argvHit, type Scope, scriptWord } from "./engine.js";
-import { classifyPython } from "./python.js";
-import type { PythonHost } from "./python-actions.js";
-import { redirectHit } from "./redirects.js";
-import { flatScript, plainUnit, type Unit } from "./script.js";
+import type { Best } from "../best.js";
+import type { PythonHost } from "../python/actions.js";
+import { classifyPython } from "../python/classify.js";
+import { redirectHit } from "../rules/redirects.js";
+import { flatScript, plainUnit, type Unit } from "../shell/script.js";
+import type { SyntaxTree } from "../shell/syntax.js";
+import { literalWord, type Word } from "../shell/words.js";
+import { argvHit } from "./commands.js";
+import { type ArgvCtx, type Scope, scriptWord } from "./context.js";
 import { ScriptIndex } from "./script-index.js";
-import type { SyntaxTree } from "./syntax.js";
-import { literalWord, type Word } from "./words.js";
 
 /**
  * Connects the Python classifier to the shell side: a command line a Python

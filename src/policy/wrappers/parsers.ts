@@ -1,5 +1,5 @@
-import { type Hit, hit } from "./rules/args.js";
-import { dynamicWord, joinWords, literalWord, type Word } from "./words.js";
+import { type Hit, hit } from "../rules/args.js";
+import { dynamicWord, joinWords, literalWord, type Word } from "../shell/words.js";
 
 /**
  * The individual wrapper parsers: each knows one command's options well

@@ -1,4 +1,4 @@
-import type { Tier } from "../core/index.js";
+import type { Tier } from "../../core/index.js";
 
 /**
  * The pattern tables used when the shell parser cannot be trusted with the

@@ -1,6 +1,8 @@
-import { analyzeInline } from "./opaque.js";
-import { PythonActions, type PythonHost } from "./python-actions.js";
-import { PATH_OBJECT, reexported, UNKNOWN } from "./python-names.js";
+import { analyzeInline } from "../opaque/inline-code.js";
+import type { SyntaxNode, SyntaxTree } from "../shell/syntax.js";
+import { literalWord } from "../shell/words.js";
+import { PythonActions, type PythonHost } from "./actions.js";
+import { PATH_OBJECT, reexported, UNKNOWN } from "./names.js";
 import {
   DANGEROUS_MODULES,
   INTROSPECTION,
@@ -10,9 +12,7 @@ import {
   SAFE_MEMBERS,
   SAFE_PATH_METHODS,
   UNKNOWN_METHODS,
-} from "./python-rules.js";
-import type { SyntaxNode, SyntaxTree } from "./syntax.js";
-import { literalWord } from "./words.js";
+} from "./rules.js";
 
 /**
  * Classifies a Python program from its tree-sitter syntax tree. Imports and
@@ -30,7 +30,7 @@ import { literalWord } from "./words.js";
  * - in a program that imports a dangerous module, a call that resolves to no
  *   known-safe name is opaque too.
  *
- * This file decides which calls matter; python-actions.ts turns each into
+ * This file decides which calls matter; actions.ts turns each into
  * what it does on the shell side.
  */
 

@@ -1,6 +1,6 @@
-import { DOWNLOADERS, isDecoder } from "./opaque.js";
-import type { ParsedScript, PipeRef, Redirect, Unit } from "./script.js";
-import { baseName } from "./words.js";
+import { DOWNLOADERS, isDecoder } from "../opaque/decoders.js";
+import type { ParsedScript, PipeRef, Redirect, Unit } from "../shell/script.js";
+import { baseName } from "../shell/words.js";
 
 /** Where executed content came from, when a downloader or decoder produced it. */
 export type Origin = "remote_code" | "decoded_code";

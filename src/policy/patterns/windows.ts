@@ -1,5 +1,5 @@
-import type { Hit } from "./rules/args.js";
-import { hit } from "./rules/args.js";
+import type { Hit } from "../rules/args.js";
+import { hit } from "../rules/args.js";
 
 /**
  * PowerShell and cmd.exe rules for SSH targets that run Windows. Text is
