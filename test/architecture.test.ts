@@ -55,8 +55,6 @@ const ALLOWED: Record<string, readonly string[]> = {
   // The operator console: an edge beside server/, reading what the relay writes; only cli/ wires it.
   console: ["core", "config", "files", "audit", "consent", "sessions", "metrics", "state"],
   cli: [...BELOW_TOOLS, "tools", "server", "infra", "consent", "console"],
-  // Probes shared by the tests under src/ and test/; no module of the server imports them.
-  testing: ["core", "config", "proc", "exec", "sessions"],
 };
 
 const SRC = join(REPO_ROOT, "src");

@@ -15,14 +15,12 @@ const TSC = join(REPO_ROOT, "node_modules", ".bin", "tsc");
 const BUILD_INFO = join(REPO_ROOT, ".build-cache", "tsconfig.build.tsbuildinfo");
 const SRC = join(REPO_ROOT, "src");
 const DIST = join(REPO_ROOT, "dist");
-/** Test probes: excluded from the build (tsconfig.build.json). */
-const TESTING = join(SRC, "testing");
 
 /** The dist/ file of every src/ module that has none (a deleted dist/, or a partial one). */
 function missingOutputs(dir = SRC): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return path === TESTING ? [] : missingOutputs(path);
+    if (entry.isDirectory()) return missingOutputs(path);
     if (!entry.name.endsWith(".ts") || entry.name.endsWith(".test.ts")) return [];
     const output = join(DIST, relative(SRC, path)).replace(/\.ts$/, ".js");
     return existsSync(output) ? [] : [relative(REPO_ROOT, output)];

@@ -9,10 +9,17 @@ import {
   watch,
 } from "node:fs";
 import { basename, dirname } from "node:path";
-import { decodeUtf8, describeError, systemClock } from "../core/index.js";
-import type { ChainAnchor } from "./chain.js";
-import type { AuditFollower, FollowChain, FollowedLine, FollowOptions, FollowReset } from "./follow-types.js";
-import { checkLine, createWalkState, type ParsedLine, parseLine, type WalkState } from "./verify.js";
+import { type Clock, describeError, systemClock } from "../core/index.js";
+import {
+  endLine,
+  hasPendingLine,
+  type LineCursor,
+  newCursor,
+  nextFile,
+  positionOf,
+  takeBytes,
+} from "./follow-lines.js";
+import type { AuditFollower, FollowedLine, FollowOptions, FollowReset } from "./follow-types.js";
 
 /** A line longer than this is reported by its length and never held whole. */
 const DEFAULT_MAX_LINE_BYTES = 1024 * 1024;
@@ -22,7 +29,6 @@ const DEFAULT_POLL_MS = 100;
 const CHUNK = 256 * 1024;
 /** Reads per turn before yielding to the event loop, so a long backlog does not starve it. */
 const READS_PER_TURN = 4;
-const NEWLINE = 0x0a;
 
 /**
  * Follows an audit file as it grows, whoever writes it: this process, or any
@@ -36,10 +42,34 @@ const NEWLINE = 0x0a;
  * Either way the follower reports the reset and line numbers start again at 1.
  */
 export function followAudit(path: string, options: FollowOptions): AuditFollower {
+  const { maxLine, pollMs, clock } = checkedOptions(options);
+  const follower: Follower = {
+    path,
+    pollMs,
+    clock,
+    options,
+    cursor: newCursor(maxLine, options.from),
+    fd: null,
+    identity: null,
+    replacedSince: null,
+    lastError: "",
+    closed: false,
+    immediate: null,
+    buffer: Buffer.allocUnsafe(CHUNK),
+  };
+  const watcher = watchDirectory(path, () => schedule(follower));
+  const poll = setInterval(() => schedule(follower), pollMs);
+  schedule(follower);
+  return {
+    position: () => positionOf(follower.cursor),
+    close: () => closeFollower(follower, poll, watcher),
+  };
+}
+
+/** The options with their defaults, or a RangeError naming the one that cannot be used. */
+function checkedOptions(options: FollowOptions): { maxLine: number; pollMs: number; clock: Clock } {
   const maxLine = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
   const pollMs = options.pollMs ?? DEFAULT_POLL_MS;
-  const clock = options.clock ?? systemClock;
-  const base = basename(path);
   if (!Number.isSafeInteger(maxLine) || maxLine < 1)
     throw new RangeError(`maxLineBytes: expected a positive integer, got ${maxLine}`);
   if (!Number.isFinite(pollMs) || pollMs < 1)
@@ -57,276 +87,176 @@ export function followAudit(path: string, options: FollowOptions): AuditFollower
     throw new RangeError(
       `from: expected a non-negative offset and line, got ${from.offset} and ${from.line}`,
     );
+  return { maxLine, pollMs, clock: options.clock ?? systemClock };
+}
 
-  let fd: number | null = null;
-  let identity: { dev: number; ino: number } | null = null;
-  let fileNo = 0;
-  let readPos = options.from?.offset ?? 0;
-  let lineStart = readPos;
-  let lineNo = options.from?.line ?? 0;
-  let carry: Buffer[] = [];
-  let carryBytes = 0;
-  /** Bytes of an over-long line seen so far, while it is being skipped; null otherwise. */
-  let skipping: number | null = null;
-  let walk = walkFrom(options.from?.anchor ?? null);
-  let replacedSince: number | null = null;
-  let lastError = "";
-  let closed = false;
-  let immediate: NodeJS.Immediate | null = null;
-  const buffer = Buffer.allocUnsafe(CHUNK);
+/** One follower's state: the file it holds, where it stands in it, and its timers. */
+interface Follower {
+  readonly path: string;
+  readonly pollMs: number;
+  readonly clock: Clock;
+  readonly options: FollowOptions;
+  readonly cursor: LineCursor;
+  fd: number | null;
+  identity: { dev: number; ino: number } | null;
+  /** When the path was first seen naming another file than the one held; null while it names it. */
+  replacedSince: number | null;
+  lastError: string;
+  closed: boolean;
+  immediate: NodeJS.Immediate | null;
+  readonly buffer: Buffer;
+}
 
-  function fail(err: unknown): void {
-    const error = err instanceof Error ? err : new Error(String(err));
-    // The poll would repeat an unchanged failure ten times a second.
-    if (error.message === lastError) return;
-    lastError = error.message;
-    options.onError?.(error);
-  }
-
-  function deliver(batch: FollowedLine[]): void {
-    if (batch.length === 0 || closed) return;
-    try {
-      options.onRecords(batch);
-    } catch (err) {
-      fail(err);
-    }
-  }
-
-  function judge(parsed: ParsedLine, at: number): FollowChain {
-    if (walk.brokenAt === null) {
-      const before = walk.records;
-      const reason = checkLine(walk, parsed, at);
-      if (reason !== null) {
-        walk.brokenAt = at;
-        walk.reason = reason;
-      } else if (walk.records > before) {
-        return { status: "verified", seq: walk.expectedSeq - 1, anchored: walk.anchored };
-      } else {
-        return { status: "unchained" };
-      }
-    }
-    return { status: "broken", brokenAt: walk.brokenAt, reason: walk.reason };
-  }
-
-  function lineOf(bytes: Buffer | null, length: number, at: number): FollowedLine | null {
-    if (bytes === null) {
-      return {
-        file: fileNo,
-        line: at,
-        bytes: length,
-        record: null,
-        text: null,
-        unreadable: `line of ${length} bytes, over the limit of ${maxLine}`,
-        chain: judge({ ok: false }, at),
-      };
-    }
-    const text = decodeUtf8(bytes);
-    if (text.trim() === "") return null;
-    const parsed = parseLine(text);
-    let unreadable: string | null = null;
-    if (!parsed.ok) unreadable = "not JSON";
-    else if (typeof parsed.value !== "object" || parsed.value === null || Array.isArray(parsed.value))
-      unreadable = "not a JSON object";
-    return {
-      file: fileNo,
-      line: at,
-      bytes: length,
-      record: unreadable === null ? (parsed as { value: Record<string, unknown> }).value : null,
-      text,
-      unreadable,
-      chain: judge(parsed, at),
-    };
-  }
-
-  /** Splits what was read into lines; complete lines go into `batch`, the rest waits in `carry`. */
-  function consume(data: Buffer, batch: FollowedLine[]): void {
-    let start = 0;
-    while (start < data.length) {
-      const nl = data.indexOf(NEWLINE, start);
-      const end = nl < 0 ? data.length : nl;
-      const piece = data.subarray(start, end);
-      if (skipping !== null) {
-        skipping += piece.length;
-      } else if (carryBytes + piece.length > maxLine) {
-        skipping = carryBytes + piece.length;
-        carry = [];
-        carryBytes = 0;
-      } else {
-        carry.push(Buffer.from(piece));
-        carryBytes += piece.length;
-      }
-      if (nl < 0) break;
-      endLine(batch);
-      lineStart = readPos + nl + 1;
-      start = nl + 1;
-    }
-    readPos += data.length;
-  }
-
-  /** The pending line is complete (its newline arrived, or its file ended). */
-  function endLine(batch: FollowedLine[]): void {
-    lineNo += 1;
-    const followed =
-      skipping !== null
-        ? lineOf(null, skipping, lineNo)
-        : lineOf(Buffer.concat(carry, carryBytes), carryBytes, lineNo);
-    if (followed !== null) batch.push(followed);
-    carry = [];
-    carryBytes = 0;
-    skipping = null;
-  }
-
-  /** A file ends without a newline: what is pending is its last line, whole as far as it goes. */
-  function flushTail(): void {
-    if (carryBytes === 0 && skipping === null) return;
-    const batch: FollowedLine[] = [];
-    endLine(batch);
-    deliver(batch);
-  }
-
-  function startOver(reason: FollowReset["reason"]): void {
-    flushTail();
-    const chainCarried = walk.brokenAt === null;
-    if (!chainCarried) walk = createWalkState();
-    fileNo += 1;
-    readPos = 0;
-    lineStart = 0;
-    lineNo = 0;
-    replacedSince = null;
-    if (!closed) options.onReset?.({ reason, file: fileNo, chainCarried });
-  }
-
-  function open(): boolean {
-    let opened: number;
-    try {
-      opened = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") fail(new Error(describeError(err).message));
-      return false; // not there yet (or not readable): the next poll tries again
-    }
-    const st = fstatSync(opened);
-    if (!st.isFile()) {
-      closeSync(opened);
-      fail(new Error(`${path} is not a regular file`));
-      return false;
-    }
-    fd = opened;
-    identity = { dev: st.dev, ino: st.ino };
-    lastError = "";
-    return true;
-  }
-
-  /** The path names another file (or none) than the one held. */
-  function replaced(): boolean {
-    let st: ReturnType<typeof lstatSync> | undefined;
-    try {
-      st = lstatSync(path, { throwIfNoEntry: false });
-    } catch {
-      return false; // cannot look at the path now: keep reading the file held
-    }
-    return st === undefined || st.dev !== identity?.dev || st.ino !== identity?.ino;
-  }
-
-  function turn(): void {
-    immediate = null;
-    if (closed) return;
-    try {
-      if (fd === null && !open()) return;
-      const held = fd as number;
-      if (fstatSync(held).size < readPos) startOver("truncated");
-      for (let reads = 0; reads < READS_PER_TURN; reads++) {
-        const n = readSync(held, buffer, 0, CHUNK, readPos);
-        if (n === 0) {
-          switchIfReplaced(held);
-          return;
-        }
-        lastError = ""; // reading again: a later failure is news
-        const batch: FollowedLine[] = [];
-        consume(buffer.subarray(0, n), batch);
-        deliver(batch);
-        if (closed) return;
-      }
-      schedule(); // more may be waiting: go on after the event loop has had a turn
-    } catch (err) {
-      fail(err);
-    }
-  }
-
-  function switchIfReplaced(held: number): void {
-    if (!replaced()) {
-      replacedSince = null;
-      return;
-    }
-    // A writer that looked at the path just before the rename still appends to the old file:
-    // give it one poll period, then read the old file to its end once more and move on.
-    const now = clock.monotonic();
-    if (replacedSince === null) replacedSince = now;
-    if (now - replacedSince < pollMs) return;
-    if (lstatSync(path, { throwIfNoEntry: false }) === undefined) return; // no new file yet
-    for (;;) {
-      const n = readSync(held, buffer, 0, CHUNK, readPos);
-      if (n === 0) break;
-      const batch: FollowedLine[] = [];
-      consume(buffer.subarray(0, n), batch);
-      deliver(batch);
-    }
-    closeSync(held);
-    fd = null;
-    identity = null;
-    startOver("rotated");
-    schedule();
-  }
-
-  function schedule(): void {
-    if (immediate === null && !closed) immediate = setImmediate(turn);
-  }
-
+/**
+ * Watches the directory, not the file: a rename-based rotation replaces the file under the name.
+ * Null when no watch can be had (no directory yet, or no inotify instance left): the poll alone
+ * notices growth then, as it does after a watch fails.
+ */
+function watchDirectory(path: string, onChange: () => void): { close(): void } | null {
+  const base = basename(path);
   let watcher: FSWatcher | null = null;
   try {
-    // The directory, not the file: a rename-based rotation replaces the file under the name.
     watcher = watch(dirname(path), (_event, name) => {
-      if (name === null || name === base) schedule();
+      if (name === null || name === base) onChange();
     });
     watcher.on("error", () => {
       watcher?.close(); // the poll carries on alone
       watcher = null;
     });
   } catch {
-    watcher = null; // no directory yet, or no inotify instance left: the poll alone notices growth
+    return null;
   }
-  const poll = setInterval(schedule, pollMs);
-  schedule();
-
-  return {
-    position: () => ({
-      offset: lineStart,
-      line: lineNo,
-      anchor:
-        walk.brokenAt === null && walk.startSeq !== null
-          ? { seq: walk.expectedSeq, prev: walk.lastChain }
-          : null,
-    }),
-    close: () => {
-      if (closed) return;
-      closed = true;
-      clearInterval(poll);
-      if (immediate !== null) clearImmediate(immediate);
-      immediate = null;
-      watcher?.close();
-      watcher = null;
-      if (fd !== null) closeSync(fd);
-      fd = null;
-    },
-  };
+  return { close: () => watcher?.close() };
 }
 
-/** A walk that starts at `anchor` (inside a chain) or, without one, before any chained record. */
-function walkFrom(anchor: ChainAnchor | null): WalkState {
-  const state = createWalkState();
-  if (anchor !== null) {
-    state.startSeq = anchor.seq;
-    state.expectedSeq = anchor.seq;
-    state.lastChain = anchor.prev;
+/** Stops the timers and the watch and lets the file go; a second call does nothing. */
+function closeFollower(f: Follower, poll: NodeJS.Timeout, watcher: { close(): void } | null): void {
+  if (f.closed) return;
+  f.closed = true;
+  clearInterval(poll);
+  if (f.immediate !== null) clearImmediate(f.immediate);
+  f.immediate = null;
+  watcher?.close();
+  if (f.fd !== null) closeSync(f.fd);
+  f.fd = null;
+}
+
+function fail(f: Follower, err: unknown): void {
+  const error = err instanceof Error ? err : new Error(String(err));
+  // The poll would repeat an unchanged failure ten times a second.
+  if (error.message === f.lastError) return;
+  f.lastError = error.message;
+  f.options.onError?.(error);
+}
+
+function deliver(f: Follower, batch: FollowedLine[]): void {
+  if (batch.length === 0 || f.closed) return;
+  try {
+    f.options.onRecords(batch);
+  } catch (err) {
+    fail(f, err);
   }
-  return state;
+}
+
+/** A file ends without a newline: what is pending is its last line, whole as far as it goes. */
+function flushTail(f: Follower): void {
+  if (!hasPendingLine(f.cursor)) return;
+  const batch: FollowedLine[] = [];
+  endLine(f.cursor, batch);
+  deliver(f, batch);
+}
+
+function startOver(f: Follower, reason: FollowReset["reason"]): void {
+  flushTail(f);
+  const chainCarried = nextFile(f.cursor);
+  f.replacedSince = null;
+  if (!f.closed) f.options.onReset?.({ reason, file: f.cursor.file, chainCarried });
+}
+
+function open(f: Follower): boolean {
+  let opened: number;
+  try {
+    opened = openSync(f.path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") fail(f, new Error(describeError(err).message));
+    return false; // not there yet (or not readable): the next poll tries again
+  }
+  const st = fstatSync(opened);
+  if (!st.isFile()) {
+    closeSync(opened);
+    fail(f, new Error(`${f.path} is not a regular file`));
+    return false;
+  }
+  f.fd = opened;
+  f.identity = { dev: st.dev, ino: st.ino };
+  f.lastError = "";
+  return true;
+}
+
+/** The path names another file (or none) than the one held. */
+function replaced(f: Follower): boolean {
+  let st: ReturnType<typeof lstatSync> | undefined;
+  try {
+    st = lstatSync(f.path, { throwIfNoEntry: false });
+  } catch {
+    return false; // cannot look at the path now: keep reading the file held
+  }
+  return st === undefined || st.dev !== f.identity?.dev || st.ino !== f.identity?.ino;
+}
+
+/** The bytes the lines of a read complete go to the cursor, and those lines to the caller. */
+function deliverRead(f: Follower, n: number): void {
+  const batch: FollowedLine[] = [];
+  takeBytes(f.cursor, f.buffer.subarray(0, n), batch);
+  deliver(f, batch);
+}
+
+function turn(f: Follower): void {
+  f.immediate = null;
+  if (f.closed) return;
+  try {
+    if (f.fd === null && !open(f)) return;
+    const held = f.fd as number;
+    if (fstatSync(held).size < f.cursor.readPos) startOver(f, "truncated");
+    for (let reads = 0; reads < READS_PER_TURN; reads++) {
+      const n = readSync(held, f.buffer, 0, CHUNK, f.cursor.readPos);
+      if (n === 0) {
+        switchIfReplaced(f, held);
+        return;
+      }
+      f.lastError = ""; // reading again: a later failure is news
+      deliverRead(f, n);
+      if (f.closed) return;
+    }
+    schedule(f); // more may be waiting: go on after the event loop has had a turn
+  } catch (err) {
+    fail(f, err);
+  }
+}
+
+function switchIfReplaced(f: Follower, held: number): void {
+  if (!replaced(f)) {
+    f.replacedSince = null;
+    return;
+  }
+  // A writer that looked at the path just before the rename still appends to the old file:
+  // give it one poll period, then read the old file to its end once more and move on.
+  const now = f.clock.monotonic();
+  if (f.replacedSince === null) f.replacedSince = now;
+  if (now - f.replacedSince < f.pollMs) return;
+  if (lstatSync(f.path, { throwIfNoEntry: false }) === undefined) return; // no new file yet
+  for (;;) {
+    const n = readSync(held, f.buffer, 0, CHUNK, f.cursor.readPos);
+    if (n === 0) break;
+    deliverRead(f, n);
+  }
+  closeSync(held);
+  f.fd = null;
+  f.identity = null;
+  startOver(f, "rotated");
+  schedule(f);
+}
+
+function schedule(f: Follower): void {
+  if (f.immediate === null && !f.closed) f.immediate = setImmediate(() => turn(f));
 }

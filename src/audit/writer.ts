@@ -1,13 +1,20 @@
-import { closeSync, fstatSync, lstatSync, openSync, writeSync } from "node:fs";
-import { dirname } from "node:path";
+import { lstatSync } from "node:fs";
 import { type Clock, describeError, isoTimestamp } from "../core/index.js";
 import { type ChainAnchor, GENESIS, resumeAnchor, sealRecord } from "./chain.js";
 import { formatRecord } from "./format.js";
 import { buildRecord } from "./record.js";
 import { type AuditFile, openAuditFileMakingDir, UnsafeAuditPathError } from "./sink.js";
-import { type AuditFileIo, createAuditFileIo, NO_SPACE_CODES, UNSUPPORTED_CODES } from "./space.js";
+import { type AuditFileIo, createAuditFileIo, NO_SPACE_CODES } from "./space.js";
 import { tailAudit } from "./tail.js";
 import type { AuditConfig, AuditEntry, AuditLog, AuditStatus, TailQuery } from "./types.js";
+import {
+  closeQuietly,
+  ensureRoom,
+  type Held,
+  ReserveError,
+  writeLine,
+  writeToNowhere,
+} from "./writer-file.js";
 
 export interface AuditLogDeps {
   clock: Clock;
@@ -32,21 +39,6 @@ const STDERR_PREFIX = "AUDIT ";
  * allocation call at all (one in some three hundred does).
  */
 export const RESERVE_MIN = 64 * 1024;
-const RESERVE_CHUNK = 256 * 1024;
-
-/** The open file and what the writer knows of it. */
-interface Held extends AuditFile {
-  /** Blocks are allocated (by this writer) up to this offset. */
-  reservedEnd: number;
-  /** Size seen at the last look; a smaller one later means it was truncated in place. */
-  lastSize: number;
-  /** The file ends inside a line, so the next record must start with a newline. */
-  midLine: boolean;
-  /** The file system refused fallocate as unsupported: check free space instead. */
-  cannotAllocate: boolean;
-}
-
-class ReserveError extends Error {}
 
 function errorText(err: unknown): string {
   return describeError(err).message;
@@ -89,13 +81,7 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
   let anchorSettled = !chainOn;
 
   function adopt(file: AuditFile): Held {
-    held = {
-      ...file,
-      reservedEnd: file.size,
-      lastSize: file.size,
-      midLine: file.endsMidLine,
-      cannotAllocate: false,
-    };
+    held = heldFrom(file);
     if (!anchorSettled) {
       // The first file this writer gets hold of decides where the chain continues.
       anchor = resumeAnchor(path).anchor;
@@ -104,33 +90,16 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
     return held;
   }
 
-  function openFailure(err: unknown): string {
-    return err instanceof UnsafeAuditPathError
-      ? err.message
-      : `cannot open audit file ${path}: ${errorText(err)}`;
-  }
-
   try {
     adopt(openAuditFileMakingDir(path, euid));
   } catch (err) {
-    startReason = `${openFailure(err)}; records go to stderr`;
+    startReason = `${openFailure(path, err)}; records go to stderr`;
   }
-
-  function toStderrLine(line: string): void {
-    try {
-      emit(`${STDERR_PREFIX}${line}\n`);
-    } catch {
-      // stderr is the last resort; if even it fails there is nowhere left to report to
-    }
-  }
+  const toStderrLine = (line: string): void => echoLine(emit, line);
 
   function closeHeld(): void {
     if (held === null) return;
-    try {
-      closeSync(held.fd);
-    } catch {
-      // closing a descriptor we own can only fail if it is already gone
-    }
+    closeQuietly(held.fd);
     held = null;
   }
 
@@ -140,88 +109,12 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
    */
   function acquire(): { file: Held; size: number } {
     if (held !== null) {
-      const st = lstatSync(path, { throwIfNoEntry: false });
-      if (st !== undefined && st.ino === held.ino && st.dev === held.dev) {
-        // Truncated in place (copytruncate): the blocks reserved past the old end went with it.
-        if (st.size < held.lastSize) held.reservedEnd = st.size;
-        held.lastSize = st.size;
-        return { file: held, size: st.size };
-      }
+      const size = stillHeldSize(path, held);
+      if (size !== null) return { file: held, size };
       closeHeld();
     }
     const file = adopt(openAuditFileMakingDir(path, euid));
     return { file, size: file.size };
-  }
-
-  /** Make sure `need` bytes past `size` can be written without running out of space. */
-  function ensureRoom(file: Held, size: number, need: number): void {
-    if (file.reservedEnd - size >= need) return;
-    if (!file.cannotAllocate) {
-      const want = Math.max(RESERVE_CHUNK, need);
-      let outcome = io.allocate(file.fd, size, want);
-      if (outcome.ok) {
-        file.reservedEnd = size + want;
-        return;
-      }
-      // A nearly full disk may still hold the minimum when it cannot hold a chunk.
-      if (NO_SPACE_CODES.has(outcome.code) && want > need) {
-        outcome = io.allocate(file.fd, size, need);
-        if (outcome.ok) {
-          file.reservedEnd = size + need;
-          return;
-        }
-      }
-      if (!UNSUPPORTED_CODES.has(outcome.code)) {
-        throw new ReserveError(`cannot reserve room for audit records in ${path}: ${outcome.message}`);
-      }
-      file.cannotAllocate = true;
-    }
-    // No way to reserve on this file system: the next best thing is to see that the room is there.
-    const free = io.freeBytes(dirname(path));
-    if (free < need) {
-      throw new ReserveError(
-        `cannot reserve room for audit records in ${path}: ${free} bytes free, ${need} needed (the file system cannot preallocate)`,
-      );
-    }
-  }
-
-  /** After a write failed part way: remove what it wrote, if nobody wrote after it. */
-  function cutBack(file: Held, start: number, written: number): void {
-    try {
-      if (fstatSync(file.fd).size === start + written) {
-        io.truncate(file.fd, start);
-        file.reservedEnd = start; // truncation also frees the blocks reserved past the end
-        file.lastSize = start;
-        return;
-      }
-    } catch {
-      // An append-only (chattr +a) file cannot be cut: fall through to the newline.
-    }
-    file.midLine = true;
-  }
-
-  function writeLine(file: Held, size: number, line: string): void {
-    const bytes = Buffer.from(`${file.midLine ? "\n" : ""}${line}\n`, "utf8");
-    if (file.reservedEnd - size < bytes.length) {
-      try {
-        ensureRoom(file, size, bytes.length);
-      } catch {
-        // Write anyway: the space may be there without a reservation, and a failure is cut back.
-      }
-    }
-    let off = 0;
-    try {
-      while (off < bytes.length) {
-        const n = io.write(file.fd, bytes, off, bytes.length - off);
-        if (n <= 0) throw new Error("short write: the audit file accepted no bytes");
-        off += n;
-      }
-    } catch (err) {
-      if (off > 0) cutBack(file, size, off);
-      throw err;
-    }
-    file.midLine = false;
-    file.lastSize = size + bytes.length;
   }
 
   function noteFailure(err: unknown): void {
@@ -256,7 +149,7 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
       return false;
     }
     try {
-      writeLine(target.file, target.size, line);
+      writeLine(io, path, target.file, target.size, line);
     } catch (err) {
       noteFailure(err);
       // Out of space the file is still the right one; anything else is worth a fresh open.
@@ -282,15 +175,7 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
 
   function rehearse(entry: AuditEntry): void {
     try {
-      const { line } = render(entry);
-      // Node's side of a write(2) too, into /dev/null: the audit file is not touched.
-      const bytes = Buffer.from(`${line}\n`, "utf8");
-      const sink = openSync("/dev/null", "w");
-      try {
-        writeSync(sink, bytes, 0, bytes.length);
-      } finally {
-        closeSync(sink);
-      }
+      writeToNowhere(render(entry).line);
     } catch {
       // Only a rehearsal: the real record reports its own failure.
     }
@@ -300,27 +185,23 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
     if (closed) return false;
     try {
       const { file, size } = acquire();
-      ensureRoom(file, size, RESERVE_MIN);
+      ensureRoom(io, path, file, size, RESERVE_MIN);
       notReadyReason = "";
       return true;
     } catch (err) {
-      notReadyReason = err instanceof ReserveError ? err.message : openFailure(err);
+      notReadyReason = err instanceof ReserveError ? err.message : openFailure(path, err);
       return false;
     }
   }
 
-  function status(): AuditStatus {
-    const reasons = [...new Set([startReason, runtimeReason, notReadyReason])].filter((r) => r !== "");
-    return {
-      path,
-      format,
-      chain: chainOn,
-      degraded: reasons.length > 0,
-      degradedReason: reasons.join("; "),
-      writeFailures,
-      lastWriteOk,
-    };
-  }
+  const status = (): AuditStatus => ({
+    path,
+    format,
+    chain: chainOn,
+    ...degradation([startReason, runtimeReason, notReadyReason]),
+    writeFailures,
+    lastWriteOk,
+  });
 
   return {
     append,
@@ -333,4 +214,49 @@ export function createAuditLog(config: AuditConfig, deps: AuditLogDeps): AuditLo
       closeHeld();
     },
   };
+}
+
+/** What the writer knows of a file it just opened: nothing reserved yet past its end. */
+function heldFrom(file: AuditFile): Held {
+  return {
+    ...file,
+    reservedEnd: file.size,
+    lastSize: file.size,
+    midLine: file.endsMidLine,
+    cannotAllocate: false,
+  };
+}
+
+/**
+ * The size of the held file when the path still names it, else null. lstat, not stat: a link put
+ * in place of the file is a change of file, and the reopen refuses it.
+ */
+function stillHeldSize(path: string, held: Held): number | null {
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (st === undefined || st.ino !== held.ino || st.dev !== held.dev) return null;
+  // Truncated in place (copytruncate): the blocks reserved past the old end went with it.
+  if (st.size < held.lastSize) held.reservedEnd = st.size;
+  held.lastSize = st.size;
+  return st.size;
+}
+
+function openFailure(path: string, err: unknown): string {
+  return err instanceof UnsafeAuditPathError
+    ? err.message
+    : `cannot open audit file ${path}: ${errorText(err)}`;
+}
+
+/** A record line on stderr, marked as one. */
+function echoLine(emit: (line: string) => void, line: string): void {
+  try {
+    emit(`${STDERR_PREFIX}${line}\n`);
+  } catch {
+    // stderr is the last resort; if even it fails there is nowhere left to report to
+  }
+}
+
+/** Degraded while any reason stands; the reasons, each once, in the order given. */
+function degradation(reasons: string[]): { degraded: boolean; degradedReason: string } {
+  const standing = [...new Set(reasons)].filter((r) => r !== "");
+  return { degraded: standing.length > 0, degradedReason: standing.join("; ") };
 }

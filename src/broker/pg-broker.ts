@@ -80,6 +80,16 @@ async function sweep(tx: Db, now: number, maxTokens: number): Promise<void> {
   );
 }
 
+/** One broker's settings and its way to the shared state. */
+interface Broker {
+  state: PgState;
+  config: ConfirmBrokerConfig;
+  deps: PgConfirmBrokerDeps;
+  ttlMs: number;
+  maxTokens: number;
+  now(): number;
+}
+
 /**
  * The Tier-3 confirmation broker on PostgreSQL, for several relays on one database: a token
  * planned or armed through one relay is consumed exactly once through any of them (the consumer
@@ -93,164 +103,176 @@ export function createPgConfirmBroker(
   config: ConfirmBrokerConfig,
   deps: PgConfirmBrokerDeps,
 ): ConfirmBroker {
-  const ttlMs = ttlMsOf(config);
-  const maxTokens = maxTokensOf(config);
-  const now = (): number => deps.clock.now();
+  const b: Broker = {
+    state,
+    config,
+    deps,
+    ttlMs: ttlMsOf(config),
+    maxTokens: maxTokensOf(config),
+    now: () => deps.clock.now(),
+  };
+  return {
+    ttlSeconds: b.ttlMs / 1000,
+    rollback: config.rollback,
+    plan: (operation) => plan(b, operation),
+    inspect: (token) => inspect(b, token),
+    arm: (token, followUps) => arm(b, token, followUps),
+    consume: (operation) => consume(b, operation),
+    pending: () => pending(b),
+  };
+}
 
-  /** Run `work`; a failure of the database becomes one line naming the store and what went wrong. */
-  async function guarded<T>(work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (err) {
-      const detail = state.classify(err)?.detail ?? (err instanceof Error ? err.message : String(err));
-      throw RelayError.untyped(`the Tier-3 confirmation store cannot be used: ${detail}`, { cause: err });
-    }
+/** Run `work`; a failure of the database becomes one line naming the store and what went wrong. */
+async function guarded<T>(b: Broker, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    const detail = b.state.classify(err)?.detail ?? (err instanceof Error ? err.message : String(err));
+    throw RelayError.untyped(`the Tier-3 confirmation store cannot be used: ${detail}`, { cause: err });
   }
+}
 
-  function plan(operation: PlannedOperation): Promise<string> {
-    return guarded(() =>
-      state.transaction(async (tx) => {
-        await tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [PLAN_LOCK_KEY]);
-        const at = now();
-        await sweep(tx, at, maxTokens);
-        for (let draw = 0; draw < MAX_DRAWS; draw += 1) {
-          // 128 random bits do not collide; a broken `ids` must not let one token stand for two plans.
-          const token = deps.ids.token(TOKEN_BYTES);
-          const added = await tx.query(
-            `INSERT INTO confirm_tokens (token_key, operation, tool, args, expires_at)
-               VALUES ($1, $2, $3, $4, $5) ON CONFLICT (token_key) DO NOTHING`,
-            [
-              tokenKey(token),
-              opHash(operation),
-              operation.tool,
-              JSON.stringify(operation.args ?? null),
-              at + ttlMs,
-            ],
-          );
-          if (added.rowCount === 1) {
-            await sweep(tx, at, maxTokens);
-            return token;
-          }
-        }
-        throw new Error(`no fresh token after ${MAX_DRAWS} draws: the id source is broken`);
-      }),
-    );
-  }
-
-  async function inspect(token: string): Promise<TokenView | null> {
-    if (token === "") return null;
-    const found = await guarded(() =>
-      state.pool.query<TokenRow>(
-        "SELECT tool, args, armed, follow_ups FROM confirm_tokens WHERE token_key = $1 AND expires_at > $2",
-        [tokenKey(token), now()],
-      ),
-    );
-    const row = found.rows[0];
-    const args = row ? readArgs(row.args) : { ok: false as const };
-    const followUps = row ? readPlan(row.follow_ups) : undefined;
-    // A row this broker did not write (edited by hand) is no token.
-    if (!row || !args.ok || followUps === undefined) return null;
-    return { tool: row.tool, args: args.args, armed: row.armed, followUps };
-  }
-
-  async function arm(token: string, followUps: FollowUpPlan | null): Promise<ArmOutcome> {
-    const offered = armedPlan(config, followUps);
-    if (token === "") return { kind: "unknown" };
-    return guarded(() =>
-      state.transaction(async (tx): Promise<ArmOutcome> => {
-        const found = await tx.query<TokenRow>(
-          `SELECT operation, armed, follow_ups, bound FROM confirm_tokens
-             WHERE token_key = $1 AND expires_at > $2 FOR UPDATE`,
-          [tokenKey(token), now()],
-        );
-        const row = found.rows[0];
-        if (!row) return { kind: "unknown" };
-        const bound = foldFollowUps(row.operation, offered);
-        if (row.armed) {
-          // Re-arming is harmless only if it changes nothing: the follow-ups are fixed at the first arm.
-          const kept = readPlan(row.follow_ups);
-          return row.bound === bound && kept !== undefined
-            ? { kind: "armed", followUps: kept }
-            : { kind: "conflict" };
-        }
-        await tx.query(
-          "UPDATE confirm_tokens SET armed = true, follow_ups = $2, bound = $3 WHERE token_key = $1",
-          [tokenKey(token), offered ? JSON.stringify(offered) : null, bound],
-        );
-        return { kind: "armed", followUps: offered };
-      }),
-    );
-  }
-
-  /** Put a burnt row back as it was, its place in line included; a failure only loses the token. */
-  async function restore(row: TokenRow): Promise<void> {
-    try {
-      await state.transaction(async (tx) => {
-        await tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [PLAN_LOCK_KEY]);
-        await tx.query(
-          `INSERT INTO confirm_tokens (token_key, operation, tool, args, armed, follow_ups, bound, expires_at, seq)
-             OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (token_key) DO NOTHING`,
+function plan(b: Broker, operation: PlannedOperation): Promise<string> {
+  return guarded(b, () =>
+    b.state.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [PLAN_LOCK_KEY]);
+      const at = b.now();
+      await sweep(tx, at, b.maxTokens);
+      for (let draw = 0; draw < MAX_DRAWS; draw += 1) {
+        // 128 random bits do not collide; a broken `ids` must not let one token stand for two plans.
+        const token = b.deps.ids.token(TOKEN_BYTES);
+        const added = await tx.query(
+          `INSERT INTO confirm_tokens (token_key, operation, tool, args, expires_at)
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (token_key) DO NOTHING`,
           [
-            row.token_key,
-            row.operation,
-            row.tool,
-            row.args,
-            row.armed,
-            row.follow_ups,
-            row.bound,
-            row.expires_at,
-            row.seq,
+            tokenKey(token),
+            opHash(operation),
+            operation.tool,
+            JSON.stringify(operation.args ?? null),
+            at + b.ttlMs,
           ],
         );
-        await sweep(tx, now(), maxTokens);
-      });
-    } catch {
-      // The call it was burnt for did not run; without the token the caller plans again.
-    }
-  }
-
-  async function consume(operation: OperationIdentity) {
-    const wanted = opHash(operation);
-    const taken = await guarded(() =>
-      state.transaction(async (tx) => {
-        let after = -1;
-        for (;;) {
-          // A row another relay is consuming right now is skipped, never waited for: exactly one takes it.
-          const found = await tx.query<TokenRow>(
-            `SELECT * FROM confirm_tokens WHERE operation = $1 AND armed AND expires_at > $2 AND seq > $3
-               ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`,
-            [wanted, now(), after],
-          );
-          const row = found.rows[0];
-          if (!row) return null;
-          const followUps = readPlan(row.follow_ups);
-          // The bound identity is recomputed, not trusted: follow-ups that drifted since arming never run.
-          if (followUps === undefined || row.bound !== foldFollowUps(wanted, followUps)) {
-            after = row.seq;
-            continue;
-          }
-          await tx.query("DELETE FROM confirm_tokens WHERE token_key = $1", [row.token_key]);
-          return { row, followUps };
+        if (added.rowCount === 1) {
+          await sweep(tx, at, b.maxTokens);
+          return token;
         }
-      }),
-    );
-    if (!taken) return null;
-    return {
-      // The key is sha256(token), so its head is the audited fingerprint.
-      fingerprint: taken.row.token_key.slice(0, FINGERPRINT_HEX),
-      followUps: taken.followUps,
-      restore: () => restore(taken.row),
-    };
-  }
+      }
+      throw new Error(`no fresh token after ${MAX_DRAWS} draws: the id source is broken`);
+    }),
+  );
+}
 
-  async function pending(): Promise<number> {
-    const counted = await guarded(() =>
-      state.pool.query<{ n: number }>("SELECT count(*) AS n FROM confirm_tokens WHERE expires_at > $1", [
-        now(),
-      ]),
-    );
-    return Number(counted.rows[0]?.n ?? 0);
-  }
+async function inspect(b: Broker, token: string): Promise<TokenView | null> {
+  if (token === "") return null;
+  const found = await guarded(b, () =>
+    b.state.pool.query<TokenRow>(
+      "SELECT tool, args, armed, follow_ups FROM confirm_tokens WHERE token_key = $1 AND expires_at > $2",
+      [tokenKey(token), b.now()],
+    ),
+  );
+  const row = found.rows[0];
+  const args = row ? readArgs(row.args) : { ok: false as const };
+  const followUps = row ? readPlan(row.follow_ups) : undefined;
+  // A row this broker did not write (edited by hand) is no token.
+  if (!row || !args.ok || followUps === undefined) return null;
+  return { tool: row.tool, args: args.args, armed: row.armed, followUps };
+}
 
-  return { ttlSeconds: ttlMs / 1000, rollback: config.rollback, plan, inspect, arm, consume, pending };
+async function arm(b: Broker, token: string, followUps: FollowUpPlan | null): Promise<ArmOutcome> {
+  const offered = armedPlan(b.config, followUps);
+  if (token === "") return { kind: "unknown" };
+  return guarded(b, () =>
+    b.state.transaction(async (tx): Promise<ArmOutcome> => {
+      const found = await tx.query<TokenRow>(
+        `SELECT operation, armed, follow_ups, bound FROM confirm_tokens
+           WHERE token_key = $1 AND expires_at > $2 FOR UPDATE`,
+        [tokenKey(token), b.now()],
+      );
+      const row = found.rows[0];
+      if (!row) return { kind: "unknown" };
+      const bound = foldFollowUps(row.operation, offered);
+      if (row.armed) {
+        // Re-arming is harmless only if it changes nothing: the follow-ups are fixed at the first arm.
+        const kept = readPlan(row.follow_ups);
+        return row.bound === bound && kept !== undefined
+          ? { kind: "armed", followUps: kept }
+          : { kind: "conflict" };
+      }
+      await tx.query(
+        "UPDATE confirm_tokens SET armed = true, follow_ups = $2, bound = $3 WHERE token_key = $1",
+        [tokenKey(token), offered ? JSON.stringify(offered) : null, bound],
+      );
+      return { kind: "armed", followUps: offered };
+    }),
+  );
+}
+
+/** Put a burnt row back as it was, its place in line included; a failure only loses the token. */
+async function restore(b: Broker, row: TokenRow): Promise<void> {
+  try {
+    await b.state.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [PLAN_LOCK_KEY]);
+      await tx.query(
+        `INSERT INTO confirm_tokens (token_key, operation, tool, args, armed, follow_ups, bound, expires_at, seq)
+           OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (token_key) DO NOTHING`,
+        [
+          row.token_key,
+          row.operation,
+          row.tool,
+          row.args,
+          row.armed,
+          row.follow_ups,
+          row.bound,
+          row.expires_at,
+          row.seq,
+        ],
+      );
+      await sweep(tx, b.now(), b.maxTokens);
+    });
+  } catch {
+    // The call it was burnt for did not run; without the token the caller plans again.
+  }
+}
+
+async function consume(b: Broker, operation: OperationIdentity) {
+  const wanted = opHash(operation);
+  const taken = await guarded(b, () =>
+    b.state.transaction(async (tx) => {
+      let after = -1;
+      for (;;) {
+        // A row another relay is consuming right now is skipped, never waited for: exactly one takes it.
+        const found = await tx.query<TokenRow>(
+          `SELECT * FROM confirm_tokens WHERE operation = $1 AND armed AND expires_at > $2 AND seq > $3
+             ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED`,
+          [wanted, b.now(), after],
+        );
+        const row = found.rows[0];
+        if (!row) return null;
+        const followUps = readPlan(row.follow_ups);
+        // The bound identity is recomputed, not trusted: follow-ups that drifted since arming never run.
+        if (followUps === undefined || row.bound !== foldFollowUps(wanted, followUps)) {
+          after = row.seq;
+          continue;
+        }
+        await tx.query("DELETE FROM confirm_tokens WHERE token_key = $1", [row.token_key]);
+        return { row, followUps };
+      }
+    }),
+  );
+  if (!taken) return null;
+  return {
+    // The key is sha256(token), so its head is the audited fingerprint.
+    fingerprint: taken.row.token_key.slice(0, FINGERPRINT_HEX),
+    followUps: taken.followUps,
+    restore: () => restore(b, taken.row),
+  };
+}
+
+async function pending(b: Broker): Promise<number> {
+  const counted = await guarded(b, () =>
+    b.state.pool.query<{ n: number }>("SELECT count(*) AS n FROM confirm_tokens WHERE expires_at > $1", [
+      b.now(),
+    ]),
+  );
+  return Number(counted.rows[0]?.n ?? 0);
 }

@@ -22,6 +22,7 @@ import {
   createRelay,
   type Gate,
   type Relay,
+  type Tool,
 } from "../runner/index.js";
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
 import { createSessionRegistry, type SessionRegistry } from "../sessions/index.js";
@@ -199,7 +200,8 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     : null;
   // One store of passkey sign counters for the console's logins and consent's passkey approvals.
   const counters = settings.consolePasskeys === "" ? null : openPasskeyCounters(settings, shared, clock);
-  const tools = [
+  // Typed here: the consent acts are found in this list, and consent is also a dependency of one of its tools.
+  const tools: Tool[] = [
     ...createShellTools({ settings, processes, baseEnv: options.env }),
     ...createSessionTools({ settings, sessions, baseEnv: options.env, reaper: sessionReaper }),
     ...createSshTools({ settings, ssh, processes, baseEnv: options.env }),
@@ -238,7 +240,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
         clock,
         shared,
         counters,
-        actOf: createConsentActs({
+        actOf: createConsentActs(tools, {
           directory: ssh.directory,
           sessions,
           forwards,

@@ -1,7 +1,7 @@
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { settingsHarness } from "../testing/settings.js";
+import { settingsHarness } from "../../test/helpers/settings.js";
 import { describeSettings } from "./describe.js";
 import { loadSettings, snapshotEnvironment } from "./load.js";
 

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { settingsHarness } from "../testing/settings.js";
+import { settingsHarness } from "../../test/helpers/settings.js";
 import { describeSettings } from "./describe.js";
 import { loadSettings, loadSettingsReport } from "./load.js";
 

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
-import { settingsHarness } from "../testing/settings.js";
+import { settingsHarness } from "../../test/helpers/settings.js";
 import { ConfigError, loadSettings } from "./load.js";
 
 // The value syntax of every setting (values.ts), seen through loadSettings.

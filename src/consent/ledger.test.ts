@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { manualClock } from "../testing/clock.js";
+import { manualClock } from "../../test/helpers/clock.js";
 import { type ConsentLedger, openLedger } from "./ledger.js";
 
 // Setting the append-only flag needs CAP_LINUX_IMMUTABLE: these run as root (as CI does).

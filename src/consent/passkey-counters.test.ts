@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { manualClock } from "../../test/helpers/clock.js";
 import { type ContractBackend, localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
-import { manualClock } from "../testing/clock.js";
 import { fileCounters, memoryCounters, openCountersDir, type PasskeyCounters } from "./passkey-counters.js";
 import { createPgCounters } from "./pg-counters.js";
 

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { manualClock } from "../../test/helpers/clock.js";
 import {
   postgresBackend,
   type StoreBackend,
@@ -7,7 +8,6 @@ import {
   value,
 } from "../../test/helpers/consent-stores.js";
 import { cryptoIds, type Ids } from "../core/index.js";
-import { manualClock } from "../testing/clock.js";
 import { actDigest, consentPayload } from "./payload.js";
 import type { ConsentAct, ConsentStore, NewRequest, StoredApproval, StoreResult } from "./types.js";
 

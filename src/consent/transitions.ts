@@ -1,5 +1,12 @@
 import { actDigest } from "./payload.js";
-import type { ConsentRequest, NewRequest, StoredApproval, StoreFailure } from "./types.js";
+import type {
+  ConsentLease,
+  ConsentRequest,
+  ConsentSession,
+  NewRequest,
+  StoredApproval,
+  StoreFailure,
+} from "./types.js";
 
 /** What can happen to a request: a human approves or denies it, a call consumes its approval. */
 export type RequestEvent = "approve" | "deny" | "consume";
@@ -91,4 +98,31 @@ export function storedApproval(approval: StoredApproval): StoredApproval {
     claimedSigner: String(approval.claimedSigner),
     at: approval.at,
   };
+}
+
+/** Why a lease cannot be opened as asked (its mode, budget or times are malformed), or null. */
+export function leaseProblem(lease: Omit<ConsentLease, "id" | "revoked">): string | null {
+  if (lease.mode !== "window" && lease.mode !== "session") return "a lease is window or session";
+  if (!Number.isSafeInteger(lease.remaining) || lease.remaining < 1) {
+    return `a lease needs a budget of at least 1 read, got ${lease.remaining}`;
+  }
+  if (!Number.isSafeInteger(lease.createdAt) || !Number.isSafeInteger(lease.expiresAt)) {
+    return "a lease's times must be epoch milliseconds";
+  }
+  return null;
+}
+
+/** Why a nonce another store hands over (consumeNonce) cannot be recorded as spent, or null. */
+export function foreignNonceProblem(nonce: string, expiresAt: number, maxLength: number): string | null {
+  if (typeof nonce !== "string" || nonce.length === 0 || nonce.length > maxLength) {
+    return `a nonce must be 1..${maxLength} characters`;
+  }
+  if (!Number.isSafeInteger(expiresAt)) return "a nonce's expiry must be epoch milliseconds";
+  return null;
+}
+
+/** A session a lease may be read under: known, not ended, and seen within `idleMs` of `at`. */
+export function sessionIsLive(owner: ConsentSession | null, at: number, idleMs: number): boolean {
+  if (owner === null || owner.endedAt !== undefined) return false;
+  return at - owner.lastSeenAt <= idleMs;
 }

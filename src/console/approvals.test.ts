@@ -75,7 +75,7 @@ describe("the console's approval routes", () => {
           ],
         }),
       },
-      operator: async (c) => (c.req.header("cookie") === "in" ? { id: "s", session: SESSION } : null),
+      operator: async (c) => (c.req.header("cookie") === "in" ? { id: "s", login: SESSION } : null),
       sentCsrf: async (c) => c.req.header("x-csrf-token") ?? "",
       clock,
       logger: silentLogger,

@@ -34,7 +34,7 @@ export interface ApprovalsDeps {
   channel: ApprovalsChannel;
   rpId: string;
   passkeys: PasskeyFile;
-  operator(c: Context): Promise<{ id: string; session: ConsoleLogin } | null>;
+  operator(c: Context): Promise<{ id: string; login: ConsoleLogin } | null>;
   sentCsrf(c: Context): Promise<string>;
   /** The header's navigation (the pending count); none when absent. */
   nav?(): Promise<Nav>;
@@ -127,159 +127,180 @@ function storeRefusal(c: Context, failure: string, detail: string) {
  * never stores what the gate would refuse; the gate checks it again anyway.
  */
 export function registerApprovals(app: Hono, deps: ApprovalsDeps): void {
-  const { channel, clock, logger } = deps;
-
-  /** The operator of a POST whose CSRF token matches their login, or the refusal. */
-  async function postingOperator(c: Context) {
-    const who = await deps.operator(c);
-    if (!who) return { refusal: refuse(c, 401, "Not logged in; log in again") };
-    if (!sameSecret(await deps.sentCsrf(c), who.session.csrf))
-      return { refusal: refuse(c, 403, "Invalid CSRF token") };
-    return { session: who.session };
-  }
-
-  /** The pending request named in the path, or the refusal. */
-  async function pendingRequest(c: Context): Promise<{ request: ConsentRequest } | { refusal: Response }> {
-    const id = c.req.param("id") ?? "";
-    if (!REQUEST_ID.test(id)) return { refusal: refuse(c, 400, "Malformed request id") };
-    const got = await channel.store.getRequest(id);
-    if (!got.ok) return { refusal: storeRefusal(c, got.failure, got.detail) };
-    const request = got.value;
-    if (request.status !== "pending")
-      return { refusal: refuse(c, 409, `Request ${id} is ${request.status}, not pending`) };
-    if (request.expiresAt <= clock.now()) return { refusal: refuse(c, 409, `Request ${id} expired`) };
-    return { request };
-  }
-
-  /**
-   * The payload to sign for the act the page showed, whose digest it sends back; the refusal when
-   * the row holds another act now (rewritten since the page was drawn) or does not hold together.
-   */
-  function asShown(
-    c: Context,
-    request: ConsentRequest,
-    shown: string,
-  ): { payload: string } | { refusal: Response } {
-    const current = actDigest(request.act);
-    if (current !== shown) {
-      logger.warn(
-        { request: request.id, shown, current },
-        "console approval of an act other than the one shown refused",
-      );
-      return {
-        refusal: refuse(
-          c,
-          409,
-          `Request ${request.id} now holds another act than the one shown (digest ${current.slice(0, 16)}…, shown ${shown.slice(0, 16)}…); nothing was approved. Reload the page and read the act again`,
-        ),
-      };
-    }
-    const problem = rowProblem(channel.store, request);
-    if (problem)
-      return { refusal: refuse(c, 409, `Request ${request.id}: ${problem}; nothing was approved`) };
-    return { payload: payloadOf(channel.store, request) };
-  }
-
   app.get("/console/approvals", async (c) => {
     const who = await deps.operator(c);
     if (!who) return c.redirect("/console/login", 303);
-    return c.html(approvalsPage(who.session.csrf, who.session.passkey, (await deps.nav?.()) ?? {}));
+    return c.html(approvalsPage(who.login.csrf, who.login.passkey, (await deps.nav?.()) ?? {}));
   });
+  app.get("/console/approvals/list", (c) => listRoute(deps, c));
+  app.post("/console/approvals/:id/options", (c) => optionsRoute(deps, c));
+  app.post("/console/approvals/:id/approve", (c) => approveRoute(deps, c));
+  app.post("/console/approvals/:id/deny", (c) => denyRoute(deps, c));
+}
 
-  app.get("/console/approvals/list", async (c) => {
-    if (!(await deps.operator(c))) return refuse(c, 401, "Not logged in; log in again");
-    const requests = await channel.store.listRequests();
-    if (!requests.ok) return storeRefusal(c, requests.failure, requests.detail);
-    const now = clock.now();
-    const pending = requests.value.filter((r) => r.status === "pending" && r.expiresAt > now);
-    return c.json({ requests: pending.map((r) => listed(channel.store, r, now)) });
-  });
+/** The operator of a POST whose CSRF token matches their login, or the refusal. */
+async function postingOperator(deps: ApprovalsDeps, c: Context) {
+  const who = await deps.operator(c);
+  if (!who) return { refusal: refuse(c, 401, "Not logged in; log in again") };
+  if (!sameSecret(await deps.sentCsrf(c), who.login.csrf))
+    return { refusal: refuse(c, 403, "Invalid CSRF token") };
+  return { login: who.login };
+}
 
-  app.post("/console/approvals/:id/options", async (c) => {
-    const who = await postingOperator(c);
-    if ("refusal" in who) return who.refusal;
-    const pending = await pendingRequest(c);
-    if ("refusal" in pending) return pending.refusal;
-    const body = await readJson(c);
-    if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown");
-    const sent = decodeBody(optionsBodySchema, body.value);
-    if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
-    const shown = asShown(c, pending.request, sent.value.digest);
-    if ("refusal" in shown) return shown.refusal;
-    const keys = deps.passkeys.current();
-    const key = keys.ok ? keys.keys.find((k) => k.credentialId === who.session.credentialId) : undefined;
-    if (!key) return refuse(c, 403, "Your passkey is no longer enrolled");
-    // Only the logged-in operator's passkey may answer, and its signature is over the payload's digest.
-    return c.json({
-      challenge: passkeyChallenge(shown.payload),
-      rpId: deps.rpId,
-      allowCredentials: [{ id: key.credentialId, type: "public-key", transports: key.transports }],
-      userVerification: "required",
-      timeout: ASSERTION_TIMEOUT_MS,
-    });
-  });
+/** The pending request named in the path, or the refusal. */
+async function pendingRequest(
+  deps: ApprovalsDeps,
+  c: Context,
+): Promise<{ request: ConsentRequest } | { refusal: Response }> {
+  const id = c.req.param("id") ?? "";
+  if (!REQUEST_ID.test(id)) return { refusal: refuse(c, 400, "Malformed request id") };
+  const got = await deps.channel.store.getRequest(id);
+  if (!got.ok) return { refusal: storeRefusal(c, got.failure, got.detail) };
+  const request = got.value;
+  if (request.status !== "pending")
+    return { refusal: refuse(c, 409, `Request ${id} is ${request.status}, not pending`) };
+  if (request.expiresAt <= deps.clock.now()) return { refusal: refuse(c, 409, `Request ${id} expired`) };
+  return { request };
+}
 
-  app.post("/console/approvals/:id/approve", async (c) => {
-    const who = await postingOperator(c);
-    if ("refusal" in who) return who.refusal;
-    const pending = await pendingRequest(c);
-    if ("refusal" in pending) return pending.refusal;
-    const body = await readJson(c);
-    if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown and the assertion");
-    const sent = decodeBody(approvalBodySchema, body.value);
-    if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
-    const shown = asShown(c, pending.request, sent.value.digest);
-    if ("refusal" in shown) return shown.refusal;
-    const { id, response } = sent.value.assertion;
-    if (id !== who.session.credentialId) {
-      return refuse(c, 403, "The assertion was made with another passkey than the one logged in");
-    }
-    const proof = JSON.stringify({
-      credential_id: id,
-      authenticator_data: response.authenticatorData,
-      client_data_json: response.clientDataJSON,
-      signature: response.signature,
-      user_handle: response.userHandle || null,
-    });
-    const approval = {
-      channel: "passkey" as const,
-      proof,
-      claimedSigner: who.session.passkey,
-      at: clock.now(),
-    };
-    const request = pending.request;
-    // Checked against the payload of the act shown, which the row was just found to hold.
-    const verified = await channel.verifier.verify(approval, shown.payload, approval.at);
-    if (!verified.ok) {
-      logger.warn(
-        { request: request.id, passkey: who.session.passkey, reason: verified.reason },
-        "console approval refused",
-      );
-      return refuse(c, 403, `Approval refused: ${verified.reason}`);
-    }
-    const stored = await channel.store.approve(request.id, { ...approval, claimedSigner: verified.signer });
-    if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
-    logger.info({ request: request.id, passkey: verified.signer }, "consent request approved in the console");
-    return c.json({ ok: true, id: request.id, status: "approved", by: verified.signer });
-  });
-
-  app.post("/console/approvals/:id/deny", async (c) => {
-    const who = await postingOperator(c);
-    if ("refusal" in who) return who.refusal;
-    const pending = await pendingRequest(c);
-    if ("refusal" in pending) return pending.refusal;
-    const body = await readJson(c);
-    if (!body.ok) return refuse(c, 400, "Expected a JSON body with a reason");
-    const sent = decodeBody(denialBodySchema, body.value);
-    if (!sent.ok) return refuse(c, 400, denialProblem(sent));
-    const reason = sent.value.reason;
-    const by = `${who.session.passkey} (console)`;
-    const stored = await channel.store.deny(pending.request.id, by, reason.trim());
-    if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
-    logger.info(
-      { request: pending.request.id, passkey: who.session.passkey },
-      "consent request denied in the console",
+/**
+ * The payload to sign for the act the page showed, whose digest it sends back; the refusal when
+ * the row holds another act now (rewritten since the page was drawn) or does not hold together.
+ */
+function asShown(
+  deps: ApprovalsDeps,
+  c: Context,
+  request: ConsentRequest,
+  shown: string,
+): { payload: string } | { refusal: Response } {
+  const { store } = deps.channel;
+  const current = actDigest(request.act);
+  if (current !== shown) {
+    deps.logger.warn(
+      { request: request.id, shown, current },
+      "console approval of an act other than the one shown refused",
     );
-    return c.json({ ok: true, id: pending.request.id, status: "denied", by });
+    return {
+      refusal: refuse(
+        c,
+        409,
+        `Request ${request.id} now holds another act than the one shown (digest ${current.slice(0, 16)}…, shown ${shown.slice(0, 16)}…); nothing was approved. Reload the page and read the act again`,
+      ),
+    };
+  }
+  const problem = rowProblem(store, request);
+  if (problem) return { refusal: refuse(c, 409, `Request ${request.id}: ${problem}; nothing was approved`) };
+  return { payload: payloadOf(store, request) };
+}
+
+async function listRoute(deps: ApprovalsDeps, c: Context): Promise<Response> {
+  const { store } = deps.channel;
+  if (!(await deps.operator(c))) return refuse(c, 401, "Not logged in; log in again");
+  const requests = await store.listRequests();
+  if (!requests.ok) return storeRefusal(c, requests.failure, requests.detail);
+  const now = deps.clock.now();
+  const pending = requests.value.filter((r) => r.status === "pending" && r.expiresAt > now);
+  return c.json({ requests: pending.map((r) => listed(store, r, now)) });
+}
+
+async function optionsRoute(deps: ApprovalsDeps, c: Context): Promise<Response> {
+  const who = await postingOperator(deps, c);
+  if ("refusal" in who) return who.refusal;
+  const pending = await pendingRequest(deps, c);
+  if ("refusal" in pending) return pending.refusal;
+  const body = await readJson(c);
+  if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown");
+  const sent = decodeBody(optionsBodySchema, body.value);
+  if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
+  const shown = asShown(deps, c, pending.request, sent.value.digest);
+  if ("refusal" in shown) return shown.refusal;
+  const keys = deps.passkeys.current();
+  const key = keys.ok ? keys.keys.find((k) => k.credentialId === who.login.credentialId) : undefined;
+  if (!key) return refuse(c, 403, "Your passkey is no longer enrolled");
+  // Only the logged-in operator's passkey may answer, and its signature is over the payload's digest.
+  return c.json({
+    challenge: passkeyChallenge(shown.payload),
+    rpId: deps.rpId,
+    allowCredentials: [{ id: key.credentialId, type: "public-key", transports: key.transports }],
+    userVerification: "required",
+    timeout: ASSERTION_TIMEOUT_MS,
   });
+}
+
+async function approveRoute(deps: ApprovalsDeps, c: Context): Promise<Response> {
+  const { channel, clock, logger } = deps;
+  const who = await postingOperator(deps, c);
+  if ("refusal" in who) return who.refusal;
+  const pending = await pendingRequest(deps, c);
+  if ("refusal" in pending) return pending.refusal;
+  const body = await readJson(c);
+  if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown and the assertion");
+  const sent = decodeBody(approvalBodySchema, body.value);
+  if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
+  const shown = asShown(deps, c, pending.request, sent.value.digest);
+  if ("refusal" in shown) return shown.refusal;
+  const { assertion } = sent.value;
+  if (assertion.id !== who.login.credentialId) {
+    return refuse(c, 403, "The assertion was made with another passkey than the one logged in");
+  }
+  const approval = {
+    channel: "passkey" as const,
+    proof: proofOf(assertion),
+    claimedSigner: who.login.passkey,
+    at: clock.now(),
+  };
+  const request = pending.request;
+  // Checked against the payload of the act shown, which the row was just found to hold.
+  const verified = await channel.verifier.verify(approval, shown.payload, approval.at);
+  if (!verified.ok) {
+    logger.warn(
+      { request: request.id, passkey: who.login.passkey, reason: verified.reason },
+      "console approval refused",
+    );
+    return refuse(c, 403, `Approval refused: ${verified.reason}`);
+  }
+  const stored = await channel.store.approve(request.id, { ...approval, claimedSigner: verified.signer });
+  if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
+  logger.info({ request: request.id, passkey: verified.signer }, "consent request approved in the console");
+  return c.json({ ok: true, id: request.id, status: "approved", by: verified.signer });
+}
+
+/** The passkey assertion as the proof the store keeps and the verifier reads. */
+function proofOf(assertion: {
+  id: string;
+  response: {
+    authenticatorData: string;
+    clientDataJSON: string;
+    signature: string;
+    userHandle?: string | null;
+  };
+}): string {
+  const { id, response } = assertion;
+  return JSON.stringify({
+    credential_id: id,
+    authenticator_data: response.authenticatorData,
+    client_data_json: response.clientDataJSON,
+    signature: response.signature,
+    user_handle: response.userHandle || null,
+  });
+}
+
+async function denyRoute(deps: ApprovalsDeps, c: Context): Promise<Response> {
+  const who = await postingOperator(deps, c);
+  if ("refusal" in who) return who.refusal;
+  const pending = await pendingRequest(deps, c);
+  if ("refusal" in pending) return pending.refusal;
+  const body = await readJson(c);
+  if (!body.ok) return refuse(c, 400, "Expected a JSON body with a reason");
+  const sent = decodeBody(denialBodySchema, body.value);
+  if (!sent.ok) return refuse(c, 400, denialProblem(sent));
+  const reason = sent.value.reason;
+  const by = `${who.login.passkey} (console)`;
+  const stored = await deps.channel.store.deny(pending.request.id, by, reason.trim());
+  if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
+  deps.logger.info(
+    { request: pending.request.id, passkey: who.login.passkey },
+    "consent request denied in the console",
+  );
+  return c.json({ ok: true, id: pending.request.id, status: "denied", by });
 }

@@ -72,7 +72,7 @@ beforeAll(async () => {
   requestId = created.value.id;
   const logins = createLoginStore(3600, clock);
   const login = await logins.create("alice-laptop", CREDENTIAL);
-  operator = { Cookie: `relay_console=${login.id}`, "X-CSRF-Token": login.session.csrf };
+  operator = { Cookie: `relay_console=${login.id}`, "X-CSRF-Token": login.login.csrf };
   const app = createConsoleApp({
     origin: ORIGIN,
     rpId: "localhost",

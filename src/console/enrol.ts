@@ -87,133 +87,26 @@ function appendLine(path: string, line: string): void {
  * involved: the file is the operator's, written with the operator's rights.
  */
 export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome> {
-  const nameProblem = passkeyNameProblem(options.name);
-  if (nameProblem) return { ok: false, message: `--name: ${nameProblem}` };
-  const rpProblem = rpIdProblem(options.rpId);
-  if (rpProblem) return { ok: false, message: `--rp-id: ${rpProblem}` };
-  const before = existingKeys(options.passkeysFile);
+  const before = enrolmentProblem(options);
   if (typeof before === "string") return { ok: false, message: before };
-  if (before.some((k) => k.name === options.name)) {
-    return {
-      ok: false,
-      message: `the passkeys file already has a passkey named ${options.name}; choose another name or delete its line`,
-    };
-  }
-  const code = oneTimeCode();
-  const csrf = newToken();
-  const userId = randomBytes(16);
-  let challenge: string | null = null;
-  let wrongCodes = 0;
   let finish: (outcome: EnrolOutcome) => void = () => undefined;
   const finished = new Promise<EnrolOutcome>((resolve) => {
     finish = resolve;
   });
-
-  // The origin depends on the port bound, so the routes read it when a request comes.
-  let origin = options.origin;
-  const app = new Hono();
-  app.use("*", securityHeaders());
-  app.use("*", async (c, next) => guardRequests(origin)(c, next));
-  app.use(
-    "*",
-    boundedBody(64 * 1024, (c) => refuse(c, 413, "Request body too large")),
-  );
-  const assets = loadAssets();
-  app.get("/console/assets/:name", (c) => {
-    const asset = assets.get(c.req.param("name"));
-    if (!asset) return refuse(c, 404, "Not found");
-    return c.body(new Uint8Array(asset.body), 200, { "Content-Type": asset.type });
-  });
-  app.get("/console/enrol", (c) => c.html(enrolPage(csrf, options.name)));
-
-  /** The body of a POST that carries the page's token and the right code, or the refusal. */
-  async function admitted(c: Context): Promise<{ body: unknown } | { refusal: Response }> {
-    if (!sameSecret(c.req.header("x-csrf-token") ?? "", csrf))
-      return { refusal: refuse(c, 403, "Invalid CSRF token") };
-    const body = await readJson(c);
-    if (!body.ok) return { refusal: refuse(c, 400, "Expected a JSON body") };
-    const sent = decodeBody(enrolCodeSchema, body.value);
-    if (!sent.ok && sent.field === "") return { refusal: refuse(c, 400, "Expected a JSON body") };
-    if (!sent.ok || !sameSecret(sent.value.code.toUpperCase(), code)) {
-      wrongCodes++;
-      if (wrongCodes >= MAX_WRONG_CODES) {
-        finish({ ok: false, message: `${MAX_WRONG_CODES} wrong codes were typed; enrolment stopped` });
-      }
-      return { refusal: refuse(c, 403, "Wrong code") };
-    }
-    return { body: body.value };
-  }
-
-  app.post("/console/enrol/options", async (c) => {
-    const admission = await admitted(c);
-    if ("refusal" in admission) return admission.refusal;
-    const generated = await generateRegistrationOptions({
-      rpName: "relay-shell console",
-      rpID: options.rpId,
-      userName: options.name,
-      userID: new Uint8Array(userId),
-      attestationType: "none",
-      authenticatorSelection: { residentKey: "required", userVerification: "required" },
-      supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
-      excludeCredentials: before.map((k) => ({ id: k.credentialId })),
-      timeout: 120_000,
-    });
-    challenge = generated.challenge;
-    return c.json(generated);
-  });
-
-  app.post("/console/enrol/verify", async (c) => {
-    const admission = await admitted(c);
-    if ("refusal" in admission) return admission.refusal;
-    const issued = challenge;
-    challenge = null;
-    if (issued === null) return refuse(c, 400, "Ask for a challenge first");
-    const sent = decodeBody(enrolVerifySchema, admission.body);
-    if (!sent.ok) return refuse(c, 400, `Expected a JSON WebAuthn registration: ${problemText(sent)}`);
-    try {
-      const verified = await verifyRegistrationResponse({
-        response: sent.value.response,
-        expectedChallenge: issued,
-        expectedOrigin: origin,
-        expectedRPID: options.rpId,
-        requireUserVerification: true,
-      });
-      if (!verified.verified) throw new Error("the registration did not verify");
-      const credential = verified.registrationInfo.credential;
-      const algorithm = decodeCredentialPublicKey(credential.publicKey).get(cose.COSEKEYS.alg);
-      if (algorithm === undefined || !(PASSKEY_ALGORITHMS as readonly number[]).includes(algorithm)) {
-        throw new Error(
-          `the authenticator chose COSE algorithm ${String(algorithm)}, which the console does not accept`,
-        );
-      }
-      const passkey: Passkey = {
-        name: options.name,
-        credentialId: credential.id,
-        publicKey: isoBase64URL.fromBuffer(credential.publicKey),
-        algorithm,
-        transports: credential.transports ?? [],
-        created: new Date(options.clock.now()).toISOString(),
-      };
-      const now = existingKeys(options.passkeysFile);
-      if (typeof now === "string") throw new Error(now);
-      if (now.some((k) => k.credentialId === passkey.credentialId || k.name === passkey.name)) {
-        throw new Error("this passkey or its name is already in the passkeys file");
-      }
-      const line = passkeyLine(passkey);
-      appendLine(options.passkeysFile, line);
-      finish({ ok: true, passkey, line });
-      return c.json({ ok: true, name: passkey.name });
-    } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
-      options.logger.warn({ err: message }, "enrolment refused");
-      return refuse(c, 400, `Enrolment refused: ${message}`);
-    }
-  });
-  app.notFound((c) => refuse(c, 404, "Not found"));
-
-  const listener = await listenLoopback(nodeHandler(app), options.port, options.logger);
-  if (origin === "") origin = `http://localhost:${listener.port}`;
-  options.say(`Open ${origin}/console/enrol in a browser on this machine and type the code ${code}`);
+  const e: Enrolment = {
+    options,
+    before,
+    code: oneTimeCode(),
+    csrf: newToken(),
+    userId: randomBytes(16),
+    challenge: null,
+    wrongCodes: 0,
+    finish: (outcome) => finish(outcome),
+    origin: options.origin,
+  };
+  const listener = await listenLoopback(nodeHandler(enrolApp(e)), options.port, options.logger);
+  if (e.origin === "") e.origin = `http://localhost:${listener.port}`;
+  options.say(`Open ${e.origin}/console/enrol in a browser on this machine and type the code ${e.code}`);
   options.say(`(the page listens on 127.0.0.1:${listener.port} for ${options.timeoutSeconds} s)`);
   const timer = setTimeout(
     () => finish({ ok: false, message: `no passkey was enrolled within ${options.timeoutSeconds} s` }),
@@ -225,4 +118,154 @@ export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome>
   await new Promise((resolve) => setTimeout(resolve, 200));
   await listener.close();
   return outcome;
+}
+
+/** Why the enrolment cannot start (the name, the RP ID, the file), or the passkeys already enrolled. */
+function enrolmentProblem(options: EnrolOptions): Passkey[] | string {
+  const nameProblem = passkeyNameProblem(options.name);
+  if (nameProblem) return `--name: ${nameProblem}`;
+  const rpProblem = rpIdProblem(options.rpId);
+  if (rpProblem) return `--rp-id: ${rpProblem}`;
+  const before = existingKeys(options.passkeysFile);
+  if (typeof before === "string") return before;
+  if (before.some((k) => k.name === options.name)) {
+    return `the passkeys file already has a passkey named ${options.name}; choose another name or delete its line`;
+  }
+  return before;
+}
+
+/** One enrolment's state: the code and token of its page, and the ceremony under way. */
+interface Enrolment {
+  options: EnrolOptions;
+  /** The passkeys enrolled when it started: the authenticator must not make one of them again. */
+  before: Passkey[];
+  code: string;
+  csrf: string;
+  userId: Buffer;
+  challenge: string | null;
+  wrongCodes: number;
+  finish(outcome: EnrolOutcome): void;
+  /** The origin depends on the port bound, so the routes read it when a request comes. */
+  origin: string;
+}
+
+function enrolApp(e: Enrolment): Hono {
+  const app = new Hono();
+  app.use("*", securityHeaders());
+  app.use("*", async (c, next) => guardRequests(e.origin)(c, next));
+  app.use(
+    "*",
+    boundedBody(64 * 1024, (c) => refuse(c, 413, "Request body too large")),
+  );
+  const assets = loadAssets();
+  app.get("/console/assets/:name", (c) => {
+    const asset = assets.get(c.req.param("name"));
+    if (!asset) return refuse(c, 404, "Not found");
+    return c.body(new Uint8Array(asset.body), 200, { "Content-Type": asset.type });
+  });
+  app.get("/console/enrol", (c) => c.html(enrolPage(e.csrf, e.options.name)));
+  app.post("/console/enrol/options", (c) => optionsRoute(e, c));
+  app.post("/console/enrol/verify", (c) => verifyRoute(e, c));
+  app.notFound((c) => refuse(c, 404, "Not found"));
+  return app;
+}
+
+/** The body of a POST that carries the page's token and the right code, or the refusal. */
+async function admitted(e: Enrolment, c: Context): Promise<{ body: unknown } | { refusal: Response }> {
+  if (!sameSecret(c.req.header("x-csrf-token") ?? "", e.csrf))
+    return { refusal: refuse(c, 403, "Invalid CSRF token") };
+  const body = await readJson(c);
+  if (!body.ok) return { refusal: refuse(c, 400, "Expected a JSON body") };
+  const sent = decodeBody(enrolCodeSchema, body.value);
+  if (!sent.ok && sent.field === "") return { refusal: refuse(c, 400, "Expected a JSON body") };
+  if (!sent.ok || !sameSecret(sent.value.code.toUpperCase(), e.code)) {
+    e.wrongCodes++;
+    if (e.wrongCodes >= MAX_WRONG_CODES) {
+      e.finish({ ok: false, message: `${MAX_WRONG_CODES} wrong codes were typed; enrolment stopped` });
+    }
+    return { refusal: refuse(c, 403, "Wrong code") };
+  }
+  return { body: body.value };
+}
+
+async function optionsRoute(e: Enrolment, c: Context): Promise<Response> {
+  const admission = await admitted(e, c);
+  if ("refusal" in admission) return admission.refusal;
+  const generated = await generateRegistrationOptions({
+    rpName: "relay-shell console",
+    rpID: e.options.rpId,
+    userName: e.options.name,
+    userID: new Uint8Array(e.userId),
+    attestationType: "none",
+    authenticatorSelection: { residentKey: "required", userVerification: "required" },
+    supportedAlgorithmIDs: [...PASSKEY_ALGORITHMS],
+    excludeCredentials: e.before.map((k) => ({ id: k.credentialId })),
+    timeout: 120_000,
+  });
+  e.challenge = generated.challenge;
+  return c.json(generated);
+}
+
+async function verifyRoute(e: Enrolment, c: Context): Promise<Response> {
+  const admission = await admitted(e, c);
+  if ("refusal" in admission) return admission.refusal;
+  const issued = e.challenge;
+  e.challenge = null;
+  if (issued === null) return refuse(c, 400, "Ask for a challenge first");
+  const sent = decodeBody(enrolVerifySchema, admission.body);
+  if (!sent.ok) return refuse(c, 400, `Expected a JSON WebAuthn registration: ${problemText(sent)}`);
+  try {
+    const passkey = await registeredPasskey(e, sent.value.response, issued);
+    const line = appendPasskey(e.options.passkeysFile, passkey);
+    e.finish({ ok: true, passkey, line });
+    return c.json({ ok: true, name: passkey.name });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    e.options.logger.warn({ err: message }, "enrolment refused");
+    return refuse(c, 400, `Enrolment refused: ${message}`);
+  }
+}
+
+/** The passkey a verified registration made, with an algorithm the console accepts; throws otherwise. */
+async function registeredPasskey(
+  e: Enrolment,
+  response: Parameters<typeof verifyRegistrationResponse>[0]["response"],
+  issued: string,
+): Promise<Passkey> {
+  const { options } = e;
+  const verified = await verifyRegistrationResponse({
+    response,
+    expectedChallenge: issued,
+    expectedOrigin: e.origin,
+    expectedRPID: options.rpId,
+    requireUserVerification: true,
+  });
+  if (!verified.verified) throw new Error("the registration did not verify");
+  const credential = verified.registrationInfo.credential;
+  const algorithm = decodeCredentialPublicKey(credential.publicKey).get(cose.COSEKEYS.alg);
+  if (algorithm === undefined || !(PASSKEY_ALGORITHMS as readonly number[]).includes(algorithm)) {
+    throw new Error(
+      `the authenticator chose COSE algorithm ${String(algorithm)}, which the console does not accept`,
+    );
+  }
+  return {
+    name: options.name,
+    credentialId: credential.id,
+    publicKey: isoBase64URL.fromBuffer(credential.publicKey),
+    algorithm,
+    transports: credential.transports ?? [],
+    created: new Date(options.clock.now()).toISOString(),
+  };
+}
+
+/** Appends the passkey's line unless the file gained it, or its name, meanwhile; the line. Throws otherwise. */
+function appendPasskey(path: string, passkey: Passkey): string {
+  const now = existingKeys(path);
+  if (typeof now === "string") throw new Error(now);
+  if (now.some((k) => k.credentialId === passkey.credentialId || k.name === passkey.name)) {
+    throw new Error("this passkey or its name is already in the passkeys file");
+  }
+  const line = passkeyLine(passkey);
+  appendLine(path, line);
+  return line;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { manualClock } from "../../test/helpers/clock.js";
 import { localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
 import type { Clock } from "../core/index.js";
-import { manualClock } from "../testing/clock.js";
 import {
   absoluteLifetimeSeconds,
   createLoginLimiter,
@@ -68,7 +68,7 @@ for (const backend of backends) {
       const a = await store.create("alice", "c1");
       const b = await store.create("bob", "c2");
       expect(a.id).not.toBe(b.id);
-      expect(a.session.csrf).not.toBe(b.session.csrf);
+      expect(a.login.csrf).not.toBe(b.login.csrf);
       expect(a.id).toMatch(/^[A-Za-z0-9_-]{43}$/);
       expect(await store.count()).toBe(2);
       await store.end(a.id);
@@ -76,7 +76,7 @@ for (const backend of backends) {
       expect(await store.use(b.id)).toMatchObject({
         passkey: "bob",
         credentialId: "c2",
-        csrf: b.session.csrf,
+        csrf: b.login.csrf,
       });
       expect(await store.use("not-a-login")).toBeNull();
     });

@@ -51,7 +51,7 @@ export const MAX_LOGINS = 64;
  * ceremonies on the way to a login stay in memory (pending-logins.ts).
  */
 export interface LoginStore {
-  create(passkey: string, credentialId: string): Promise<{ id: string; session: ConsoleLogin }>;
+  create(passkey: string, credentialId: string): Promise<{ id: string; login: ConsoleLogin }>;
   /** The live login under `id`, its idle clock restarted; null when unknown or expired. */
   use(id: string): Promise<ConsoleLogin | null>;
   end(id: string): Promise<void>;
@@ -66,7 +66,7 @@ export class LoginStoreError extends Error {
 
 /** The in-memory logins of one relay; idle and absolute limits run on the monotonic clock. */
 export function createLoginStore(idleSeconds: number, clock: Clock): LoginStore {
-  const sessions = new Map<string, ConsoleLogin>();
+  const logins = new Map<string, ConsoleLogin>();
   const idleMs = idleSeconds * 1000;
   const absoluteMs = absoluteLifetimeSeconds(idleSeconds) * 1000;
 
@@ -74,7 +74,7 @@ export function createLoginStore(idleSeconds: number, clock: Clock): LoginStore 
     now - s.lastSeenMs >= idleMs || now - s.createdMs >= absoluteMs;
 
   function sweep(now: number): void {
-    for (const [key, s] of sessions) if (expired(s, now)) sessions.delete(key);
+    for (const [key, s] of logins) if (expired(s, now)) logins.delete(key);
   }
 
   function evictOldest<T>(map: Map<string, T>, max: number): void {
@@ -89,27 +89,27 @@ export function createLoginStore(idleSeconds: number, clock: Clock): LoginStore 
     async create(passkey, credentialId) {
       const now = clock.monotonic();
       sweep(now);
-      evictOldest(sessions, MAX_LOGINS);
+      evictOldest(logins, MAX_LOGINS);
       const id = newToken();
-      const session = { passkey, credentialId, csrf: newToken(), createdMs: now, lastSeenMs: now };
-      sessions.set(keyOf(id), session);
-      return { id, session };
+      const login = { passkey, credentialId, csrf: newToken(), createdMs: now, lastSeenMs: now };
+      logins.set(keyOf(id), login);
+      return { id, login };
     },
     async use(id) {
       const now = clock.monotonic();
-      const session = sessions.get(keyOf(id));
-      if (!session) return null;
-      if (expired(session, now)) {
-        sessions.delete(keyOf(id));
+      const login = logins.get(keyOf(id));
+      if (!login) return null;
+      if (expired(login, now)) {
+        logins.delete(keyOf(id));
         return null;
       }
-      session.lastSeenMs = now;
-      return session;
+      login.lastSeenMs = now;
+      return login;
     },
-    end: async (id) => void sessions.delete(keyOf(id)),
+    end: async (id) => void logins.delete(keyOf(id)),
     async count() {
       sweep(clock.monotonic());
-      return sessions.size;
+      return logins.size;
     },
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { manualClock } from "../testing/clock.js";
+import { manualClock } from "../../test/helpers/clock.js";
 import { createPendingLogins, type PendingLogins } from "./pending-logins.js";
 
 function started(logins: PendingLogins, address: string): string {

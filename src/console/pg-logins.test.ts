@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { manualClock } from "../../test/helpers/clock.js";
 import {
   SHARED_SKIP_REASON,
   type SharedCluster,
@@ -8,7 +9,6 @@ import {
 import { memoryCounters } from "../consent/index.js";
 import { silentLogger, systemClock } from "../core/index.js";
 import { openPgState, type PgState } from "../state/index.js";
-import { manualClock } from "../testing/clock.js";
 import { createConsoleApp } from "./app.js";
 import { loadAssets } from "./assets.js";
 import type { LoginStore } from "./logins.js";
@@ -78,12 +78,12 @@ describe.skipIf(SHARED_SKIP_REASON !== null)("console logins across relays", () 
       LoginStore,
       LoginStore,
     ];
-    const { id, session } = await a.create("alice-laptop", "cred-a");
+    const { id, login } = await a.create("alice-laptop", "cred-a");
     clock.advance(600_000);
-    expect(await b.use(id)).toEqual({ ...session, lastSeenMs: session.createdMs + 600_000 });
+    expect(await b.use(id)).toEqual({ ...login, lastSeenMs: login.createdMs + 600_000 });
     // B's request restarted the idle clock for every relay: A still holds it past A's own last sight.
     clock.advance(600_000);
-    expect((await a.use(id))?.csrf).toBe(session.csrf);
+    expect((await a.use(id))?.csrf).toBe(login.csrf);
     await c.end(id);
     expect(await a.use(id)).toBeNull();
     expect(await b.use(id)).toBeNull();
@@ -101,14 +101,14 @@ describe.skipIf(SHARED_SKIP_REASON !== null)("console logins across relays", () 
 
   it("lets the browser's cookie open every relay's pages, until it logs out on one", async () => {
     const apps = states.map((state) => consoleOf(createPgLoginStore(state, 900, systemClock)));
-    const { id, session } = await createPgLoginStore(states[0] as PgState, 900, systemClock).create(
+    const { id, login } = await createPgLoginStore(states[0] as PgState, 900, systemClock).create(
       "alice-laptop",
       "cred-a",
     );
     for (const app of apps) {
       const shown = await page(app, id);
       expect(shown.status).toBe(200);
-      expect(await shown.text()).toContain(session.csrf);
+      expect(await shown.text()).toContain(login.csrf);
     }
     const out = await (apps[2] as ReturnType<typeof consoleOf>).request(`${ORIGIN}/console/logout`, {
       method: "POST",
@@ -116,7 +116,7 @@ describe.skipIf(SHARED_SKIP_REASON !== null)("console logins across relays", () 
         Host: "localhost:8765",
         Origin: ORIGIN,
         Cookie: `relay_console=${id}`,
-        "X-CSRF-Token": session.csrf,
+        "X-CSRF-Token": login.csrf,
       },
     });
     expect(out.status).toBe(303);

@@ -65,18 +65,18 @@ export function createPgLoginStore(state: PgState, idleSeconds: number, clock: C
 
   async function create(passkey: string, credentialId: string) {
     const id = newToken();
-    const session: ConsoleLogin = { passkey, credentialId, csrf: newToken(), createdMs: 0, lastSeenMs: 0 };
+    const login: ConsoleLogin = { passkey, credentialId, csrf: newToken(), createdMs: 0, lastSeenMs: 0 };
     await guarded(() =>
       state.transaction(async (tx) => {
         await tx.query("SELECT pg_advisory_xact_lock($1::bigint)", [CREATE_LOCK_KEY]);
         const now = clock.now();
-        session.createdMs = now;
-        session.lastSeenMs = now;
+        login.createdMs = now;
+        login.lastSeenMs = now;
         await tx.query(`DELETE FROM console_logins WHERE NOT (${live(1, 2)})`, floors(now));
         await tx.query(
           `INSERT INTO console_logins (key, passkey, credential_id, csrf, created_at, last_seen_at)
              VALUES ($1, $2, $3, $4, $5, $5)`,
-          [keyOf(id), passkey, credentialId, session.csrf, now],
+          [keyOf(id), passkey, credentialId, login.csrf, now],
         );
         // The oldest go first past the bound, as in memory.
         await tx.query(
@@ -85,7 +85,7 @@ export function createPgLoginStore(state: PgState, idleSeconds: number, clock: C
         );
       }),
     );
-    return { id, session };
+    return { id, login };
   }
 
   async function use(id: string): Promise<ConsoleLogin | null> {

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { LAUNCHER_KINDS } from "../testing/processes.js";
+import { LAUNCHER_KINDS } from "../../test/helpers/processes.js";
 import { nativeLauncherPath } from "./native-link.js";
 import { decodeReply, type Reply, replyFrames } from "./native-replies.js";
 

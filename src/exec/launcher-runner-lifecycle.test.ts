@@ -5,8 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { isAlive, LAUNCHER_KINDS, launcherPids, newLaunchers, waitUntil } from "../testing/processes.js";
-import { rejection, shellRequests } from "../testing/requests.js";
+import {
+  isAlive,
+  LAUNCHER_KINDS,
+  launcherPids,
+  newLaunchers,
+  waitUntil,
+} from "../../test/helpers/processes.js";
+import { rejection, shellRequests } from "../../test/helpers/requests.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner, defaultLauncherKind, launcherEntry } from "./launcher-runner.js";
 

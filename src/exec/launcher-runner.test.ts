@@ -2,8 +2,8 @@ import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isAlive, LAUNCHER_KINDS, newLaunchers, pidsIn, waitUntil } from "../testing/processes.js";
-import { rejection, shellRequests } from "../testing/requests.js";
+import { isAlive, LAUNCHER_KINDS, newLaunchers, pidsIn, waitUntil } from "../../test/helpers/processes.js";
+import { rejection, shellRequests } from "../../test/helpers/requests.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner } from "./launcher-runner.js";
 

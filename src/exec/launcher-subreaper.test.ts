@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { LAUNCHER_KINDS, RUN, sleepers, until } from "../testing/processes.js";
+import { LAUNCHER_KINDS, RUN, sleepers, until } from "../../test/helpers/processes.js";
 import { buildEnv } from "./env.js";
 import { createLauncherRunner } from "./launcher-runner.js";
 import { createProcessRunner } from "./process-runner.js";

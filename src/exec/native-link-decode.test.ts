@@ -4,7 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { runnerWithLauncher } from "../../test/helpers/launcher.js";
-import { rejection, shellRequests } from "../testing/requests.js";
+import { rejection, shellRequests } from "../../test/helpers/requests.js";
 import { buildEnv } from "./env.js";
 import { decodeReply, MAX_REPLY_BYTES, type Reply, replyFrames } from "./native-replies.js";
 

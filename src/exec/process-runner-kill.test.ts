@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isAlive, pidsIn, waitUntil } from "../testing/processes.js";
-import { shellRequests } from "../testing/requests.js";
+import { isAlive, pidsIn, waitUntil } from "../../test/helpers/processes.js";
+import { shellRequests } from "../../test/helpers/requests.js";
 import { buildEnv } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
 

@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { rejection, shellRequests } from "../testing/requests.js";
+import { rejection, shellRequests } from "../../test/helpers/requests.js";
 import { buildEnv } from "./env.js";
 import { createProcessRunner } from "./process-runner.js";
 

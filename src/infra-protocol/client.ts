@@ -1,13 +1,7 @@
 import { createConnection, type Socket } from "node:net";
-import { RelayError } from "../core/index.js";
-import {
-  type InfraRequest,
-  type InfraResponse,
-  MAX_FRAME_BYTES,
-  PROTOCOL_VERSION,
-  parseResponse,
-  requestSchema,
-} from "./protocol.js";
+import type { RelayError } from "../core/index.js";
+import { failure, frameRequest, readAnswer } from "./client-lines.js";
+import type { InfraRequest, InfraResponse } from "./protocol.js";
 
 /**
  * The most a response line may hold. The broker's answers are a sentence and
@@ -106,16 +100,6 @@ export type InfraExchange =
   | { kind: "answered"; response: InfraResponse }
   | { kind: "unreachable"; reason: UnreachableReason; socketPath: string };
 
-/** Stable codes of the failures {@link requestInfra} throws, as `RelayError.code`. */
-type InfraClientErrorCode =
-  | "INFRA_TIMEOUT"
-  | "INFRA_ABORTED"
-  | "INFRA_NO_RESPONSE"
-  | "INFRA_RESPONSE_TOO_LARGE"
-  | "INFRA_BAD_RESPONSE"
-  | "INFRA_BAD_REQUEST"
-  | "INFRA_SOCKET_ERROR";
-
 export interface InfraRequestOptions {
   socketPath: string;
   /** How long to wait from connecting to the end of the answer line. */
@@ -123,29 +107,6 @@ export interface InfraRequestOptions {
   signal?: AbortSignal;
   /** Test seam; {@link MAX_RESPONSE_BYTES} by default. */
   maxResponseBytes?: number;
-}
-
-function failure(type: string, code: InfraClientErrorCode, message: string, cause?: unknown): RelayError {
-  return new RelayError(type, message, cause === undefined ? { code } : { code, cause });
-}
-
-/**
- * A response names the request it answers (null where the broker could not
- * read it): an answer about another operation, profile or run is not this
- * request's answer.
- */
-function echoMismatch(request: InfraRequest, response: InfraResponse): string | null {
-  const pairs = [
-    ["operation", request.op, response.op],
-    ["profile", request.profile ?? null, response.profile],
-    ["run id", request.run_id ?? null, response.run_id],
-  ] as const;
-  for (const [what, asked, echoed] of pairs) {
-    if (echoed !== null && echoed !== asked) {
-      return `about ${what} ${JSON.stringify(echoed)} to a request for ${JSON.stringify(asked)}`;
-    }
-  }
-  return null;
 }
 
 /**
@@ -160,7 +121,7 @@ function echoMismatch(request: InfraRequest, response: InfraResponse): string | 
  * A broker that cannot be reached is an answer, not an error: the caller
  * turns it into `blocked: MISSING_EXECUTION_CAPABILITY`. Everything else that
  * keeps a valid answer from arriving throws a `RelayError` with an
- * {@link InfraClientErrorCode}: no answer in time (`TimeoutError`), the call
+ * InfraClientErrorCode (client-lines.ts): no answer in time (`TimeoutError`), the call
  * was cancelled, the connection closed or failed before a full line, or the
  * line is too long or not a response of this protocol (`InfraProtocolError`).
  * The request is checked against the protocol's own schema before it is
@@ -175,169 +136,209 @@ function exchange(
   options: InfraRequestOptions,
   mayReuse: boolean,
 ): Promise<InfraExchange> {
-  const checked = requestSchema.safeParse(request);
-  if (!checked.success) {
-    const fields = checked.error.issues.map((i) => i.path.join(".") || "request").join(", ");
-    return Promise.reject(
-      failure("InfraProtocolError", "INFRA_BAD_REQUEST", `not a valid broker request (${fields})`),
-    );
-  }
-  const line = `${JSON.stringify({ v: PROTOCOL_VERSION, ...checked.data })}\n`;
-  if (Buffer.byteLength(line) > MAX_FRAME_BYTES) {
-    return Promise.reject(
-      failure("InfraProtocolError", "INFRA_BAD_REQUEST", `request over ${MAX_FRAME_BYTES} bytes`),
-    );
-  }
-  const { socketPath, timeoutMs, signal } = options;
-  const maxBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
-  const where = `the broker at ${socketPath}`;
-
+  const framed = frameRequest(request);
+  if ("error" in framed) return Promise.reject(framed.error);
   return new Promise<InfraExchange>((resolve, reject) => {
-    if (signal?.aborted) {
+    if (options.signal?.aborted) {
       reject(failure("AbortError", "INFRA_ABORTED", "the call was cancelled before it reached the broker"));
       return;
     }
-    const kept = mayReuse ? takeIdle(socketPath) : null;
-    let connected = kept !== null;
-    let settled = false;
-    const chunks: Buffer[] = [];
-    let held = 0;
-    let timer: NodeJS.Timeout | undefined;
-    const socket: Socket = kept ?? createConnection({ path: socketPath });
+    const kept = mayReuse ? takeIdle(options.socketPath) : null;
+    const x = newExchange({
+      request,
+      checked: framed.checked,
+      line: framed.line,
+      options,
+      kept,
+      resolve,
+      reject,
+    });
+    const { socket, on } = x;
+    options.signal?.addEventListener("abort", on.abort, { once: true });
+    x.timer = setTimeout(() => finish(x, { error: timeoutError(x) }), options.timeoutMs);
+    socket.on("data", on.data);
+    socket.once("end", on.end);
+    socket.once("error", on.error);
+    if (kept !== null) socket.write(x.line);
+    else socket.once("connect", on.connect);
+  });
+}
 
-    const detach = () => {
-      socket.off("connect", onConnect);
-      socket.off("data", onData);
-      socket.off("end", onEnd);
-      socket.off("error", onError);
-    };
-    const finish = (outcome: { value: InfraExchange } | { error: RelayError }, reusable = false) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      detach();
-      if (reusable) {
-        keepIdle(socketPath, socket);
-      } else {
-        // Stop reading now; the close itself waits until the caller has had the answer, so the
-        // system call (and waking the broker to see it) is not on the path of every result.
-        socket.pause();
-        socket.on("error", () => undefined);
-        setImmediate(() => socket.destroy());
-      }
-      if ("value" in outcome) resolve(outcome.value);
-      else reject(outcome.error);
-    };
-    /** A kept connection the broker had closed before it answered anything: ask again on a new one. */
-    const retryFresh = (): boolean => {
-      if (kept === null || held > 0 || settled || request.op === "replicate") return false;
-      settled = true;
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      detach();
-      socket.on("error", () => undefined);
-      socket.destroy();
-      exchange(request, options, false).then(resolve, reject);
-      return true;
-    };
-    const onAbort = () =>
-      finish({
-        error: failure(
-          "AbortError",
-          "INFRA_ABORTED",
-          connected
-            ? `the call was cancelled while waiting for ${where}; the request had been sent`
-            : "the call was cancelled before it reached the broker",
-        ),
-      });
-    signal?.addEventListener("abort", onAbort, { once: true });
-    timer = setTimeout(() => {
-      const seconds = Math.round(timeoutMs / 100) / 10;
-      finish({
-        error: failure(
-          "TimeoutError",
-          "INFRA_TIMEOUT",
-          connected
-            ? `no answer from ${where} within ${seconds}s; the request had been sent`
-            : `could not connect to ${where} within ${seconds}s`,
-        ),
-      });
-    }, timeoutMs);
+/** One request on one connection, from the line written to the answer read (or the failure). */
+interface Exchange {
+  request: InfraRequest;
+  /** The request as the schema read it: what the answer must echo. */
+  checked: InfraRequest;
+  line: string;
+  options: InfraRequestOptions;
+  where: string;
+  maxBytes: number;
+  /** The kept connection this exchange reuses; null on a new one. */
+  kept: Socket | null;
+  socket: Socket;
+  connected: boolean;
+  settled: boolean;
+  chunks: Buffer[];
+  /** Bytes of the answer line read so far. */
+  held: number;
+  timer: NodeJS.Timeout | undefined;
+  resolve(value: InfraExchange): void;
+  reject(err: unknown): void;
+  /** The listeners, one function each, so they can be taken off again. */
+  on: {
+    connect(): void;
+    data(chunk: Buffer): void;
+    end(): void;
+    error(err: NodeJS.ErrnoException): void;
+    abort(): void;
+  };
+}
 
-    const onConnect = () => {
-      connected = true;
-      socket.write(line);
-    };
-    const onData = (chunk: Buffer) => {
-      const end = chunk.indexOf(0x0a);
-      const take = end === -1 ? chunk : chunk.subarray(0, end);
-      held += take.length;
-      if (held > maxBytes) {
-        finish({
-          error: failure(
-            "InfraProtocolError",
-            "INFRA_RESPONSE_TOO_LARGE",
-            `${where} sent a response line over ${maxBytes} bytes`,
-          ),
-        });
-        return;
-      }
-      chunks.push(take);
-      if (end === -1) return;
-      const text = Buffer.concat(chunks).toString("utf8");
-      const response = parseResponse(text);
-      if (response === null) {
-        finish({
-          error: failure(
-            "InfraProtocolError",
-            "INFRA_BAD_RESPONSE",
-            `${where} answered with a line that is not a response of protocol version ${PROTOCOL_VERSION}`,
-          ),
-        });
-        return;
-      }
-      const mismatch = echoMismatch(checked.data, response);
-      if (mismatch !== null) {
-        finish({
-          error: failure("InfraProtocolError", "INFRA_BAD_RESPONSE", `${where} answered ${mismatch}`),
-        });
-        return;
-      }
-      // Reusable only when the line ended this chunk: no stray bytes are left to misread later.
-      finish({ value: { kind: "answered", response } }, end === chunk.length - 1);
-    };
-    const onEnd = () => {
-      if (retryFresh()) return;
-      finish({
-        error: failure(
-          "InfraProtocolError",
-          "INFRA_NO_RESPONSE",
-          `${where} closed the connection without a complete answer; the request had been sent`,
-        ),
-      });
-    };
-    const onError = (err: NodeJS.ErrnoException) => {
-      if (retryFresh()) return;
-      const code = err.code ?? "";
-      if (!connected && UNREACHABLE.has(code)) {
-        finish({ value: { kind: "unreachable", reason: code as UnreachableReason, socketPath } });
-        return;
-      }
-      const sent = connected ? "; the request had been sent" : "";
-      finish({
-        error: failure(
-          "InfraProtocolError",
-          connected ? "INFRA_NO_RESPONSE" : "INFRA_SOCKET_ERROR",
-          `connection to ${where} failed: ${code || err.message}${sent}`,
-          err,
-        ),
-      });
-    };
-    socket.on("data", onData);
-    socket.once("end", onEnd);
-    socket.once("error", onError);
-    if (kept !== null) socket.write(line);
-    else socket.once("connect", onConnect);
+function newExchange(
+  start: Pick<Exchange, "request" | "checked" | "line" | "options" | "kept" | "resolve" | "reject">,
+): Exchange {
+  const { options, kept } = start;
+  const x: Exchange = {
+    ...start,
+    where: `the broker at ${options.socketPath}`,
+    maxBytes: options.maxResponseBytes ?? MAX_RESPONSE_BYTES,
+    socket: kept ?? createConnection({ path: options.socketPath }),
+    connected: kept !== null,
+    settled: false,
+    chunks: [],
+    held: 0,
+    timer: undefined,
+    on: {
+      connect: () => {
+        x.connected = true;
+        x.socket.write(x.line);
+      },
+      data: (chunk) => onData(x, chunk),
+      end: () => onEnd(x),
+      error: (err) => onError(x, err),
+      abort: () => finish(x, { error: abortError(x) }),
+    },
+  };
+  return x;
+}
+
+function detach(x: Exchange): void {
+  x.socket.off("connect", x.on.connect);
+  x.socket.off("data", x.on.data);
+  x.socket.off("end", x.on.end);
+  x.socket.off("error", x.on.error);
+}
+
+function finish(
+  x: Exchange,
+  outcome: { value: InfraExchange } | { error: RelayError },
+  reusable = false,
+): void {
+  if (x.settled) return;
+  x.settled = true;
+  clearTimeout(x.timer);
+  x.options.signal?.removeEventListener("abort", x.on.abort);
+  detach(x);
+  const { socket } = x;
+  if (reusable) {
+    keepIdle(x.options.socketPath, socket);
+  } else {
+    // Stop reading now; the close itself waits until the caller has had the answer, so the
+    // system call (and waking the broker to see it) is not on the path of every result.
+    socket.pause();
+    socket.on("error", () => undefined);
+    setImmediate(() => socket.destroy());
+  }
+  if ("value" in outcome) x.resolve(outcome.value);
+  else x.reject(outcome.error);
+}
+
+/** A kept connection the broker had closed before it answered anything: ask again on a new one. */
+function retryFresh(x: Exchange): boolean {
+  if (x.kept === null || x.held > 0 || x.settled || x.request.op === "replicate") return false;
+  x.settled = true;
+  clearTimeout(x.timer);
+  x.options.signal?.removeEventListener("abort", x.on.abort);
+  detach(x);
+  x.socket.on("error", () => undefined);
+  x.socket.destroy();
+  exchange(x.request, x.options, false).then(x.resolve, x.reject);
+  return true;
+}
+
+function abortError(x: Exchange): RelayError {
+  return failure(
+    "AbortError",
+    "INFRA_ABORTED",
+    x.connected
+      ? `the call was cancelled while waiting for ${x.where}; the request had been sent`
+      : "the call was cancelled before it reached the broker",
+  );
+}
+
+function timeoutError(x: Exchange): RelayError {
+  const seconds = Math.round(x.options.timeoutMs / 100) / 10;
+  return failure(
+    "TimeoutError",
+    "INFRA_TIMEOUT",
+    x.connected
+      ? `no answer from ${x.where} within ${seconds}s; the request had been sent`
+      : `could not connect to ${x.where} within ${seconds}s`,
+  );
+}
+
+function onData(x: Exchange, chunk: Buffer): void {
+  const end = chunk.indexOf(0x0a);
+  const take = end === -1 ? chunk : chunk.subarray(0, end);
+  x.held += take.length;
+  if (x.held > x.maxBytes) {
+    finish(x, {
+      error: failure(
+        "InfraProtocolError",
+        "INFRA_RESPONSE_TOO_LARGE",
+        `${x.where} sent a response line over ${x.maxBytes} bytes`,
+      ),
+    });
+    return;
+  }
+  x.chunks.push(take);
+  if (end === -1) return;
+  const answer = readAnswer(x.where, x.checked, Buffer.concat(x.chunks).toString("utf8"));
+  if ("error" in answer) {
+    finish(x, answer);
+    return;
+  }
+  // Reusable only when the line ended this chunk: no stray bytes are left to misread later.
+  finish(x, { value: { kind: "answered", response: answer.response } }, end === chunk.length - 1);
+}
+
+function onEnd(x: Exchange): void {
+  if (retryFresh(x)) return;
+  finish(x, {
+    error: failure(
+      "InfraProtocolError",
+      "INFRA_NO_RESPONSE",
+      `${x.where} closed the connection without a complete answer; the request had been sent`,
+    ),
+  });
+}
+
+function onError(x: Exchange, err: NodeJS.ErrnoException): void {
+  if (retryFresh(x)) return;
+  const code = err.code ?? "";
+  if (!x.connected && UNREACHABLE.has(code)) {
+    finish(x, {
+      value: { kind: "unreachable", reason: code as UnreachableReason, socketPath: x.options.socketPath },
+    });
+    return;
+  }
+  const sent = x.connected ? "; the request had been sent" : "";
+  finish(x, {
+    error: failure(
+      "InfraProtocolError",
+      x.connected ? "INFRA_NO_RESPONSE" : "INFRA_SOCKET_ERROR",
+      `connection to ${x.where} failed: ${code || err.message}${sent}`,
+      err,
+    ),
   });
 }

@@ -64,153 +64,159 @@ function describeProfile(profile: Profile): Record<string, unknown> {
  * Operations on one profile run one at a time, in arrival order.
  */
 export function createDispatcher(deps: DispatchDeps): Dispatcher {
-  const { profiles, operations, logger } = deps;
   // The tail of each profile's queue: the next operation on it starts when this settles.
   const queues = new Map<string, Promise<unknown>>();
+  return {
+    async dispatch(principal, request) {
+      if (request.op === "status") return status(deps, principal);
+      const admitted = admit(deps, principal, request);
+      if ("code" in admitted) return admitted;
+      return enqueue(deps, queues, admitted, request);
+    },
+  };
+}
 
-  function status(principal: Principal): OpResult {
-    const seen = { uid: principal.uid, gid: principal.gid, groups: principal.groups };
-    // A stranger learns that no profile is for it, and nothing of the broker, its files or their modes.
-    if (!isKnownPrincipal(principal, profiles)) {
-      return {
-        code: "OK",
-        message: `no profile is usable by uid ${principal.uid}`,
-        data: { principal: seen, profiles: [] },
-      };
-    }
-    const usable = [...profiles.profiles.values()]
-      .filter((p) => isAllowed(principal, p))
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map(describeProfile);
-    const broken = [...profiles.broken.values()]
-      .sort((a, b) => a.id.localeCompare(b.id))
-      .map((b) => ({ id: b.id, problems: [...b.problems] }));
+/** A request that passed every check before the queue, with the approval it will consume. */
+interface Admitted {
+  profile: Profile;
+  approval: VerifiedApproval | null;
+}
+
+function status(deps: DispatchDeps, principal: Principal): OpResult {
+  const { profiles } = deps;
+  const seen = { uid: principal.uid, gid: principal.gid, groups: principal.groups };
+  // A stranger learns that no profile is for it, and nothing of the broker, its files or their modes.
+  if (!isKnownPrincipal(principal, profiles)) {
     return {
       code: "OK",
-      message: `${usable.length} profile(s) usable by uid ${principal.uid}, ${broken.length} broken`,
-      data: {
-        broker: deps.facts(),
-        principal: seen,
-        profiles: usable,
-        broken,
-      },
+      message: `no profile is usable by uid ${principal.uid}`,
+      data: { principal: seen, profiles: [] },
     };
   }
+  const usable = [...profiles.profiles.values()]
+    .filter((p) => isAllowed(principal, p))
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map(describeProfile);
+  const broken = [...profiles.broken.values()]
+    .sort((a, b) => a.id.localeCompare(b.id))
+    .map((b) => ({ id: b.id, problems: [...b.problems] }));
+  return {
+    code: "OK",
+    message: `${usable.length} profile(s) usable by uid ${principal.uid}, ${broken.length} broken`,
+    data: {
+      broker: deps.facts(),
+      principal: seen,
+      profiles: usable,
+      broken,
+    },
+  };
+}
 
-  /** A request that passed every check before the queue, with the approval it will consume. */
-  interface Admitted {
-    profile: Profile;
-    approval: VerifiedApproval | null;
-  }
-
-  function admit(principal: Principal, request: InfraRequest): Admitted | OpResult {
-    const id = request.profile;
-    if (id === undefined) return refuse("PROFILE_REQUIRED", `${request.op} needs a profile id`);
-    const broken = profiles.broken.get(id);
-    if (broken !== undefined && !isKnownPrincipal(principal, profiles)) {
-      // Whom a broken profile was for is unknown; its problems name paths and modes, not a stranger's to read.
-      return refuse(
-        "PRINCIPAL_NOT_ALLOWED",
-        `uid ${principal.uid} (gid ${principal.gid}) is not allowed to use profile ${id}`,
-      );
-    }
-    if (broken !== undefined) {
-      return refuse("PROFILE_INVALID", `profile ${id} cannot be used: ${broken.problems.join("; ")}`, {
-        problems: [...broken.problems],
-      });
-    }
-    const profile = profiles.profiles.get(id);
-    if (profile === undefined) return refuse("PROFILE_NOT_FOUND", `there is no profile ${id}`);
-    if (!isAllowed(principal, profile)) {
-      return refuse(
-        "PRINCIPAL_NOT_ALLOWED",
-        `uid ${principal.uid} (gid ${principal.gid}) is not allowed to use profile ${id}`,
-      );
-    }
-    if (!profile.enabled) return refuse("PROFILE_DISABLED", `profile ${id} is disabled`);
-    const approved = deps.approvals.check(profile, request);
-    if (!approved.ok) return approved.result;
-    if (NEEDS_RUN_ID.has(request.op) && request.run_id === undefined) {
-      return refuse("RUN_ID_REQUIRED", `${request.op} needs a run id`);
-    }
-    if (request.op === "replicate" && request.idempotency_key === undefined) {
-      return refuse("IDEMPOTENCY_KEY_REQUIRED", "replicate needs an idempotency key");
-    }
-    return { profile, approval: approved.approval };
-  }
-
-  function perform(profile: Profile, request: InfraRequest): Promise<OpResult> {
-    const runId = request.run_id ?? "";
-    switch (request.op) {
-      case "probe":
-        return operations.probe(profile);
-      case "rsync-dry-run":
-        return operations.dryRun(profile, runId);
-      case "replicate":
-        return operations.replicate(profile, runId, request.idempotency_key ?? "");
-      case "verify":
-        return operations.verify(profile, runId);
-      case "status":
-        return Promise.resolve(refuse("INTERNAL_ERROR", "status is not an operation on a profile"));
-    }
-  }
-
-  async function guarded({ profile, approval }: Admitted, request: InfraRequest): Promise<OpResult> {
-    const record = approval === null ? {} : { approval: approval.record };
-    // Asked inside the queue, right before the work: the room must be there when it runs.
-    if (!deps.reserveReceipt()) {
-      return {
-        ...refuse(
-          "RECEIPT_UNAVAILABLE",
-          `${request.op} was not performed: the broker cannot write its receipt`,
-        ),
-        ...record,
-      };
-    }
-    // Last before the work, after every check of its own: a request refused before its turn spends nothing.
-    if (approval !== null) {
-      const spent = deps.approvals.consume(request.op, approval);
-      if (spent !== null) return spent;
-    }
-    try {
-      return { ...(await perform(profile, request)), ...record };
-    } catch (err) {
-      // Redacted even here: an exception's text is not ours to trust, and a key must not reach a log.
-      logger.error(
-        { op: request.op, profile: profile.id, err: redactString(describeError(err).message) },
-        "operation failed",
-      );
-      return {
-        ...refuse(
-          "INTERNAL_ERROR",
-          `${request.op} failed inside the broker; the broker's log has the detail`,
-        ),
-        ...record,
-      };
-    }
-  }
-
-  function enqueue(admitted: Admitted, request: InfraRequest): Promise<OpResult> {
-    const { profile } = admitted;
-    const before = queues.get(profile.id) ?? Promise.resolve();
-    const result = before.then(() => guarded(admitted, request));
-    const settled = result.then(
-      () => undefined,
-      () => undefined,
+function admit(deps: DispatchDeps, principal: Principal, request: InfraRequest): Admitted | OpResult {
+  const { profiles } = deps;
+  const id = request.profile;
+  if (id === undefined) return refuse("PROFILE_REQUIRED", `${request.op} needs a profile id`);
+  const broken = profiles.broken.get(id);
+  if (broken !== undefined && !isKnownPrincipal(principal, profiles)) {
+    // Whom a broken profile was for is unknown; its problems name paths and modes, not a stranger's to read.
+    return refuse(
+      "PRINCIPAL_NOT_ALLOWED",
+      `uid ${principal.uid} (gid ${principal.gid}) is not allowed to use profile ${id}`,
     );
-    queues.set(profile.id, settled);
-    settled.then(() => {
-      if (queues.get(profile.id) === settled) queues.delete(profile.id);
+  }
+  if (broken !== undefined) {
+    return refuse("PROFILE_INVALID", `profile ${id} cannot be used: ${broken.problems.join("; ")}`, {
+      problems: [...broken.problems],
     });
-    return result;
   }
-
-  async function dispatch(principal: Principal, request: InfraRequest): Promise<OpResult> {
-    if (request.op === "status") return status(principal);
-    const admitted = admit(principal, request);
-    if ("code" in admitted) return admitted;
-    return enqueue(admitted, request);
+  const profile = profiles.profiles.get(id);
+  if (profile === undefined) return refuse("PROFILE_NOT_FOUND", `there is no profile ${id}`);
+  if (!isAllowed(principal, profile)) {
+    return refuse(
+      "PRINCIPAL_NOT_ALLOWED",
+      `uid ${principal.uid} (gid ${principal.gid}) is not allowed to use profile ${id}`,
+    );
   }
+  if (!profile.enabled) return refuse("PROFILE_DISABLED", `profile ${id} is disabled`);
+  const approved = deps.approvals.check(profile, request);
+  if (!approved.ok) return approved.result;
+  if (NEEDS_RUN_ID.has(request.op) && request.run_id === undefined) {
+    return refuse("RUN_ID_REQUIRED", `${request.op} needs a run id`);
+  }
+  if (request.op === "replicate" && request.idempotency_key === undefined) {
+    return refuse("IDEMPOTENCY_KEY_REQUIRED", "replicate needs an idempotency key");
+  }
+  return { profile, approval: approved.approval };
+}
 
-  return { dispatch };
+function perform(operations: Operations, profile: Profile, request: InfraRequest): Promise<OpResult> {
+  const runId = request.run_id ?? "";
+  switch (request.op) {
+    case "probe":
+      return operations.probe(profile);
+    case "rsync-dry-run":
+      return operations.dryRun(profile, runId);
+    case "replicate":
+      return operations.replicate(profile, runId, request.idempotency_key ?? "");
+    case "verify":
+      return operations.verify(profile, runId);
+    case "status":
+      return Promise.resolve(refuse("INTERNAL_ERROR", "status is not an operation on a profile"));
+  }
+}
+
+async function guarded(
+  deps: DispatchDeps,
+  { profile, approval }: Admitted,
+  request: InfraRequest,
+): Promise<OpResult> {
+  const record = approval === null ? {} : { approval: approval.record };
+  // Asked inside the queue, right before the work: the room must be there when it runs.
+  if (!deps.reserveReceipt()) {
+    return {
+      ...refuse(
+        "RECEIPT_UNAVAILABLE",
+        `${request.op} was not performed: the broker cannot write its receipt`,
+      ),
+      ...record,
+    };
+  }
+  // Last before the work, after every check of its own: a request refused before its turn spends nothing.
+  if (approval !== null) {
+    const spent = deps.approvals.consume(request.op, approval);
+    if (spent !== null) return spent;
+  }
+  try {
+    return { ...(await perform(deps.operations, profile, request)), ...record };
+  } catch (err) {
+    // Redacted even here: an exception's text is not ours to trust, and a key must not reach a log.
+    deps.logger.error(
+      { op: request.op, profile: profile.id, err: redactString(describeError(err).message) },
+      "operation failed",
+    );
+    return {
+      ...refuse("INTERNAL_ERROR", `${request.op} failed inside the broker; the broker's log has the detail`),
+      ...record,
+    };
+  }
+}
+
+function enqueue(
+  deps: DispatchDeps,
+  queues: Map<string, Promise<unknown>>,
+  admitted: Admitted,
+  request: InfraRequest,
+): Promise<OpResult> {
+  const { profile } = admitted;
+  const before = queues.get(profile.id) ?? Promise.resolve();
+  const result = before.then(() => guarded(deps, admitted, request));
+  const settled = result.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(profile.id, settled);
+  settled.then(() => {
+    if (queues.get(profile.id) === settled) queues.delete(profile.id);
+  });
+  return result;
 }

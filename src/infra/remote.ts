@@ -59,199 +59,21 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
   }
   sweepKeyFiles(ctx.stateDir);
   const daemonUid = options.daemonUid ?? process.geteuid?.() ?? 0;
-  const sources = {
-    credentialsDirectory: options.credentialsDirectory,
-    keyFileDirectory: options.keyFileDirectory,
+  const t: Transport = {
+    ctx,
     daemonUid,
+    sources: {
+      credentialsDirectory: options.credentialsDirectory,
+      keyFileDirectory: options.keyFileDirectory,
+      daemonUid,
+    },
   };
-
-  async function runChild(
-    argv: string[],
-    home: string,
-    profile: Profile | null,
-    outputBytes = profile === null ? KEYGEN_OUTPUT_BYTES : profile.limits.outputBytes,
-  ): Promise<ProcessOutcome> {
-    return ctx.runner.run({
-      argv,
-      env: childEnvironment(home),
-      timeoutMs: profile === null ? KEYGEN_TIMEOUT_MS : profile.limits.timeoutSeconds * 1000,
-      maxBufferBytes: outputBytes,
-      mergeStderr: false,
-    });
-  }
-
-  /** The pin file exists, is trusted, and names the profile's host; null when so. */
-  async function checkPin(profile: Profile): Promise<RemoteResult | null> {
-    const pin = profile.knownHostsFile;
-    try {
-      lstatSync(pin);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return refused("PIN_MISSING", `the pin file ${pin} does not exist`);
-      return refused("PIN_MISSING", `the pin file ${pin} cannot be read (${code ?? "error"})`);
-    }
-    // Checked again at each use, as the loader checked it: the file may have changed since.
-    const problems = trustedFileProblems(pin, { daemonUid, owners: profileDirOwner(profile) });
-    if (problems.length > 0) {
-      return refused("PROFILE_INVALID", `the pin file is not trusted: ${problems.join("; ")}`);
-    }
-    const name = knownHostsName(profile);
-    let outcome: ProcessOutcome;
-    try {
-      outcome = await withPrivateDir(ctx.stateDir, (home) =>
-        runChild([SSH_KEYGEN_PROGRAM, "-F", name, "-f", pin], home, null),
-      );
-    } catch (err) {
-      return cannotStart(SSH_KEYGEN_PROGRAM, err);
-    }
-    if (outcome.exitCode === 0 && !outcome.timedOut) return null;
-    if (outcome.exitCode === 1) {
-      return refused(
-        "PIN_MISSING",
-        `the pin file ${pin} has no key for ${name}; add the receiver's host key to it (keys are never learned on first use)`,
-      );
-    }
-    return refused(
-      "PROFILE_INVALID",
-      `ssh-keygen could not read the pin file ${pin} (exit ${outcome.exitCode ?? "none"})`,
-      outcome.output,
-    );
-  }
-
-  /**
-   * A listing or a preview has a line per file, so its bound follows the
-   * profile's file_count (a run the broker may replicate must also be one it
-   * can list back for verify), within a hard ceiling; never below output_bytes.
-   */
-  function wholeOutputBudget(profile: Profile): number {
-    const perFile = profile.limits.fileCount * LISTING_BYTES_PER_FILE;
-    return Math.max(profile.limits.outputBytes, Math.min(perFile, MAX_LISTING_BYTES));
-  }
-
-  interface RsyncRun {
-    what: string;
-    write: boolean;
-    missingCode: OutcomeCode;
-    /** A listing or preview cut by the output bound would be read as complete: refuse it instead. */
-    needsWholeOutput: boolean;
-    args: string[];
-  }
-
-  /** One rsync run with the profile's key; a RemoteResult when it could not start. */
-  async function connect(
-    profile: Profile,
-    args: string[],
-    outputBytes: number,
-  ): Promise<ProcessOutcome | RemoteResult> {
-    const key = readCredential(profile.credentialId, sources);
-    if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
-    try {
-      return await withKeyFile(ctx.stateDir, key.bytes, ({ keyFile, home }) =>
-        runChild([RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...args], home, profile, outputBytes),
-      );
-    } catch (err) {
-      return cannotStart(RSYNC_PROGRAM, err);
-    }
-  }
-
-  async function rsync(profile: Profile, run: RsyncRun): Promise<RemoteResult> {
-    const pin = await checkPin(profile);
-    if (pin !== null) return pin;
-    const budget = run.needsWholeOutput ? wholeOutputBudget(profile) : profile.limits.outputBytes;
-    const outcome = await connect(profile, run.args, budget);
-    if ("ok" in outcome) return outcome;
-    if (outcome.exitCode === 0 && !outcome.timedOut) {
-      if (run.needsWholeOutput && outcome.droppedBytes > 0) {
-        return refused(
-          "LIMIT_EXCEEDED",
-          `the output of ${run.what} was larger than ${budget} bytes (the profile's output_bytes, or ${LISTING_BYTES_PER_FILE} bytes per file of its file_count)`,
-        );
-      }
-      return { ok: true, output: outcome.output, durationMs: outcome.durationMs };
-    }
-    return failed(profile, outcome, run);
-  }
-
-  function failed(
-    profile: Profile,
-    outcome: ProcessOutcome,
-    run: Omit<RsyncRun, "args" | "needsWholeOutput">,
-  ) {
-    const failure = classifyFailure(outcome.output, {
-      profile,
-      exitCode: outcome.exitCode,
-      timedOut: outcome.timedOut,
-      write: run.write,
-      missingCode: run.missingCode,
-      what: run.what,
-    });
-    return { ok: false as const, ...failure, detail: toDetail(outcome.output) };
-  }
-
-  /**
-   * Ask the receiver for what its rrsync confinement must refuse, on a
-   * listing where a plain rsync would do no harm with it. A receiver that
-   * accepts is not the one the profile describes, and is not used.
-   */
-  async function attestConfinement(profile: Profile): Promise<RemoteResult | null> {
-    const target = spec(profile, ".");
-    for (const check of CONFINEMENT_CHECKS) {
-      const outcome = await connect(
-        profile,
-        ["--list-only", "--no-h", `-M${check.option}`, "--", target],
-        profile.limits.outputBytes,
-      );
-      if ("ok" in outcome) return outcome;
-      if (check.refusal.test(outcome.output)) continue;
-      if (outcome.exitCode === 0 && !outcome.timedOut) {
-        return refused(
-          "RECEIVER_REFUSED",
-          `${endpoint(profile)} accepted ${check.option}, which rrsync ${check.flag} refuses: the key is not confined by rrsync as the profile says, so the broker does not use this receiver`,
-        );
-      }
-      return failed(profile, outcome, {
-        what: `checking the receiver's confinement`,
-        write: false,
-        missingCode: "RECEIVER_REFUSED",
-      });
-    }
-    return null;
-  }
-
-  function spec(profile: Profile, path: string): string {
-    const value = remoteSpec(profile, path);
-    if (value === null) {
-      throw new RelayError("ValueError", `remote path ${JSON.stringify(path)} is not a plain relative path`);
-    }
-    return value;
-  }
-
   return {
-    async preflight(profile) {
-      const pin = await checkPin(profile);
-      if (pin !== null) return pin;
-      const key = readCredential(profile.credentialId, sources);
-      if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
-      key.bytes.fill(0);
-      return { ok: true, output: "", durationMs: 0 };
-    },
-
-    async probe(profile) {
-      const target = spec(profile, ".");
-      const listed = await rsync(profile, {
-        what: `listing the remote root ${profile.remoteRoot}`,
-        write: false,
-        missingCode: "RECEIVER_REFUSED",
-        needsWholeOutput: false,
-        args: ["--list-only", "--no-h", "--", target],
-      });
-      if (!listed.ok) return listed;
-      return (await attestConfinement(profile)) ?? listed;
-    },
-
+    preflight: (profile) => preflight(t, profile),
+    probe: (profile) => probe(t, profile),
     list(profile, remotePath) {
       const target = spec(profile, remotePath);
-      return rsync(profile, {
+      return rsync(t, profile, {
         what: `listing ${remotePath}`,
         write: false,
         missingCode: "RUN_NOT_FOUND",
@@ -259,44 +81,247 @@ export function createRemote(ctx: Omit<InfraContext, "remote">, options: RemoteO
         args: ["--list-only", "--no-h", "-r", "--", target],
       });
     },
-
-    push(profile, localDir, remotePath, options) {
-      const target = spec(profile, remotePath);
-      assertLocalDirectory(localDir, false);
-      return rsync(profile, {
-        what: `${options.dryRun ? "a dry run of the copy" : "the copy"} to ${remotePath}`,
-        write: !options.dryRun,
-        missingCode: "RECEIVER_REFUSED",
-        needsWholeOutput: options.dryRun,
-        args: [
-          "-r",
-          "-t",
-          "--mkpath",
-          "--ignore-existing",
-          "--itemize-changes",
-          ...(options.dryRun ? ["--dry-run"] : []),
-          "--",
-          `${localDir}/`,
-          target,
-        ],
-      });
-    },
-
-    pull(profile, remotePath, localDir, maxBytes) {
-      const target = spec(profile, remotePath);
-      assertLocalDirectory(localDir, true);
-      if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) {
-        throw new RelayError("ValueError", `maxBytes must be a positive integer, got ${maxBytes}`);
-      }
-      return rsync(profile, {
-        what: `fetching ${remotePath}`,
-        write: false,
-        missingCode: "RUN_NOT_FOUND",
-        needsWholeOutput: false,
-        args: ["-r", "-t", `--max-size=${maxBytes}`, "--", target, `${localDir}/`],
-      });
-    },
+    push: (profile, localDir, remotePath, options) => push(t, profile, localDir, remotePath, options.dryRun),
+    pull: (profile, remotePath, localDir, maxBytes) => pull(t, profile, remotePath, localDir, maxBytes),
   };
+}
+
+/** The daemon's context and where the profiles' keys are read from. */
+interface Transport {
+  ctx: Omit<InfraContext, "remote">;
+  daemonUid: number;
+  sources: { credentialsDirectory: string | null; keyFileDirectory: string | null; daemonUid: number };
+}
+
+interface RsyncRun {
+  what: string;
+  write: boolean;
+  missingCode: OutcomeCode;
+  /** A listing or preview cut by the output bound would be read as complete: refuse it instead. */
+  needsWholeOutput: boolean;
+  args: string[];
+}
+
+async function runChild(
+  t: Transport,
+  argv: string[],
+  home: string,
+  profile: Profile | null,
+  outputBytes = profile === null ? KEYGEN_OUTPUT_BYTES : profile.limits.outputBytes,
+): Promise<ProcessOutcome> {
+  return t.ctx.runner.run({
+    argv,
+    env: childEnvironment(home),
+    timeoutMs: profile === null ? KEYGEN_TIMEOUT_MS : profile.limits.timeoutSeconds * 1000,
+    maxBufferBytes: outputBytes,
+    mergeStderr: false,
+  });
+}
+
+/** The pin file exists, is trusted, and names the profile's host; null when so. */
+async function checkPin(t: Transport, profile: Profile): Promise<RemoteResult | null> {
+  const pin = profile.knownHostsFile;
+  try {
+    lstatSync(pin);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return refused("PIN_MISSING", `the pin file ${pin} does not exist`);
+    return refused("PIN_MISSING", `the pin file ${pin} cannot be read (${code ?? "error"})`);
+  }
+  // Checked again at each use, as the loader checked it: the file may have changed since.
+  const problems = trustedFileProblems(pin, { daemonUid: t.daemonUid, owners: profileDirOwner(profile) });
+  if (problems.length > 0) {
+    return refused("PROFILE_INVALID", `the pin file is not trusted: ${problems.join("; ")}`);
+  }
+  const name = knownHostsName(profile);
+  let outcome: ProcessOutcome;
+  try {
+    outcome = await withPrivateDir(t.ctx.stateDir, (home) =>
+      runChild(t, [SSH_KEYGEN_PROGRAM, "-F", name, "-f", pin], home, null),
+    );
+  } catch (err) {
+    return cannotStart(SSH_KEYGEN_PROGRAM, err);
+  }
+  if (outcome.exitCode === 0 && !outcome.timedOut) return null;
+  if (outcome.exitCode === 1) {
+    return refused(
+      "PIN_MISSING",
+      `the pin file ${pin} has no key for ${name}; add the receiver's host key to it (keys are never learned on first use)`,
+    );
+  }
+  return refused(
+    "PROFILE_INVALID",
+    `ssh-keygen could not read the pin file ${pin} (exit ${outcome.exitCode ?? "none"})`,
+    outcome.output,
+  );
+}
+
+/**
+ * A listing or a preview has a line per file, so its bound follows the
+ * profile's file_count (a run the broker may replicate must also be one it
+ * can list back for verify), within a hard ceiling; never below output_bytes.
+ */
+function wholeOutputBudget(profile: Profile): number {
+  const perFile = profile.limits.fileCount * LISTING_BYTES_PER_FILE;
+  return Math.max(profile.limits.outputBytes, Math.min(perFile, MAX_LISTING_BYTES));
+}
+
+/** One rsync run with the profile's key; a RemoteResult when it could not start. */
+async function connect(
+  t: Transport,
+  profile: Profile,
+  args: string[],
+  outputBytes: number,
+): Promise<ProcessOutcome | RemoteResult> {
+  const key = readCredential(profile.credentialId, t.sources);
+  if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
+  try {
+    return await withKeyFile(t.ctx.stateDir, key.bytes, ({ keyFile, home }) =>
+      runChild(t, [RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...args], home, profile, outputBytes),
+    );
+  } catch (err) {
+    return cannotStart(RSYNC_PROGRAM, err);
+  }
+}
+
+async function rsync(t: Transport, profile: Profile, run: RsyncRun): Promise<RemoteResult> {
+  const pin = await checkPin(t, profile);
+  if (pin !== null) return pin;
+  const budget = run.needsWholeOutput ? wholeOutputBudget(profile) : profile.limits.outputBytes;
+  const outcome = await connect(t, profile, run.args, budget);
+  if ("ok" in outcome) return outcome;
+  if (outcome.exitCode === 0 && !outcome.timedOut) {
+    if (run.needsWholeOutput && outcome.droppedBytes > 0) {
+      return refused(
+        "LIMIT_EXCEEDED",
+        `the output of ${run.what} was larger than ${budget} bytes (the profile's output_bytes, or ${LISTING_BYTES_PER_FILE} bytes per file of its file_count)`,
+      );
+    }
+    return { ok: true, output: outcome.output, durationMs: outcome.durationMs };
+  }
+  return failed(profile, outcome, run);
+}
+
+function failed(profile: Profile, outcome: ProcessOutcome, run: Omit<RsyncRun, "args" | "needsWholeOutput">) {
+  const failure = classifyFailure(outcome.output, {
+    profile,
+    exitCode: outcome.exitCode,
+    timedOut: outcome.timedOut,
+    write: run.write,
+    missingCode: run.missingCode,
+    what: run.what,
+  });
+  return { ok: false as const, ...failure, detail: toDetail(outcome.output) };
+}
+
+/**
+ * Ask the receiver for what its rrsync confinement must refuse, on a
+ * listing where a plain rsync would do no harm with it. A receiver that
+ * accepts is not the one the profile describes, and is not used.
+ */
+async function attestConfinement(t: Transport, profile: Profile): Promise<RemoteResult | null> {
+  const target = spec(profile, ".");
+  for (const check of CONFINEMENT_CHECKS) {
+    const outcome = await connect(
+      t,
+      profile,
+      ["--list-only", "--no-h", `-M${check.option}`, "--", target],
+      profile.limits.outputBytes,
+    );
+    if ("ok" in outcome) return outcome;
+    if (check.refusal.test(outcome.output)) continue;
+    if (outcome.exitCode === 0 && !outcome.timedOut) {
+      return refused(
+        "RECEIVER_REFUSED",
+        `${endpoint(profile)} accepted ${check.option}, which rrsync ${check.flag} refuses: the key is not confined by rrsync as the profile says, so the broker does not use this receiver`,
+      );
+    }
+    return failed(profile, outcome, {
+      what: `checking the receiver's confinement`,
+      write: false,
+      missingCode: "RECEIVER_REFUSED",
+    });
+  }
+  return null;
+}
+
+function spec(profile: Profile, path: string): string {
+  const value = remoteSpec(profile, path);
+  if (value === null) {
+    throw new RelayError("ValueError", `remote path ${JSON.stringify(path)} is not a plain relative path`);
+  }
+  return value;
+}
+
+async function preflight(t: Transport, profile: Profile): Promise<RemoteResult> {
+  const pin = await checkPin(t, profile);
+  if (pin !== null) return pin;
+  const key = readCredential(profile.credentialId, t.sources);
+  if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
+  key.bytes.fill(0);
+  return { ok: true, output: "", durationMs: 0 };
+}
+
+async function probe(t: Transport, profile: Profile): Promise<RemoteResult> {
+  const target = spec(profile, ".");
+  const listed = await rsync(t, profile, {
+    what: `listing the remote root ${profile.remoteRoot}`,
+    write: false,
+    missingCode: "RECEIVER_REFUSED",
+    needsWholeOutput: false,
+    args: ["--list-only", "--no-h", "--", target],
+  });
+  if (!listed.ok) return listed;
+  return (await attestConfinement(t, profile)) ?? listed;
+}
+
+function push(
+  t: Transport,
+  profile: Profile,
+  localDir: string,
+  remotePath: string,
+  dryRun: boolean,
+): Promise<RemoteResult> {
+  const target = spec(profile, remotePath);
+  assertLocalDirectory(localDir, false);
+  return rsync(t, profile, {
+    what: `${dryRun ? "a dry run of the copy" : "the copy"} to ${remotePath}`,
+    write: !dryRun,
+    missingCode: "RECEIVER_REFUSED",
+    needsWholeOutput: dryRun,
+    args: [
+      "-r",
+      "-t",
+      "--mkpath",
+      "--ignore-existing",
+      "--itemize-changes",
+      ...(dryRun ? ["--dry-run"] : []),
+      "--",
+      `${localDir}/`,
+      target,
+    ],
+  });
+}
+
+function pull(
+  t: Transport,
+  profile: Profile,
+  remotePath: string,
+  localDir: string,
+  maxBytes: number,
+): Promise<RemoteResult> {
+  const target = spec(profile, remotePath);
+  assertLocalDirectory(localDir, true);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) {
+    throw new RelayError("ValueError", `maxBytes must be a positive integer, got ${maxBytes}`);
+  }
+  return rsync(t, profile, {
+    what: `fetching ${remotePath}`,
+    write: false,
+    missingCode: "RUN_NOT_FOUND",
+    needsWholeOutput: false,
+    args: ["-r", "-t", `--max-size=${maxBytes}`, "--", target, `${localDir}/`],
+  });
 }
 
 function refused(code: OutcomeCode, message: string, output = ""): RemoteResult {

@@ -1,19 +1,12 @@
 import { createServer, type Server, type Socket } from "node:net";
 import type { Logger } from "../core/index.js";
-import {
-  type InfraResponse,
-  MAX_FRAME_BYTES,
-  OUTCOME_CODES,
-  outcomeClass,
-  PROTOCOL_VERSION,
-} from "../infra-protocol/index.js";
 import type { Admission } from "./admission.js";
 import type { Dispatcher } from "./dispatch.js";
-import { createFrameReader, type Frame } from "./frames.js";
-import type { ReceiptFacts, Receipts } from "./receipts.js";
-import { createRefusalSummaries, isSummarised } from "./refusal-summaries.js";
-import { boundedMessage, type Reading, readFrame } from "./request-read.js";
-import type { OpResult, Principal } from "./types.js";
+import type { Receipts } from "./receipts.js";
+import { createRefusalSummaries } from "./refusal-summaries.js";
+import { answerFrame } from "./server-answer.js";
+import { type Serving, serve } from "./server-connection.js";
+import type { Principal } from "./types.js";
 
 interface InfraServerDeps {
   dispatcher: Dispatcher;
@@ -48,35 +41,6 @@ export interface InfraServer {
   close(): Promise<void>;
 }
 
-/**
- * What an operation answered, if it is a result the protocol can carry: a
- * known code, a sentence, data that serialises. Anything else is the
- * broker's own fault and is answered as INTERNAL_ERROR, so the caller still
- * gets a valid line and the receipt is still written.
- */
-function checkedResult(result: OpResult, logger: Logger): OpResult {
-  const problem = !Object.hasOwn(OUTCOME_CODES, result.code)
-    ? `unknown outcome code ${JSON.stringify(String(result.code))}`
-    : typeof result.message !== "string"
-      ? "a message that is not text"
-      : null;
-  let serialisable = true;
-  try {
-    JSON.stringify(result.data ?? null);
-  } catch {
-    serialisable = false;
-  }
-  if (problem === null && serialisable) return result;
-  logger.error(
-    { problem: problem ?? "data that does not serialise" },
-    "an operation answered outside the protocol",
-  );
-  return {
-    code: "INTERNAL_ERROR",
-    message: "the broker produced an answer it cannot send; its log has the detail",
-  };
-}
-
 /** Resolve once what was written to `socket` reached the kernel (or `ms` passed), and destroy it. */
 function flushed(socket: Socket, ms: number): Promise<void> {
   if (socket.destroyed) return Promise.resolve();
@@ -105,251 +69,93 @@ function flushed(socket: Socket, ms: number): Promise<void> {
  * from a connection before its principal is known.
  */
 export function createInfraServer(deps: InfraServerDeps): InfraServer {
-  const { dispatcher, receipts, logger } = deps;
+  const { dispatcher, receipts, logger, admission } = deps;
   const sockets = new Set<Socket>();
-  /** Connections with an answer in progress: on close they get it before they are ended. */
-  const inFlight = new Set<Socket>();
-  const answering = new Set<Promise<unknown>>();
   const summaries = createRefusalSummaries({ receipts, logger, windowMs: deps.summaryWindowMs });
-  let closing = false;
-
-  /** Every answer is tracked, so closing waits for its receipt to be written and its line sent. */
-  function track<T>(work: Promise<T>): Promise<T> {
-    answering.add(work);
-    const forget = (): void => void answering.delete(work);
-    work.then(forget, forget);
-    return work;
-  }
-
-  async function resultOf(principal: Principal | null, reading: Reading): Promise<OpResult> {
-    if (reading.refusal !== null) return reading.refusal;
-    if (principal === null || reading.request === null) {
-      return { code: "PRINCIPAL_NOT_ALLOWED", message: "the kernel did not say who is connecting" };
-    }
-    return checkedResult(await dispatcher.dispatch(principal, reading.request), logger);
-  }
-
-  /** The answer to one frame, and whether it caused a receipt of its own. */
-  async function answer(
-    principal: Principal | null,
-    known: boolean,
-    reading: Reading,
-  ): Promise<{ response: InfraResponse; receipt: boolean }> {
-    const request = reading.request;
-    const result = await resultOf(principal, reading);
-    const uid = principal?.uid ?? -1;
-    const summarised =
-      principal !== null && isSummarised(result.code, known) && !deps.admission.ownRefusalReceipt(uid);
-    if (!summarised) summaries.flush(uid);
-    const receiptId = summarised ? summaries.receiptId(uid) : receipts.newId();
-    const response: InfraResponse = {
-      v: PROTOCOL_VERSION,
-      receipt_id: receiptId,
-      op: request?.op ?? null,
-      profile: request?.profile ?? null,
-      run_id: request?.run_id ?? null,
-      outcome: outcomeClass(result.code),
-      code: result.code,
-      message: boundedMessage(result.message),
-      ...(result.data !== undefined ? { data: result.data } : {}),
-      ...(result.replayed !== undefined ? { replayed: result.replayed } : {}),
-    };
-    const facts: ReceiptFacts = {
-      receiptId,
-      op: request?.op ?? null,
-      profile: response.profile,
-      runId: response.run_id,
-      idempotencyKey: request?.idempotency_key ?? null,
-      requestId: request?.request_id ?? null,
-      principal,
-      outcome: response.outcome,
-      code: response.code,
-      claimedIdentity: reading.claims,
-      approvalPresent: request?.approval !== undefined,
-      approval: result.approval ?? null,
-      response,
-    };
-    if (!summarised) {
-      summaries.record(facts);
-      return { response, receipt: true };
-    }
-    summaries.add(uid, facts);
-    return { response, receipt: false };
-  }
-
-  function serve(socket: Socket, principal: Principal | null): void {
-    const reader = createFrameReader(MAX_FRAME_BYTES);
-    const queue: Frame[] = [];
-    const known = principal !== null && deps.isKnown(principal);
-    let busy = false;
-    let ended = false;
-    let receiptsHere = 0;
-    let idle: NodeJS.Timeout | null = null;
-
-    const disarm = (): void => {
-      if (idle !== null) clearTimeout(idle);
-      idle = null;
-    };
-    // Counted from the last answer, not from the last byte: a request trickled in slowly
-    // still has to be whole within the bound.
-    const arm = (): void => {
-      disarm();
-      idle = setTimeout(() => socket.destroy(), deps.idleMs);
-      idle.unref();
-    };
-
-    const send = (line: string): Promise<void> =>
-      new Promise((resolve) => {
-        if (socket.destroyed || socket.writableEnded) return resolve();
-        if (socket.write(line)) return resolve();
-        // A peer that stops reading its answers does not keep the connection forever.
-        const stalled = setTimeout(() => socket.destroy(), deps.idleMs);
-        const done = (): void => {
-          clearTimeout(stalled);
-          socket.off("drain", done);
-          socket.off("close", done);
-          resolve();
-        };
-        socket.on("drain", done);
-        socket.on("close", done);
-      });
-
-    /** Wait for the caller's budget; nothing more is read from the connection meanwhile. */
-    const budget = (ms: number): Promise<void> =>
-      new Promise((resolve) => {
-        const timer = setTimeout(done, ms);
-        function done(): void {
-          clearTimeout(timer);
-          socket.off("close", done);
-          resolve();
-        }
-        socket.on("close", done);
-      });
-
-    async function answerAndSend(frame: Frame): Promise<void> {
-      const { response, receipt } = await answer(principal, known, readFrame(frame));
-      if (receipt) receiptsHere += 1;
-      await send(`${JSON.stringify(response)}\n`);
-    }
-
-    async function pump(): Promise<void> {
-      if (busy) return;
-      busy = true;
-      disarm();
-      socket.pause();
-      try {
-        while (queue.length > 0 && !socket.destroyed && !closing) {
-          const wait = deps.admission.frame(principal?.uid ?? -1, known);
-          if (wait > 0) {
-            await budget(wait);
-            continue;
-          }
-          const frame = queue.shift() as Frame;
-          inFlight.add(socket);
-          try {
-            await track(answerAndSend(frame));
-          } finally {
-            inFlight.delete(socket);
-          }
-          if (receiptsHere >= deps.maxReceiptsPerConnection) {
-            logger.warn({ uid: principal?.uid }, "a connection reached its bound of receipts and was ended");
-            queue.length = 0;
-            ended = true;
-          }
-        }
-      } catch (err) {
-        logger.error({ err: String(err) }, "a connection failed");
-        socket.destroy();
-      } finally {
-        busy = false;
-      }
-      if (socket.destroyed) return;
-      if (ended || closing) {
-        socket.end();
-        return;
-      }
-      socket.resume();
-      arm();
-    }
-
-    socket.on("error", () => undefined);
-    socket.on("close", disarm);
-
-    if (principal === null) {
-      // Nothing from this peer is read: one typed refusal, then the connection ends.
-      logger.warn({}, "a connection whose peer credentials cannot be read was refused");
-      busy = true;
-      track(answer(null, false, { request: null, claims: null, refusal: null }))
-        .then(({ response }) => send(`${JSON.stringify(response)}\n`))
-        .catch((err: unknown) => logger.error({ err: String(err) }, "a connection failed"))
-        .finally(() => socket.end(() => socket.destroy()));
-      return;
-    }
-
-    socket.on("data", (chunk: Buffer) => {
-      queue.push(...reader.push(chunk));
-      if (queue.length > 0) void pump();
-    });
-    socket.on("end", () => {
-      ended = true;
-      queue.push(...reader.end());
-      if (queue.length > 0) void pump();
-      else if (!busy) socket.end();
-    });
-    arm();
-    socket.resume();
-  }
-
+  const answering = { dispatcher, receipts, logger, admission, summaries };
+  const serving: Serving = {
+    logger,
+    admission,
+    isKnown: deps.isKnown,
+    idleMs: deps.idleMs,
+    maxReceiptsPerConnection: deps.maxReceiptsPerConnection,
+    inFlight: new Set(),
+    answering: new Set(),
+    closing: false,
+    answer: (principal, known, reading) => answerFrame(answering, principal, known, reading),
+  };
   const perUid = new Map<number, number>();
-
   const server: Server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (socket) => {
     socket.on("error", () => undefined);
-    if (closing || sockets.size >= deps.maxConnections) {
+    if (serving.closing || sockets.size >= deps.maxConnections) {
       logger.warn({ connections: sockets.size }, "connection refused: the broker is at its connection limit");
       socket.destroy();
       return;
     }
     // Read before any byte of the connection is: who connected is what the kernel recorded then.
     const principal = deps.identify(socket);
-    const uid = principal?.uid ?? -1;
-    const held = perUid.get(uid) ?? 0;
-    if (held >= deps.maxPerUid) {
-      logger.warn({ uid, connections: held }, "connection refused: this uid is at its connection limit");
-      socket.destroy();
-      return;
-    }
-    perUid.set(uid, held + 1);
+    if (!holdSlot(perUid, principal?.uid ?? -1, socket, deps)) return;
     sockets.add(socket);
-    socket.on("close", () => {
-      sockets.delete(socket);
-      const left = (perUid.get(uid) ?? 1) - 1;
-      if (left > 0) perUid.set(uid, left);
-      else perUid.delete(uid);
-    });
-    serve(socket, principal);
+    socket.on("close", () => sockets.delete(socket));
+    serve(serving, socket, principal);
   });
-
   return {
-    listen: (path) =>
-      new Promise((resolve, reject) => {
-        server.once("error", reject);
-        server.listen({ path, exclusive: true }, () => {
-          server.off("error", reject);
-          server.on("error", (err) => logger.error({ err: String(err) }, "the socket server failed"));
-          resolve();
-        });
-      }),
-    async close() {
-      closing = true;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // A connection waiting for an answer gets it (its pump ends the connection after sending);
-      // the others have nothing owed and are closed now.
-      for (const socket of sockets) if (!inFlight.has(socket)) socket.destroy();
-      while (answering.size > 0) await Promise.allSettled([...answering]);
-      // An answer just written may still sit in the socket's own buffer: let it reach the kernel first.
-      await Promise.all([...sockets].map((socket) => flushed(socket, deps.idleMs)));
-      summaries.flushAll();
-      await closed;
-    },
+    listen: (path) => listen(server, path, logger),
+    close: () => closeServer(server, serving, sockets, () => summaries.flushAll(), deps.idleMs),
   };
+}
+
+/**
+ * Counts the connection against its uid, refusing it when the uid holds its bound already; the
+ * slot is given back when the connection closes.
+ */
+function holdSlot(
+  perUid: Map<number, number>,
+  uid: number,
+  socket: Socket,
+  deps: Pick<InfraServerDeps, "maxPerUid" | "logger">,
+): boolean {
+  const held = perUid.get(uid) ?? 0;
+  if (held >= deps.maxPerUid) {
+    deps.logger.warn({ uid, connections: held }, "connection refused: this uid is at its connection limit");
+    socket.destroy();
+    return false;
+  }
+  perUid.set(uid, held + 1);
+  socket.on("close", () => {
+    const left = (perUid.get(uid) ?? 1) - 1;
+    if (left > 0) perUid.set(uid, left);
+    else perUid.delete(uid);
+  });
+  return true;
+}
+
+function listen(server: Server, path: string, logger: Logger): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ path, exclusive: true }, () => {
+      server.off("error", reject);
+      server.on("error", (err) => logger.error({ err: String(err) }, "the socket server failed"));
+      resolve();
+    });
+  });
+}
+
+async function closeServer(
+  server: Server,
+  serving: Serving,
+  sockets: Set<Socket>,
+  flushSummaries: () => void,
+  idleMs: number,
+): Promise<void> {
+  serving.closing = true;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // A connection waiting for an answer gets it (its pump ends the connection after sending);
+  // the others have nothing owed and are closed now.
+  for (const socket of sockets) if (!serving.inFlight.has(socket)) socket.destroy();
+  while (serving.answering.size > 0) await Promise.allSettled([...serving.answering]);
+  // An answer just written may still sit in the socket's own buffer: let it reach the kernel first.
+  await Promise.all([...sockets].map((socket) => flushed(socket, idleMs)));
+  flushSummaries();
+  await closed;
 }

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { RUN, sleepers, until } from "../testing/processes.js";
+import { RUN, sleepers, until } from "../../test/helpers/processes.js";
 import { signalGroup, signalSession, toExitCode } from "./signal.js";
 import { readProc } from "./stat.js";
 

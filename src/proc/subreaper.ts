@@ -105,197 +105,215 @@ export interface SubreaperOptions {
  * known not to be libuv's are reaped, so libuv still sees its own exits.
  */
 export function createSubreaper(options: SubreaperOptions): Subreaper {
-  const self = process.pid;
-  const ownSid = readProc(self)?.sid ?? -1;
-  let adopting = false;
-  let adoptTried = false;
-  const adopt = (): void => {
-    if (adoptTried || !options.adopt) return;
-    adoptTried = true;
-    adopting = becomeChildSubreaper();
-    if (adopting && options.reapOnChildExit) {
-      // Node's signal listeners never keep the process alive; libuv still handles its own children.
-      process.on("SIGCHLD", () => {
-        adoptedOrphans();
-      });
-    }
+  const r: Reaper = {
+    options,
+    self: process.pid,
+    ownSid: readProc(process.pid)?.sid ?? -1,
+    adopting: false,
+    adoptTried: false,
+    commands: new Set(),
+    libuvChildren: new Set(),
+    doomed: new Set(),
+    followUp: null,
+    followUpStep: 0,
   };
-  const commands = new Set<Command>();
-  /** Leaders libuv has not reaped yet: never reaped or walked as orphans here. */
-  const libuvChildren = new Set<number>();
-  /** Session ids of ended commands, while the follow-up passes run. */
-  const doomed = new Set<number>();
-  let followUp: NodeJS.Timeout | null = null;
-  let followUpStep = 0;
-
-  /** Orphans reparented to this process, zombies reaped on the way. */
-  const adoptedOrphans = (): ProcInfo[] => {
-    if (!adopting) return [];
-    const pids = mainThreadChildren(self) ?? childrenByScan(self);
-    const found: ProcInfo[] = [];
-    for (const pid of pids) {
-      if (libuvChildren.has(pid)) continue;
-      const info = readProc(pid);
-      // A child in our own session is not a command's (commands lead sessions of their own).
-      if (info === null || info.ppid !== self || info.sid === ownSid) continue;
-      if (info.state === "Z") {
-        reapChild(pid);
-        continue;
-      }
-      found.push(info);
-    }
-    return found;
-  };
-
-  const commandOf = (info: ProcInfo): Command | undefined => {
-    for (const command of commands) if (command.sids.has(info.sid)) return command;
-    return undefined;
-  };
-
-  /** Whether `command` is the one to answer for an orphan no session id ties to anyone. */
-  const mayClaim = (command: Command, orphan: ProcInfo): boolean => {
-    for (const other of commands) {
-      if (other !== command && other.leaderStart <= orphan.startTime) return false;
-    }
-    return true;
-  };
-
-  /** Everything `command` started that still lives, leader excluded. */
-  const collect = (command: Command): Found[] => {
-    const found: Found[] = [];
-    if (libuvChildren.has(command.leader)) {
-      // The pid is still libuv's child, so it cannot have been reused.
-      const leader = readProc(command.leader);
-      if (leader !== null && leader.state !== "Z") {
-        for (const info of descendants([leader], WALK_LIMIT)) {
-          // A zombie is dead already, waiting for its parent: nothing to stop, nothing to count.
-          if (info.pid === command.leader || info.state === "Z") continue;
-          command.sids.add(info.sid);
-          const own = info.pgid === command.leader;
-          if (own) command.ownJob.add(info.pid);
-          found.push({ info, reported: !own });
-        }
-      }
-    }
-    for (const orphan of adoptedOrphans()) {
-      const owner = commandOf(orphan);
-      // Killed already for a command that ended (its SIGKILL not yet seen in /proc on a busy host):
-      // the follow-up reaps it; it is not this command's to count.
-      if (owner === undefined && doomed.has(orphan.sid)) continue;
-      const ours = owner === command || (owner === undefined && mayClaim(command, orphan));
-      if (!ours) continue;
-      for (const info of descendants([orphan], WALK_LIMIT)) {
-        command.sids.add(info.sid);
-        if (info.state !== "Z") found.push({ info, reported: !command.ownJob.has(info.pid) });
-      }
-    }
-    return found;
-  };
-
-  const signalAll = (command: Command, found: readonly Found[], signal: NodeJS.Signals): void => {
-    for (const { info, reported } of found) {
-      if (!command.stopped.has(info.pid)) command.stopped.set(info.pid, info.startTime);
-      if (reported) command.reported.add(info.pid);
-      signalPid(info.pid, signal);
-    }
-  };
-
-  /** Reap what was killed, and kill what the killed processes forked before they died. */
-  const runFollowUp = (): void => {
-    followUp = null;
-    for (const orphan of adoptedOrphans()) {
-      if (commandOf(orphan) !== undefined || !doomed.has(orphan.sid)) continue;
-      for (const info of descendants([orphan], WALK_LIMIT)) signalPid(info.pid, "SIGKILL");
-    }
-    followUpStep += 1;
-    const delay = FOLLOW_UP_MS[followUpStep];
-    if (delay === undefined) {
-      doomed.clear();
-      return;
-    }
-    followUp = setTimeout(runFollowUp, delay);
-    followUp.unref();
-  };
-
-  if (!options.lazy) adopt();
-
-  const scheduleFollowUp = (): void => {
-    followUpStep = 0;
-    if (followUp !== null) clearTimeout(followUp);
-    followUp = setTimeout(runFollowUp, FOLLOW_UP_MS[0]);
-    followUp.unref();
-  };
-
-  const stop = (command: Command, first?: () => void): void => {
-    const found = collect(command);
-    first?.();
-    // Processes seen earlier (a timeout's TERM) and no longer found: the same process, if still there.
-    for (const [pid, startTime] of command.stopped) {
-      if (!found.some(({ info }) => info.pid === pid) && isSameProcess(pid, startTime)) {
-        signalPid(pid, "SIGKILL");
-      }
-    }
-    if (found.length === 0) return;
-    signalAll(command, found, "SIGKILL");
-    for (const sid of command.sids) doomed.add(sid);
-    scheduleFollowUp();
-  };
-
+  if (!options.lazy) adopt(r);
   return {
     get adopting() {
-      return adopting;
+      return r.adopting;
     },
-
-    track(leaderPid) {
-      adopt();
-      libuvChildren.add(leaderPid);
-      const command: Command = {
-        leader: leaderPid,
-        leaderStart: readProc(leaderPid)?.startTime ?? 0,
-        sids: new Set([leaderPid]),
-        stopped: new Map(),
-        reported: new Set(),
-        ownJob: new Set(),
-      };
-      commands.add(command);
-      let ended = false;
-      return {
-        leaderReaped() {
-          libuvChildren.delete(leaderPid);
-        },
-        signalDescendants(signal, first) {
-          if (ended) {
-            first?.();
-            return;
-          }
-          const found = collect(command);
-          first?.();
-          signalAll(command, found, signal);
-        },
-        stopDescendants(first) {
-          if (ended) first?.();
-          else stop(command, first);
-        },
-        end() {
-          if (!ended) {
-            stop(command);
-            ended = true;
-            commands.delete(command);
-          }
-          return command.reported.size;
-        },
-      };
-    },
-
+    track: (leaderPid) => track(r, leaderPid),
     killStrays() {
       let killed = 0;
-      for (const orphan of adoptedOrphans()) {
+      for (const orphan of adoptedOrphans(r)) {
         for (const info of descendants([orphan], WALK_LIMIT)) {
           signalPid(info.pid, "SIGKILL");
           killed += 1;
         }
       }
       return killed;
+    },
+  };
+}
+
+/** One subreaper's state: the commands it tracks and what it is still cleaning up after. */
+interface Reaper {
+  options: SubreaperOptions;
+  self: number;
+  ownSid: number;
+  adopting: boolean;
+  adoptTried: boolean;
+  commands: Set<Command>;
+  /** Leaders libuv has not reaped yet: never reaped or walked as orphans here. */
+  libuvChildren: Set<number>;
+  /** Session ids of ended commands, while the follow-up passes run. */
+  doomed: Set<number>;
+  followUp: NodeJS.Timeout | null;
+  followUpStep: number;
+}
+
+function adopt(r: Reaper): void {
+  if (r.adoptTried || !r.options.adopt) return;
+  r.adoptTried = true;
+  r.adopting = becomeChildSubreaper();
+  if (r.adopting && r.options.reapOnChildExit) {
+    // Node's signal listeners never keep the process alive; libuv still handles its own children.
+    process.on("SIGCHLD", () => {
+      adoptedOrphans(r);
+    });
+  }
+}
+
+/** Orphans reparented to this process, zombies reaped on the way. */
+function adoptedOrphans(r: Reaper): ProcInfo[] {
+  if (!r.adopting) return [];
+  const pids = mainThreadChildren(r.self) ?? childrenByScan(r.self);
+  const found: ProcInfo[] = [];
+  for (const pid of pids) {
+    if (r.libuvChildren.has(pid)) continue;
+    const info = readProc(pid);
+    // A child in our own session is not a command's (commands lead sessions of their own).
+    if (info === null || info.ppid !== r.self || info.sid === r.ownSid) continue;
+    if (info.state === "Z") {
+      reapChild(pid);
+      continue;
+    }
+    found.push(info);
+  }
+  return found;
+}
+
+function commandOf(r: Reaper, info: ProcInfo): Command | undefined {
+  for (const command of r.commands) if (command.sids.has(info.sid)) return command;
+  return undefined;
+}
+
+/** Whether `command` is the one to answer for an orphan no session id ties to anyone. */
+function mayClaim(r: Reaper, command: Command, orphan: ProcInfo): boolean {
+  for (const other of r.commands) {
+    if (other !== command && other.leaderStart <= orphan.startTime) return false;
+  }
+  return true;
+}
+
+/** Everything `command` started that still lives, leader excluded. */
+function collect(r: Reaper, command: Command): Found[] {
+  const found: Found[] = [];
+  // While the pid is still libuv's child it cannot have been reused.
+  if (r.libuvChildren.has(command.leader)) collectBelowLeader(command, found);
+  for (const orphan of adoptedOrphans(r)) {
+    const owner = commandOf(r, orphan);
+    // Killed already for a command that ended (its SIGKILL not yet seen in /proc on a busy host):
+    // the follow-up reaps it; it is not this command's to count.
+    if (owner === undefined && r.doomed.has(orphan.sid)) continue;
+    const ours = owner === command || (owner === undefined && mayClaim(r, command, orphan));
+    if (!ours) continue;
+    for (const info of descendants([orphan], WALK_LIMIT)) {
+      command.sids.add(info.sid);
+      if (info.state !== "Z") found.push({ info, reported: !command.ownJob.has(info.pid) });
+    }
+  }
+  return found;
+}
+
+/** The live leader's tree, walked by /proc children lists; its own job is noted as such. */
+function collectBelowLeader(command: Command, found: Found[]): void {
+  const leader = readProc(command.leader);
+  if (leader === null || leader.state === "Z") return;
+  for (const info of descendants([leader], WALK_LIMIT)) {
+    // A zombie is dead already, waiting for its parent: nothing to stop, nothing to count.
+    if (info.pid === command.leader || info.state === "Z") continue;
+    command.sids.add(info.sid);
+    const own = info.pgid === command.leader;
+    if (own) command.ownJob.add(info.pid);
+    found.push({ info, reported: !own });
+  }
+}
+
+function signalAll(command: Command, found: readonly Found[], signal: NodeJS.Signals): void {
+  for (const { info, reported } of found) {
+    if (!command.stopped.has(info.pid)) command.stopped.set(info.pid, info.startTime);
+    if (reported) command.reported.add(info.pid);
+    signalPid(info.pid, signal);
+  }
+}
+
+/** Reap what was killed, and kill what the killed processes forked before they died. */
+function runFollowUp(r: Reaper): void {
+  r.followUp = null;
+  for (const orphan of adoptedOrphans(r)) {
+    if (commandOf(r, orphan) !== undefined || !r.doomed.has(orphan.sid)) continue;
+    for (const info of descendants([orphan], WALK_LIMIT)) signalPid(info.pid, "SIGKILL");
+  }
+  r.followUpStep += 1;
+  const delay = FOLLOW_UP_MS[r.followUpStep];
+  if (delay === undefined) {
+    r.doomed.clear();
+    return;
+  }
+  r.followUp = setTimeout(() => runFollowUp(r), delay);
+  r.followUp.unref();
+}
+
+function scheduleFollowUp(r: Reaper): void {
+  r.followUpStep = 0;
+  if (r.followUp !== null) clearTimeout(r.followUp);
+  r.followUp = setTimeout(() => runFollowUp(r), FOLLOW_UP_MS[0]);
+  r.followUp.unref();
+}
+
+function stop(r: Reaper, command: Command, first?: () => void): void {
+  const found = collect(r, command);
+  first?.();
+  // Processes seen earlier (a timeout's TERM) and no longer found: the same process, if still there.
+  for (const [pid, startTime] of command.stopped) {
+    if (!found.some(({ info }) => info.pid === pid) && isSameProcess(pid, startTime)) {
+      signalPid(pid, "SIGKILL");
+    }
+  }
+  if (found.length === 0) return;
+  signalAll(command, found, "SIGKILL");
+  for (const sid of command.sids) r.doomed.add(sid);
+  scheduleFollowUp(r);
+}
+
+function track(r: Reaper, leaderPid: number): CommandTracker {
+  adopt(r);
+  r.libuvChildren.add(leaderPid);
+  const command: Command = {
+    leader: leaderPid,
+    leaderStart: readProc(leaderPid)?.startTime ?? 0,
+    sids: new Set([leaderPid]),
+    stopped: new Map(),
+    reported: new Set(),
+    ownJob: new Set(),
+  };
+  r.commands.add(command);
+  let ended = false;
+  return {
+    leaderReaped() {
+      r.libuvChildren.delete(leaderPid);
+    },
+    signalDescendants(signal, first) {
+      if (ended) {
+        first?.();
+        return;
+      }
+      const found = collect(r, command);
+      first?.();
+      signalAll(command, found, signal);
+    },
+    stopDescendants(first) {
+      if (ended) first?.();
+      else stop(r, command, first);
+    },
+    end() {
+      if (!ended) {
+        stop(r, command);
+        ended = true;
+        r.commands.delete(command);
+      }
+      return command.reported.size;
     },
   };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { manualClock } from "../../test/helpers/clock.js";
 import { type ConfirmBroker, createConfirmBroker } from "../broker/index.js";
 import { cryptoIds, RelayError } from "../core/index.js";
-import { manualClock } from "../testing/clock.js";
 import { createConfirmGate } from "./confirm-gate.js";
 import type { CallIdentity, ToolContext } from "./tool.js";
 

@@ -91,16 +91,11 @@ export async function runFollowUps(deps: FollowUpDeps, request: FollowUpRequest)
   return report;
 }
 
-async function runStep(
-  deps: FollowUpDeps,
-  request: FollowUpRequest,
-  kind: StepKind,
-  command: string,
-): Promise<StepResult> {
-  const { settings, record } = deps;
-  const { tool, ctx } = request;
-  const action = kind === "verify" ? "confirm_verify" : "confirm_rollback";
-  const summary = (fields: Partial<StepSummary>, failed: boolean): StepSummary => ({
+type StepAction = "confirm_verify" | "confirm_rollback";
+
+/** A step's summary: what is not given did not happen (not run, not refused, no exit status). */
+function stepSummary(action: StepAction, fields: Partial<StepSummary>, failed: boolean): StepSummary {
+  return {
     action,
     ran: false,
     tier: 3,
@@ -109,9 +104,90 @@ async function runStep(
     timed_out: false,
     ...fields,
     failed,
-  });
+  };
+}
 
-  // Derive the step's arguments and validate them like any call's.
+async function runStep(
+  deps: FollowUpDeps,
+  request: FollowUpRequest,
+  kind: StepKind,
+  command: string,
+): Promise<StepResult> {
+  const { settings, record } = deps;
+  const { tool, ctx } = request;
+  const action: StepAction = kind === "verify" ? "confirm_verify" : "confirm_rollback";
+  const prepared = prepareStep(deps, request, action, command);
+  if ("failure" in prepared) return prepared;
+
+  // The same admission as any call: the deny list first, then the mode; no gate.
+  const admission = deps.admit(tool, prepared.args, { clientId: ctx.clientId });
+  if (!admission.admitted) {
+    record(ctx, { ...refusalRecord(tool, admission), action });
+    return {
+      summary: stepSummary(action, { tier: admission.tier, denied: true }, true),
+      text: admission.text,
+      failure: "it was refused by policy",
+    };
+  }
+
+  // Its own signal: a cancelled request must not cut a remediation short (the step's own timeout bounds it).
+  const toolCtx: ToolContext = {
+    signal: new AbortController().signal,
+    requestId: ctx.requestId,
+    clientId: ctx.clientId,
+    admitted: { policyText: admission.policyText, tier: admission.tier },
+    progress: () => undefined,
+  };
+  const work = await performWork(tool, prepared.args, toolCtx, settings);
+  const base = {
+    tool: tool.name,
+    tier: admission.tier,
+    classification: admission.classification,
+    denied: false,
+    reason: admission.reason,
+    args: admission.auditArgs,
+    action,
+  } as const;
+  if (work.threw) {
+    record(ctx, { ...base, text: work.text, exitCode: null, outcome: "error" });
+    return {
+      summary: stepSummary(action, { ran: true, tier: admission.tier }, true),
+      text: work.text,
+      failure: "it failed to run",
+    };
+  }
+  record(ctx, {
+    ...base,
+    text: work.text,
+    exitCode: work.exitCode,
+    outcome: "ok",
+    timedOut: work.timedOut,
+    truncated: work.truncated,
+  });
+  const failure = stepFailure(work, kind === "verify" ? request.plan.verifyExpect : "");
+  return {
+    summary: stepSummary(
+      action,
+      { ran: true, tier: admission.tier, exit_code: work.exitCode, timed_out: work.timedOut },
+      failure !== null,
+    ),
+    text: work.text,
+    failure,
+  };
+}
+
+/**
+ * The step's arguments, derived from the confirmed call's and validated like any call's; a step
+ * that cannot be prepared, or whose arguments are invalid, is recorded and failed here.
+ */
+function prepareStep(
+  deps: FollowUpDeps,
+  request: FollowUpRequest,
+  action: StepAction,
+  command: string,
+): { args: unknown } | StepResult {
+  const { settings, record } = deps;
+  const { tool, ctx } = request;
   let raw: unknown;
   try {
     if (!tool.followUp) throw RelayError.untyped(`${tool.name} cannot run verify or rollback commands`);
@@ -132,96 +208,42 @@ async function runStep(
       action,
     });
     return {
-      summary: summary({ tier: classification.tier }, true),
+      summary: stepSummary(action, { tier: classification.tier }, true),
       text,
       failure: "it could not be prepared",
     };
   }
   const parsed = tool.parse(raw);
-  if (!parsed.ok) {
-    const classification = classifyLoose(tool, raw, deps.classifier, settings.maxInput);
-    const text = deniedText(classification.tier, `invalid arguments: ${parsed.problems.join("; ")}`);
-    record(ctx, {
-      tool: tool.name,
-      tier: classification.tier,
-      classification,
-      denied: true,
-      reason: "invalid arguments",
-      args: {},
-      text,
-      exitCode: null,
-      outcome: "denied",
-      action,
-    });
-    return {
-      summary: summary({ tier: classification.tier, denied: true }, true),
-      text,
-      failure: "its arguments were invalid",
-    };
-  }
-
-  // The same admission as any call: the deny list first, then the mode; no gate.
-  const admission = deps.admit(tool, parsed.args, { clientId: ctx.clientId });
-  if (!admission.admitted) {
-    record(ctx, { ...refusalRecord(tool, admission), action });
-    return {
-      summary: summary({ tier: admission.tier, denied: true }, true),
-      text: admission.text,
-      failure: "it was refused by policy",
-    };
-  }
-
-  // Its own signal: a cancelled request must not cut a remediation short (the step's own timeout bounds it).
-  const toolCtx: ToolContext = {
-    signal: new AbortController().signal,
-    requestId: ctx.requestId,
-    clientId: ctx.clientId,
-    admitted: { policyText: admission.policyText, tier: admission.tier },
-    progress: () => undefined,
-  };
-  const work = await performWork(tool, parsed.args, toolCtx, settings);
-  const base = {
-    tool: tool.name,
-    tier: admission.tier,
-    classification: admission.classification,
-    denied: false,
-    reason: admission.reason,
-    args: admission.auditArgs,
-    action,
-  } as const;
-  if (work.threw) {
-    record(ctx, { ...base, text: work.text, exitCode: null, outcome: "error" });
-    return {
-      summary: summary({ ran: true, tier: admission.tier }, true),
-      text: work.text,
-      failure: "it failed to run",
-    };
-  }
+  if (parsed.ok) return { args: parsed.args };
+  const classification = classifyLoose(tool, raw, deps.classifier, settings.maxInput);
+  const text = deniedText(classification.tier, `invalid arguments: ${parsed.problems.join("; ")}`);
   record(ctx, {
-    ...base,
-    text: work.text,
-    exitCode: work.exitCode,
-    outcome: "ok",
-    timedOut: work.timedOut,
-    truncated: work.truncated,
+    tool: tool.name,
+    tier: classification.tier,
+    classification,
+    denied: true,
+    reason: "invalid arguments",
+    args: {},
+    text,
+    exitCode: null,
+    outcome: "denied",
+    action,
   });
-  let failure: string | null = null;
-  if (work.timedOut) failure = "it timed out";
-  else if (work.exitCode === null) failure = "it reported no exit status";
-  else if (work.exitCode !== 0) failure = `exit status ${work.exitCode}`;
-  else if (
-    kind === "verify" &&
-    request.plan.verifyExpect !== "" &&
-    !work.body.includes(request.plan.verifyExpect)
-  ) {
-    failure = "the expected text is not in its output";
-  }
   return {
-    summary: summary(
-      { ran: true, tier: admission.tier, exit_code: work.exitCode, timed_out: work.timedOut },
-      failure !== null,
-    ),
-    text: work.text,
-    failure,
+    summary: stepSummary(action, { tier: classification.tier, denied: true }, true),
+    text,
+    failure: "its arguments were invalid",
   };
+}
+
+/** Why a step that ran counts as failed, or null: `expect` is text a verify's output must hold ("" for none). */
+function stepFailure(
+  work: { timedOut: boolean; exitCode: number | null; body: string },
+  expect: string,
+): string | null {
+  if (work.timedOut) return "it timed out";
+  if (work.exitCode === null) return "it reported no exit status";
+  if (work.exitCode !== 0) return `exit status ${work.exitCode}`;
+  if (expect !== "" && !work.body.includes(expect)) return "the expected text is not in its output";
+  return null;
 }

@@ -133,8 +133,14 @@ export interface CallScope {
 /** A tier the call has at least whatever its text says, and why (an interactive program, an edited line). */
 export type TierFloor = Classification;
 
-/** A tool is data: the runner does the deciding, bounding, auditing and formatting. */
-export interface ToolDef<P extends ParamTable> {
+/** What a human approves of one call under consent: plain JSON values, canonicalised before signing. */
+type BoundValues = Record<string, unknown>;
+
+/**
+ * A tool is data: the runner does the deciding, bounding, auditing and formatting.
+ * `C` is what the tool's `act` needs to resolve its targets; see `act`.
+ */
+export interface ToolDef<P extends ParamTable, C = unknown> {
   name: string;
   title: string;
   description: string;
@@ -191,6 +197,16 @@ export interface ToolDef<P extends ParamTable> {
    * arguments, redacted). A tool whose input holds a credential maps it away here.
    */
   auditInvalid?(raw: Record<string, unknown>): Record<string, unknown>;
+  /**
+   * The act a human approves under consent (docs/consent.md, "bound
+   * arguments"): the arguments that decide what the call does, resolved as
+   * `run` will resolve them, so the approval binds the real target. `ctx`
+   * holds what resolving needs (the host directory, the sessions, the calling
+   * client); the consent wiring in tools/ builds it and is the only caller, so
+   * the runner, which never binds an act, does not know its type and carries
+   * it as `unknown`. Throws to refuse. A tool without it cannot be approved.
+   */
+  act?: (args: ArgsOf<P>, ctx: C) => BoundValues | Promise<BoundValues>;
   run(args: ArgsOf<P>, ctx: ToolContext): Promise<ToolOutcome>;
 }
 
@@ -214,10 +230,12 @@ export interface Tool {
   readonly followUp?: (args: unknown, command: string) => unknown;
   readonly auditAction?: AuditAction;
   readonly auditInvalid?: (raw: Record<string, unknown>) => Record<string, unknown>;
+  /** ToolDef.act; `ctx` must be the context the tool's act was written for. */
+  readonly act?: (args: unknown, ctx: unknown) => BoundValues | Promise<BoundValues>;
   run(args: unknown, ctx: ToolContext): Promise<ToolOutcome>;
 }
 
-export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
+export function defineTool<P extends ParamTable, C = unknown>(def: ToolDef<P, C>): Tool {
   const parser = createArgParser(def.params);
   // Only values produced by `parse` reach the other functions, so the cast is sound.
   const typed = (args: unknown) => args as ArgsOf<P>;
@@ -225,6 +243,7 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
   const targets = def.targets;
   const programInput = def.programInput;
   const tierFloor = def.tierFloor;
+  const act = def.act;
   return {
     name: def.name,
     title: def.title,
@@ -244,6 +263,8 @@ export function defineTool<P extends ParamTable>(def: ToolDef<P>): Tool {
     ...(followUp ? { followUp: (args: unknown, command: string) => followUp(typed(args), command) } : {}),
     ...(def.auditAction ? { auditAction: def.auditAction } : {}),
     ...(def.auditInvalid ? { auditInvalid: def.auditInvalid } : {}),
+    // Its one caller hands every tool the same context, the one the acts are written for.
+    ...(act ? { act: (args: unknown, ctx: unknown) => act(typed(args), ctx as C) } : {}),
     run: (args, ctx) => def.run(typed(args), ctx),
   };
 }

@@ -4,32 +4,19 @@ import {
   type Server as NodeHttpServer,
   type ServerResponse,
 } from "node:http";
-import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import type { Settings } from "../config/index.js";
 import { type Clock, cryptoIds, type Ids, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
 import { type CallSeries, createMetricsRegistry, type GaugeProviders } from "../metrics/index.js";
 import {
-  type ConnectionHandle,
   createMcpConnections,
   DEFAULT_MCP_CONNECTIONS,
   type McpConnectionConfig,
 } from "./http-connections.js";
 import { allowedHostnames, checkHostAndOrigin } from "./http-guard.js";
-import {
-  headerValue,
-  mediaType,
-  RPC_INTERNAL_ERROR,
-  RPC_PARSE_ERROR,
-  RPC_SERVER_ERROR,
-  RPC_SESSION_NOT_FOUND,
-  readBody,
-  sendJson,
-  sendRpcError,
-} from "./http-io.js";
+import { RPC_INTERNAL_ERROR, RPC_SERVER_ERROR, sendRpcError } from "./http-io.js";
+import { mcpEndpoint } from "./http-mcp-endpoint.js";
 import { createFailureThrottle, DEFAULT_THROTTLE, type ThrottleConfig } from "./http-throttle.js";
-import { describeOversized } from "./line-reader.js";
-import { createMcpServer, type McpServerDeps, oversizedError, refuseOversizedCall } from "./mcp-server.js";
+import { createMcpServer, type McpServerDeps } from "./mcp-server.js";
 import { serveMetrics, timedRelay } from "./metrics-endpoint.js";
 import { createOAuthProvider } from "./oauth-provider.js";
 import { createOAuthRoutes, type OAuthRoutes } from "./oauth-routes.js";
@@ -136,10 +123,6 @@ function pathOf(url: string | undefined): string {
   return query < 0 ? text : text.slice(0, query);
 }
 
-function isInitialize(body: unknown): boolean {
-  return Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
-}
-
 /**
  * The streamable-HTTP edge (docs/wire-contract.md §9): Host and Origin validation on
  * every request, /metrics, the OAuth endpoints when enabled, and the MCP
@@ -154,27 +137,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
   const unsafe = checkOpenRegistrationBind(settings);
   if (unsafe) throw new Error(unsafe);
 
-  let oauth: OAuthRoutes | null = null;
-  if (settings.authEnabled) {
-    const store = options.oauthStore ?? openOAuthStore(settings.authStateDir, logger);
-    const provider = createOAuthProvider(
-      {
-        issuer: settings.authIssuer,
-        singleClient: settings.authSingleClient,
-        accessTtl: settings.authAccessTtl,
-        refreshTtl: settings.authRefreshTtl,
-        codeTtl: settings.authCodeTtl,
-      },
-      { store, clock, ids, logger },
-    );
-    if (!settings.authSingleClient) {
-      logger.warn({}, "single-client lockdown is off: every client that registers is approved");
-    } else {
-      warnWithoutClient(store, logger);
-    }
-    const throttle = createFailureThrottle(options.throttle ?? DEFAULT_THROTTLE, clock);
-    oauth = createOAuthRoutes({ provider, throttle, clock, ids, logger, mcpPath: settings.httpPath });
-  }
+  const oauth = settings.authEnabled ? oauthRoutes(options, clock, ids) : null;
 
   const relay = options.mcp.relay;
   const metrics = createMetricsRegistry({
@@ -192,112 +155,9 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     instance: options.instance ?? "",
   });
   const allowed = allowedHostnames({ bindHost: settings.httpHost, issuer: settings.authIssuer });
+  const endpoint = { oauth, connections, relay, maxBodyBytes: options.maxBodyBytes };
   let http: NodeHttpServer | null = null;
   let closing = false;
-
-  function oversized(
-    res: ServerResponse,
-    body: { bytes: number; head: Buffer; tail: Buffer },
-    connection: ConnectionHandle | undefined,
-    owner: string,
-  ): void {
-    const info = { ...describeOversized(body), bytes: body.bytes };
-    if (connection && info.method === "tools/call" && info.id !== null) {
-      // The same audited refusal stdio gives.
-      sendJson(res, 200, { jsonrpc: "2.0", id: info.id, result: refuseOversizedCall(relay, info, owner) });
-      return;
-    }
-    const error = oversizedError(body.bytes);
-    sendRpcError(res, 413, error.code, error.message);
-  }
-
-  async function mcpEndpoint(req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse): Promise<void> {
-    let owner = "";
-    if (oauth) {
-      const info = await oauth.authenticate(req, res);
-      if (!info) return;
-      req.auth = info;
-      owner = info.clientId;
-    }
-    const method = req.method ?? "";
-    if (method !== "POST" && method !== "GET" && method !== "DELETE") {
-      sendRpcError(res, 405, RPC_SERVER_ERROR, "Method not allowed", { Allow: "GET, POST, DELETE" });
-      return;
-    }
-    // The wire keeps the protocol's word: the Mcp-Session-Id header, "Session not found", "Too many MCP sessions".
-    const connectionId = headerValue(req, "mcp-session-id");
-    let connection: ConnectionHandle | undefined;
-    if (connectionId !== undefined) {
-      const found = connections.lookup(connectionId, owner);
-      if (!found.found) {
-        sendRpcError(res, 404, RPC_SESSION_NOT_FOUND, "Session not found");
-        return;
-      }
-      connection = found.handle;
-    }
-    if (method !== "POST") {
-      if (!connection) {
-        sendRpcError(res, 400, RPC_SERVER_ERROR, "Bad Request: Mcp-Session-Id header is required");
-        return;
-      }
-      await connection.handle(req, res);
-      return;
-    }
-    if (mediaType(req) !== "application/json") {
-      sendRpcError(
-        res,
-        415,
-        RPC_SERVER_ERROR,
-        "Unsupported Media Type: Content-Type must be application/json",
-      );
-      return;
-    }
-    const body = await readBody(req, options.maxBodyBytes);
-    if (body.kind === "aborted") return;
-    if (body.kind === "too_large") {
-      oversized(res, body, connection, owner);
-      return;
-    }
-    let message: unknown;
-    try {
-      message = JSON.parse(body.body.toString("utf8"));
-    } catch {
-      sendRpcError(res, 400, RPC_PARSE_ERROR, "Parse error: Invalid JSON");
-      return;
-    }
-    if (connection) {
-      await connection.handle(req, res, message);
-      return;
-    }
-    if (!isInitialize(message)) {
-      sendRpcError(res, 400, RPC_SERVER_ERROR, "Bad Request: Mcp-Session-Id header is required");
-      return;
-    }
-    if (!connections.hasRoom()) {
-      sendRpcError(res, 503, RPC_SERVER_ERROR, "Too many MCP sessions; retry later", { "Retry-After": "30" });
-      return;
-    }
-    await connections.initialize(owner, req, res, message);
-  }
-
-  /** The load balancer's check: not behind OAuth, nothing but whether calls can be taken here. */
-  function serveHealth(req: IncomingMessage, res: ServerResponse): void {
-    if (req.method !== "GET" && req.method !== "HEAD") {
-      res.writeHead(405, { Allow: "GET, HEAD" }).end();
-      return;
-    }
-    const state = closing
-      ? { ok: false, reason: "shutting down" }
-      : (options.health?.() ?? { ok: true, reason: "" });
-    const body = JSON.stringify({
-      status: state.ok ? "ok" : "unavailable",
-      ...(options.instance ? { instance: options.instance } : {}),
-      ...(state.ok ? {} : { reason: state.reason }),
-    });
-    res
-      .writeHead(state.ok ? 200 : 503, { "Content-Type": "application/json", "Cache-Control": "no-store" })
-      .end(req.method === "HEAD" ? undefined : body);
-  }
 
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const guard = checkHostAndOrigin(req, allowed);
@@ -307,7 +167,9 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     }
     const path = pathOf(req.url);
     if (path === HEALTH_PATH) {
-      serveHealth(req, res);
+      const state = () =>
+        closing ? { ok: false, reason: "shutting down" } : (options.health?.() ?? { ok: true, reason: "" });
+      serveHealth(req, res, state, options.instance);
       return;
     }
     if (path === "/metrics") {
@@ -320,7 +182,7 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
     }
     if (oauth && (await oauth.handle(req, res, path))) return;
     if (path === settings.httpPath) {
-      await mcpEndpoint(req, res);
+      await mcpEndpoint(endpoint, req, res);
       return;
     }
     sendRpcError(res, 404, RPC_SERVER_ERROR, "Not found");
@@ -331,25 +193,9 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       return connections.size;
     },
     listen() {
-      const server = createServer((req, res) => {
-        onRequest(req, res).catch((err: unknown) => {
-          logger.error({ err: String(err), path: pathOf(req.url).slice(0, 100) }, "HTTP request failed");
-          if (!res.headersSent) sendRpcError(res, 500, RPC_INTERNAL_ERROR, "Internal error");
-          else res.destroy();
-        });
-      });
-      http = server;
-      const host = settings.httpHost.replace(/^\[(.*)\]$/, "$1");
-      return new Promise((resolve, reject) => {
-        server.once("error", reject);
-        server.listen({ host, port: settings.httpPort }, () => {
-          server.off("error", reject);
-          server.on("error", (err) => logger.error({ err: String(err) }, "HTTP server error"));
-          const address = server.address();
-          const port = typeof address === "object" && address ? address.port : settings.httpPort;
-          resolve({ host, port });
-        });
-      });
+      const listening = listenOn(settings, logger, onRequest);
+      http = listening.server;
+      return listening.address;
     },
     async close() {
       // From now on the balancer's check fails, so no new session is sent here while the old end.
@@ -365,4 +211,79 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
       });
     },
   };
+}
+
+/** The OAuth endpoints and bearer check, over the state the options name (files by default). */
+function oauthRoutes(options: HttpEdgeOptions, clock: Clock, ids: Ids): OAuthRoutes {
+  const { settings, logger } = options;
+  const store = options.oauthStore ?? openOAuthStore(settings.authStateDir, logger);
+  const provider = createOAuthProvider(
+    {
+      issuer: settings.authIssuer,
+      singleClient: settings.authSingleClient,
+      accessTtl: settings.authAccessTtl,
+      refreshTtl: settings.authRefreshTtl,
+      codeTtl: settings.authCodeTtl,
+    },
+    { store, clock, ids, logger },
+  );
+  if (!settings.authSingleClient) {
+    logger.warn({}, "single-client lockdown is off: every client that registers is approved");
+  } else {
+    warnWithoutClient(store, logger);
+  }
+  const throttle = createFailureThrottle(options.throttle ?? DEFAULT_THROTTLE, clock);
+  return createOAuthRoutes({ provider, throttle, clock, ids, logger, mcpPath: settings.httpPath });
+}
+
+/** The load balancer's check: not behind OAuth, nothing but whether calls can be taken here. */
+function serveHealth(
+  req: IncomingMessage,
+  res: ServerResponse,
+  health: () => { ok: boolean; reason: string },
+  instance: string | undefined,
+): void {
+  if (req.method !== "GET" && req.method !== "HEAD") {
+    res.writeHead(405, { Allow: "GET, HEAD" }).end();
+    return;
+  }
+  const state = health();
+  const body = JSON.stringify({
+    status: state.ok ? "ok" : "unavailable",
+    ...(instance ? { instance } : {}),
+    ...(state.ok ? {} : { reason: state.reason }),
+  });
+  res
+    .writeHead(state.ok ? 200 : 503, { "Content-Type": "application/json", "Cache-Control": "no-store" })
+    .end(req.method === "HEAD" ? undefined : body);
+}
+
+/**
+ * The listener, binding; `address` settles once it is bound. A request that fails is logged and
+ * answered 500 (or cut when its answer had begun).
+ */
+function listenOn(
+  settings: HttpEdgeSettings,
+  logger: Logger,
+  onRequest: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): { server: NodeHttpServer; address: Promise<{ host: string; port: number }> } {
+  const server = createServer((req, res) => {
+    onRequest(req, res).catch((err: unknown) => {
+      logger.error({ err: String(err), path: pathOf(req.url).slice(0, 100) }, "HTTP request failed");
+      if (!res.headersSent) sendRpcError(res, 500, RPC_INTERNAL_ERROR, "Internal error");
+      else res.destroy();
+    });
+  });
+  const host = settings.httpHost.replace(/^\[(.*)\]$/, "$1");
+  const address = new Promise<{ host: string; port: number }>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ host, port: settings.httpPort }, () => {
+      server.off("error", reject);
+      server.on("error", (err) => logger.error({ err: String(err) }, "HTTP server error"));
+      const bound = server.address();
+      const port = typeof bound === "object" && bound ? bound.port : settings.httpPort;
+      resolve({ host, port });
+    });
+  });
+  return { server, address };
 }

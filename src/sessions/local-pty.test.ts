@@ -2,8 +2,8 @@ import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { RUN, sleepers, until } from "../../test/helpers/processes.js";
 import { RelayError } from "../core/index.js";
-import { RUN, sleepers, until } from "../testing/processes.js";
 import { findExecutable, openLocalPty } from "./local-pty.js";
 import type { SessionTransport } from "./types.js";
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { errorOf, registryHarness } from "../testing/sessions.js";
+import { errorOf, registryHarness } from "../../test/helpers/registry.js";
 import { assembleLine, EMPTY_LINE } from "./terminal-line.js";
 
 const { setup, cleanup } = registryHarness();

@@ -1,7 +1,7 @@
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { errorOf, FakeTransport, registryHarness } from "../testing/sessions.js";
+import { errorOf, FakeTransport, registryHarness } from "../../test/helpers/registry.js";
 
 const { setup, cleanup, tempDir } = registryHarness();
 afterEach(cleanup);

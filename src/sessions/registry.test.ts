@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { errorOf, FakeTransport, registryHarness } from "../testing/sessions.js";
+import { errorOf, FakeTransport, registryHarness } from "../../test/helpers/registry.js";
 import { holderOf, TERMINAL_ID } from "./terminal-id.js";
 
 const { setup, cleanup } = registryHarness();

@@ -83,188 +83,221 @@ function splitHop(text: string): { user: string | null; host: string; port: numb
   return { user, host: rest, port: null };
 }
 
+/** One directory's state: its settings and the names it knows, by source and merged. */
+interface Directory {
+  config: HostDirectoryConfig;
+  inventory: Map<string, HostSpec>;
+  fromConfig: Map<string, HostSpec>;
+  /** Sorted by name: ssh_config entries, replaced whole by same-named inventory ones. */
+  listing: HostSpec[];
+}
+
 export function createHostDirectory(config: HostDirectoryConfig): HostDirectory {
-  const inventory = new Map(config.inventory.map((s) => [s.name, s]));
-  const fromConfig = new Map(config.sshConfig.specs.map((s) => [s.name, s]));
-
-  const merged = new Map<string, HostSpec>(fromConfig);
+  const merged = new Map<string, HostSpec>(config.sshConfig.specs.map((s) => [s.name, s]));
   for (const spec of config.inventory) merged.set(spec.name, spec);
-  const listing = [...merged.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-
-  function lookup(raw: string): HostSpec {
-    const name = raw.trim();
-    const exact = inventory.get(name) ?? fromConfig.get(name.toLowerCase());
-    if (exact) return exact;
-    const { user, host } = splitUserHost(name);
-    return {
-      name,
-      hostname: host,
-      user,
-      port: null,
-      identityFile: null,
-      jump: null,
-      source: "explicit",
-      knownHosts: null,
-    };
-  }
-
-  function expandPath(path: string, tokens: { user: string; host: string }): string {
-    let out = path.replace(/%([%dhru])/g, (_m, c: string) => {
-      switch (c) {
-        case "d":
-          return config.home;
-        case "u":
-          return config.localUser;
-        case "r":
-          return tokens.user;
-        case "h":
-          return tokens.host;
-        default:
-          return "%";
-      }
-    });
-    if (out === "~") out = config.home;
-    else if (out.startsWith("~/")) out = `${config.home}/${out.slice(2)}`;
-    return isAbsolute(out) ? out : resolvePath(config.cwd, out);
-  }
-
-  function checkHost(host: string, label: string): string {
-    const bare = host.replace(/^\[(.*)\]$/, "$1");
-    if (!isWritableHostName(bare)) {
-      throw valueError(`invalid host name ${JSON.stringify(label.slice(0, 200))}`);
-    }
-    return bare;
-  }
-
-  function checkUser(user: string): string {
-    if (!USER_TEXT.test(user)) throw valueError(`invalid user name ${JSON.stringify(user.slice(0, 100))}`);
-    return user;
-  }
-
-  function checkPort(port: number): number {
-    if (!Number.isInteger(port) || port < 1 || port > 65535)
-      throw valueError(`port ${port} out of range 1..65535`);
-    return port;
-  }
-
-  /** The spec and its ssh_config options, as one dial sees them. */
-  function settle(spec: HostSpec) {
-    const cfg = config.sshConfig.compute(spec.source === "ssh_config" ? spec.name : spec.hostname);
-    // An inventory entry replaces the alias whole; only explicit names pick up a wildcard HostName.
-    const hostname = spec.source === "explicit" && cfg.hostname ? cfg.hostname : spec.hostname;
-    return { spec, cfg, hostname };
-  }
-
-  function resolveHops(jump: string, mode: KnownHostsMode): SshTarget[] {
-    const text = jump.trim();
-    if (text === "" || text.toLowerCase() === "none") return [];
-    const hops = text.split(",").map((h) => h.trim());
-    if (hops.length > MAX_HOPS)
-      throw valueError(`jump chain of ${hops.length} hops exceeds the limit of ${MAX_HOPS}`);
-    return hops.map((hop) => {
-      if (hop === "") throw valueError(`empty hop in jump ${JSON.stringify(text.slice(0, 200))}`);
-      const known = inventory.get(hop) ?? fromConfig.get(hop.toLowerCase());
-      const parts = known ? { user: null, host: hop, port: null } : splitHop(hop);
-      const base = known ?? lookup(parts.host);
-      const { spec, cfg, hostname } = settle(parts.user ? { ...base, user: parts.user } : base);
-      const host = checkHost(hostname, hop);
-      const user = checkUser(spec.user ?? cfg.user ?? config.localUser);
-      const port = checkPort(parts.port ?? spec.port ?? cfg.port ?? 22);
-      const named = spec.source === "inventory" && spec.identityFile !== null;
-      const files = named && spec.identityFile ? [spec.identityFile] : cfg.identityFiles;
-      // A hop is never checked more weakly than the call asked for, nor than its own entry says.
-      const hopMode = strongerMode(mode, spec.knownHosts ?? config.defaultMode);
-      return {
-        label: hop,
-        host,
-        port,
-        user,
-        identityFiles: files.map((f) => expandPath(f, { user, host })),
-        identitiesRequired: named,
-        mode: hopMode,
-        jump: [],
-      };
-    });
-  }
-
-  function modeFor(spec: HostSpec, perCall: KnownHostsMode | null): KnownHostsMode {
-    const base = spec.knownHosts ?? config.defaultMode;
-    if (perCall === null) return base;
-    if (MODE_STRENGTH[perCall] < MODE_STRENGTH[base] && !config.allowWeaker) {
-      throw valueError(
-        `known_hosts='${perCall}' is weaker than '${base}', the mode this host gets otherwise; ` +
-          "per-call downgrades need RELAY_SHELL_SSH_ALLOW_WEAKER_KNOWN_HOSTS=true",
-      );
-    }
-    return perCall;
-  }
-
+  const d: Directory = {
+    config,
+    inventory: new Map(config.inventory.map((s) => [s.name, s])),
+    fromConfig: new Map(config.sshConfig.specs.map((s) => [s.name, s])),
+    listing: [...merged.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+  };
   return {
-    list: () => listing,
-    names: () => listing.map((s) => s.name),
+    list: () => d.listing,
+    names: () => d.listing.map((s) => s.name),
     sshConfig: () => ({ path: config.sshConfig.path, aliases: config.sshConfig.aliases }),
-    lookup,
-    resolve(raw, overrides = {}) {
-      const name = raw.trim();
-      if (name === "") throw valueError("host is empty");
-      const perCall = parseModeArg(overrides.knownHosts);
-      const { spec, cfg, hostname } = settle(lookup(name));
-      const host = checkHost(hostname, name);
-      const user = checkUser(overrides.user || spec.user || cfg.user || config.localUser);
-      const port = checkPort(overrides.port || spec.port || cfg.port || 22);
-      const mode = modeFor(spec, perCall);
-      let files: string[];
-      let required: boolean;
-      if (overrides.keyPath) {
-        files = [overrides.keyPath];
-        required = true;
-      } else if (spec.source === "inventory" && spec.identityFile) {
-        files = [spec.identityFile];
-        required = true;
-      } else {
-        files = cfg.identityFiles;
-        required = false;
-      }
-      const jump = overrides.jump || spec.jump || cfg.proxyJump || "";
-      return {
-        label: name,
-        host,
-        port,
-        user,
-        identityFiles: files.map((f) => expandPath(f, { user, host })),
-        identitiesRequired: required,
-        mode,
-        jump: resolveHops(jump, mode),
-      };
-    },
+    lookup: (raw) => lookup(d, raw),
+    resolve: (raw, overrides = {}) => resolve(d, raw, overrides),
     effectiveMode(name, perCall) {
       const given = (perCall ?? "").trim().toLowerCase();
       if (given !== "") return given;
       try {
-        return lookup(name).knownHosts ?? config.defaultMode;
+        return lookup(d, name).knownHosts ?? config.defaultMode;
       } catch {
         return config.defaultMode;
       }
     },
-    reachedNames(name, jump) {
-      const out: string[] = [];
-      try {
-        const { spec, cfg, hostname } = settle(lookup(name));
-        out.push(hostname);
-        const chain = jump || spec.jump || cfg.proxyJump || "";
-        if (chain.toLowerCase() !== "none") {
-          for (const hop of chain.split(",").slice(0, MAX_HOPS)) {
-            const trimmed = hop.trim();
-            if (trimmed === "") continue;
-            out.push(trimmed);
-            const known = inventory.get(trimmed) ?? fromConfig.get(trimmed.toLowerCase());
-            out.push(known ? known.hostname : splitHop(trimmed).host);
-          }
-        }
-      } catch {
-        // Best effort: the probe still holds everything the caller typed.
-      }
-      return out;
-    },
+    reachedNames: (name, jump) => reachedNames(d, name, jump),
   };
+}
+
+/** A name the inventory or ssh_config knows as it is written. */
+function known(d: Directory, name: string): HostSpec | undefined {
+  return d.inventory.get(name) ?? d.fromConfig.get(name.toLowerCase());
+}
+
+function lookup(d: Directory, raw: string): HostSpec {
+  const name = raw.trim();
+  const exact = known(d, name);
+  if (exact) return exact;
+  const { user, host } = splitUserHost(name);
+  return {
+    name,
+    hostname: host,
+    user,
+    port: null,
+    identityFile: null,
+    jump: null,
+    source: "explicit",
+    knownHosts: null,
+  };
+}
+
+function expandPath(
+  config: HostDirectoryConfig,
+  path: string,
+  tokens: { user: string; host: string },
+): string {
+  let out = path.replace(/%([%dhru])/g, (_m, c: string) => {
+    switch (c) {
+      case "d":
+        return config.home;
+      case "u":
+        return config.localUser;
+      case "r":
+        return tokens.user;
+      case "h":
+        return tokens.host;
+      default:
+        return "%";
+    }
+  });
+  if (out === "~") out = config.home;
+  else if (out.startsWith("~/")) out = `${config.home}/${out.slice(2)}`;
+  return isAbsolute(out) ? out : resolvePath(config.cwd, out);
+}
+
+function checkHost(host: string, label: string): string {
+  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  if (!isWritableHostName(bare)) {
+    throw valueError(`invalid host name ${JSON.stringify(label.slice(0, 200))}`);
+  }
+  return bare;
+}
+
+function checkUser(user: string): string {
+  if (!USER_TEXT.test(user)) throw valueError(`invalid user name ${JSON.stringify(user.slice(0, 100))}`);
+  return user;
+}
+
+function checkPort(port: number): number {
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw valueError(`port ${port} out of range 1..65535`);
+  return port;
+}
+
+/** The spec and its ssh_config options, as one dial sees them. */
+function settle(d: Directory, spec: HostSpec) {
+  const cfg = d.config.sshConfig.compute(spec.source === "ssh_config" ? spec.name : spec.hostname);
+  // An inventory entry replaces the alias whole; only explicit names pick up a wildcard HostName.
+  const hostname = spec.source === "explicit" && cfg.hostname ? cfg.hostname : spec.hostname;
+  return { spec, cfg, hostname };
+}
+
+function resolveHops(d: Directory, jump: string, mode: KnownHostsMode): SshTarget[] {
+  const text = jump.trim();
+  if (text === "" || text.toLowerCase() === "none") return [];
+  const hops = text.split(",").map((h) => h.trim());
+  if (hops.length > MAX_HOPS)
+    throw valueError(`jump chain of ${hops.length} hops exceeds the limit of ${MAX_HOPS}`);
+  return hops.map((hop) => {
+    if (hop === "") throw valueError(`empty hop in jump ${JSON.stringify(text.slice(0, 200))}`);
+    return resolveHop(d, hop, mode);
+  });
+}
+
+function resolveHop(d: Directory, hop: string, mode: KnownHostsMode): SshTarget {
+  const { config } = d;
+  const entry = known(d, hop);
+  const parts = entry ? { user: null, host: hop, port: null } : splitHop(hop);
+  const base = entry ?? lookup(d, parts.host);
+  const { spec, cfg, hostname } = settle(d, parts.user ? { ...base, user: parts.user } : base);
+  const host = checkHost(hostname, hop);
+  const user = checkUser(spec.user ?? cfg.user ?? config.localUser);
+  const port = checkPort(parts.port ?? spec.port ?? cfg.port ?? 22);
+  const named = spec.source === "inventory" && spec.identityFile !== null;
+  const files = named && spec.identityFile ? [spec.identityFile] : cfg.identityFiles;
+  // A hop is never checked more weakly than the call asked for, nor than its own entry says.
+  const hopMode = strongerMode(mode, spec.knownHosts ?? config.defaultMode);
+  return {
+    label: hop,
+    host,
+    port,
+    user,
+    identityFiles: files.map((f) => expandPath(config, f, { user, host })),
+    identitiesRequired: named,
+    mode: hopMode,
+    jump: [],
+  };
+}
+
+function modeFor(
+  config: HostDirectoryConfig,
+  spec: HostSpec,
+  perCall: KnownHostsMode | null,
+): KnownHostsMode {
+  const base = spec.knownHosts ?? config.defaultMode;
+  if (perCall === null) return base;
+  if (MODE_STRENGTH[perCall] < MODE_STRENGTH[base] && !config.allowWeaker) {
+    throw valueError(
+      `known_hosts='${perCall}' is weaker than '${base}', the mode this host gets otherwise; ` +
+        "per-call downgrades need RELAY_SHELL_SSH_ALLOW_WEAKER_KNOWN_HOSTS=true",
+    );
+  }
+  return perCall;
+}
+
+function resolve(d: Directory, raw: string, overrides: ConnectionOverrides): SshTarget {
+  const { config } = d;
+  const name = raw.trim();
+  if (name === "") throw valueError("host is empty");
+  const perCall = parseModeArg(overrides.knownHosts);
+  const { spec, cfg, hostname } = settle(d, lookup(d, name));
+  const host = checkHost(hostname, name);
+  const user = checkUser(overrides.user || spec.user || cfg.user || config.localUser);
+  const port = checkPort(overrides.port || spec.port || cfg.port || 22);
+  const mode = modeFor(config, spec, perCall);
+  const keys = keysFor(spec, cfg.identityFiles, overrides.keyPath);
+  const jump = overrides.jump || spec.jump || cfg.proxyJump || "";
+  return {
+    label: name,
+    host,
+    port,
+    user,
+    identityFiles: keys.files.map((f) => expandPath(config, f, { user, host })),
+    identitiesRequired: keys.required,
+    mode,
+    jump: resolveHops(d, jump, mode),
+  };
+}
+
+/** The keys a dial offers: the call's own, the inventory entry's, or ssh_config's (then none is required). */
+function keysFor(
+  spec: HostSpec,
+  configured: string[],
+  keyPath: string | undefined,
+): { files: string[]; required: boolean } {
+  if (keyPath) return { files: [keyPath], required: true };
+  if (spec.source === "inventory" && spec.identityFile) return { files: [spec.identityFile], required: true };
+  return { files: configured, required: false };
+}
+
+function reachedNames(d: Directory, name: string, jump: string | undefined): string[] {
+  const out: string[] = [];
+  try {
+    const { spec, cfg, hostname } = settle(d, lookup(d, name));
+    out.push(hostname);
+    const chain = jump || spec.jump || cfg.proxyJump || "";
+    if (chain.toLowerCase() !== "none") {
+      for (const hop of chain.split(",").slice(0, MAX_HOPS)) {
+        const trimmed = hop.trim();
+        if (trimmed === "") continue;
+        out.push(trimmed);
+        const entry = known(d, trimmed);
+        out.push(entry ? entry.hostname : splitHop(trimmed).host);
+      }
+    }
+  } catch {
+    // Best effort: the probe still holds everything the caller typed.
+  }
+  return out;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { manualClock } from "../../test/helpers/clock.js";
 import { POSTGRES_SKIP_REASON, type PostgresCluster, startPostgres } from "../../test/helpers/postgres.js";
 import { type Clock, silentLogger } from "../core/index.js";
-import { manualClock } from "../testing/clock.js";
 import { migrate } from "./migrations.js";
 import { openPgState, type PgState } from "./pg.js";
 import { createTerminalDirectory, type TerminalDirectory } from "./terminals.js";

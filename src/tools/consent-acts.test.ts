@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FakeTransport, registryHarness } from "../../test/helpers/registry.js";
 import { buildServer } from "../cli/build.js";
 import { loadSettings, type Settings } from "../config/index.js";
 import { actDigest, type ConsentAct, describeAct } from "../consent/index.js";
@@ -11,14 +12,15 @@ import { canonicalJson, silentLogger, systemClock, type Tier } from "../core/ind
 import type { Tool } from "../runner/index.js";
 import type { SessionRegistry } from "../sessions/index.js";
 import { createSshLayer, type ForwardRegistry, type SshService } from "../ssh/index.js";
-import { FakeTransport, registryHarness } from "../testing/sessions.js";
-import { type ActResult, CONSENT_ACT_TOOLS, type ConsentActs, createConsentActs } from "./consent-acts.js";
+import { type ActResult, type ConsentActs, createConsentActs } from "./consent-acts.js";
 
 // Nothing here dials, spawns or runs a tool: acts are computed from arguments, the directory and files.
 // Created at load: the cases below name directories and files in it.
 const root = mkdtempSync(join(tmpdir(), "relay-consent-acts-"));
 let settings: Settings;
 let tools: readonly Tool[];
+/** The tools with an act, sorted: the only ones a human can approve. */
+let CONSENT_ACT_TOOLS: string[];
 let ssh: SshService;
 let acts: ConsentActs;
 let registry: SessionRegistry;
@@ -67,7 +69,7 @@ function tool(name: string): Tool {
   return found;
 }
 
-/** The act of a call as the gate computes it: the tool's own parser first, then the table. */
+/** The act of a call as the gate computes it: the tool's own parser first, then the tool's act. */
 async function actOf(name: string, raw: Record<string, unknown>, tier: Tier = 2): Promise<ActResult> {
   const parsed = tool(name).parse(raw);
   if (!parsed.ok) throw new Error(parsed.problems.join("; "));
@@ -108,6 +110,10 @@ beforeAll(async () => {
   // The tool list exactly as the server builds it.
   const built = await buildServer({ settings, env: { HOME: home }, logger: silentLogger });
   tools = built.relay.tools;
+  CONSENT_ACT_TOOLS = tools
+    .filter((t) => t.act !== undefined)
+    .map((t) => t.name)
+    .sort();
   built.close();
   ssh = createSshLayer(settings, { clock: systemClock, home, localUser: "op", agentSocket: "", cwd: root });
   const { registry: created } = harness.setup({ maxSessions: 10 });
@@ -117,7 +123,7 @@ beforeAll(async () => {
   sessionIds.mine = await add(CLIENT, "local", "bash");
   sessionIds.unowned = await add("", "ssh", "ssh web1 python3");
   sessionIds.other = await add("client-b", "local", "bash");
-  acts = createConsentActs({
+  acts = createConsentActs(tools, {
     directory: ssh.directory,
     sessions: registry,
     forwards,
@@ -132,7 +138,7 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-describe("the table of consequential arguments", () => {
+describe("the consequential arguments", () => {
   it("has an entry for every tool whose tier can be above 0", () => {
     // A fixed Tier 0 stays 0 unless the tool raises it per call (ssh_check on a host outside the inventory).
     const reachable = tools
@@ -144,21 +150,41 @@ describe("the table of consequential arguments", () => {
     expect(reachable.filter((name) => !CONSENT_ACT_TOOLS.includes(name))).toEqual([]);
   });
 
-  it("names only tools the server has", () => {
-    const names = tools.map((t) => t.name);
-    expect(CONSENT_ACT_TOOLS.filter((name) => !names.includes(name))).toEqual([]);
+  it("describes exactly the tools docs/consent.md lists", () => {
+    expect(CONSENT_ACT_TOOLS).toEqual([
+      "infra_probe",
+      "infra_replicate",
+      "infra_rsync_dry_run",
+      "infra_verify",
+      "session_kill",
+      "session_resize",
+      "session_send",
+      "shell_exec",
+      "shell_script",
+      "shell_spawn",
+      "ssh_check",
+      "ssh_download",
+      "ssh_exec",
+      "ssh_fanout",
+      "ssh_forward",
+      "ssh_forward_close",
+      "ssh_keyscan",
+      "ssh_spawn",
+      "ssh_upload",
+    ]);
   });
 
-  it("refuses a tool it does not describe, and arguments not of the tool's shape", async () => {
+  it("refuses a tool without an act, and arguments its parser would not have produced", async () => {
     expect(await acts("server_info", {}, { tier: 1, clientId: CLIENT })).toEqual({
       ok: false,
-      reason: "server_info has no entry in the table of consequential arguments",
+      reason: "server_info has no act describing its consequential arguments",
     });
     expect(await acts("no_such_tool", {}, { tier: 2, clientId: CLIENT })).toMatchObject({ ok: false });
-    const bad = await acts("shell_exec", { command: 1 }, { tier: 2, clientId: CLIENT });
-    expect(bad).toMatchObject({ ok: false });
-    expect(!bad.ok && bad.reason).toContain("command");
-    // An own-property check: a prototype name is not an entry.
+    // The gate hands over parsed arguments only; anything else still ends in a refusal, never a throw.
+    expect(await acts("shell_exec", { command: 1 }, { tier: 2, clientId: CLIENT })).toMatchObject({
+      ok: false,
+    });
+    // A prototype name is not a tool.
     expect(await acts("constructor", {}, { tier: 2, clientId: CLIENT })).toMatchObject({ ok: false });
   });
 
@@ -406,7 +432,7 @@ const DERIVED: Record<string, string[]> = {
 };
 
 describe("each tool's act", () => {
-  it("has a case for every tool of the table", () => {
+  it("has a case for every tool with an act", () => {
     const covered = CASES.map((c) => c.tool);
     const untested = CONSENT_ACT_TOOLS.filter(
       (name) => !covered.includes(name) && !["infra_probe", "infra_verify"].includes(name),

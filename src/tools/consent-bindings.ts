@@ -1,16 +1,16 @@
 /**
- * How the act table (consent-acts.ts) turns a call's arguments into bound
- * values: digests in place of content and credentials, real paths, SSH
- * targets resolved as the tools resolve them, forward specs in one
- * spelling, sessions as the calling client sees them.
+ * How the tools' acts (each tool's `act`, gathered by consent-acts.ts) turn
+ * a call's arguments into bound values: digests in place of content and
+ * credentials, real paths, SSH targets resolved as the tools resolve them,
+ * forward specs in one spelling, sessions as the calling client sees them.
  */
 import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
 import { basename, dirname, join, resolve as resolvePath } from "node:path";
-import { z } from "zod";
 import type { Settings } from "../config/index.js";
 import { canonicalJson, type Tier } from "../core/index.js";
 import { envOverlay } from "../exec/index.js";
+import { splitHostList } from "../policy/index.js";
 import type { SessionRegistry } from "../sessions/index.js";
 import type {
   ConnectionOverrides,
@@ -20,7 +20,7 @@ import type {
   SshTarget,
 } from "../ssh/index.js";
 
-/** What the table needs to find the real target of a call: the same objects the tools themselves use. */
+/** What the acts need to find the real target of a call: the same objects the tools themselves use. */
 export interface ConsentActsDeps {
   /** The SSH layer's directory: how a host name becomes the host, user, port, keys and jump chain dialled. */
   directory: HostDirectory;
@@ -43,6 +43,7 @@ export interface ActCall {
 
 export type Bound = Record<string, unknown>;
 
+/** What every tool's `act` is given beside its arguments (the `C` of its ToolDef). */
 export interface BindContext {
   deps: ConsentActsDeps;
   call: ActCall;
@@ -117,23 +118,19 @@ export function sshTarget(deps: ConsentActsDeps, host: string, overrides: Connec
   return { alias: host.trim(), ...hop(target), jump: target.jump.map(hop) };
 }
 
-export const CONNECTION = {
-  host: z.string(),
-  user: z.string(),
-  port: z.number().int(),
-  key_path: z.string(),
-  known_hosts: z.string(),
-  jump: z.string(),
-};
+/** Sorted, so the order hosts were typed in is not a new act; a host named twice runs twice, so it stays twice. */
+function sortedTargets(targets: readonly Bound[]): Bound[] {
+  return targets
+    .map((t) => ({ key: canonicalJson(t), t }))
+    .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0))
+    .map(({ t }) => t);
+}
 
-export function overridesOf(a: {
-  user: string;
-  port: number;
-  key_path: string;
-  known_hosts: string;
-  jump: string;
-}): ConnectionOverrides {
-  return { user: a.user, port: a.port, keyPath: a.key_path, knownHosts: a.known_hosts, jump: a.jump };
+/** The hosts a many-host call dials (the typed list, or the whole inventory when blank), resolved and sorted. */
+export function hostListTargets(deps: ConsentActsDeps, hosts: string): Bound[] {
+  const names = hosts.trim() === "" ? deps.directory.names() : splitHostList(hosts);
+  if (names.length === 0) throw new Unbindable("no hosts: pass hosts= or add an inventory");
+  return sortedTargets(names.map((name) => sshTarget(deps, name, {})));
 }
 
 /** `L:8080:db:5432` however it was typed (`l:08080:db:5432`): the spec is one act whatever its spelling. */
@@ -142,12 +139,6 @@ export function canonicalSpec(spec: ForwardSpec): string {
   if (spec.dest === null) return `${letter}:${spec.listenPort}`;
   const host = spec.dest.host.includes(":") ? `[${spec.dest.host}]` : spec.dest.host;
   return `${letter}:${spec.listenPort}:${host}:${spec.dest.port}`;
-}
-
-/** An empty path is refused by the transfer tools before they dial: it names no act. */
-export function requirePaths(a: { local_path: string; remote_path: string }): void {
-  if (a.local_path === "") throw new Unbindable("local_path is empty");
-  if (a.remote_path === "") throw new Unbindable("remote_path is empty");
 }
 
 export type SessionRow = ReturnType<SessionRegistry["list"]>[number];

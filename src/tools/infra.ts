@@ -75,6 +75,20 @@ interface InfraArgs {
 }
 
 /**
+ * The act of an infra call that acts on a profile: `operation`, `profile`,
+ * `run_id` and `idempotency_key`, exactly these, for every such tool (the
+ * broker checks them when it verifies the approval again).
+ */
+function infraAct(operation: "probe" | "rsync-dry-run" | "replicate" | "verify") {
+  return (a: InfraArgs & { profile: string }) => ({
+    operation,
+    profile: a.profile,
+    run_id: a.run_id ?? null,
+    idempotency_key: a.idempotency_key ?? null,
+  });
+}
+
+/**
  * The stable policy text of an infra call: `infra <operation>`, then
  * `profile=<id>` and `run=<id>` when the call names them. This is what the
  * deny and allow lists see after the tool name; the idempotency key is not
@@ -254,6 +268,7 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     tier: READ_ONLY,
     annotations: annotationsFor(READ_ONLY, { openWorld: true }),
     policyText: (a) => infraPolicyText("probe", a),
+    act: infraAct("probe"),
     run: (a, ctx) => ask(deps, withApproval({ op: "probe", profile: a.profile }, ctx), ctx, longWait),
   });
 
@@ -268,6 +283,7 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     tier: REVERSIBLE,
     annotations: annotationsFor(REVERSIBLE, { openWorld: true }),
     policyText: (a) => infraPolicyText("rsync-dry-run", a),
+    act: infraAct("rsync-dry-run"),
     run: (a, ctx) =>
       ask(
         deps,
@@ -299,6 +315,7 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     // The idempotency key makes a repeated call return the first outcome.
     annotations: annotationsFor(STATEFUL, { openWorld: true, idempotent: true }),
     policyText: (a) => infraPolicyText("replicate", a),
+    act: infraAct("replicate"),
     run: (a, ctx) =>
       ask(
         deps,
@@ -322,6 +339,7 @@ export function createInfraTools(deps: InfraToolDeps): Tool[] {
     tier: READ_ONLY,
     annotations: annotationsFor(READ_ONLY, { openWorld: true }),
     policyText: (a) => infraPolicyText("verify", a),
+    act: infraAct("verify"),
     run: (a, ctx) =>
       ask(deps, withApproval({ op: "verify", profile: a.profile, run_id: a.run_id }, ctx), ctx, longWait),
   });

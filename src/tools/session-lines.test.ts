@@ -2,13 +2,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { registryHarness } from "../../test/helpers/registry.js";
 import { createAuditLog } from "../audit/index.js";
 import { loadSettings } from "../config/index.js";
 import { systemClock } from "../core/index.js";
 import { createCallCounter } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createRelay, type Gate, type Relay } from "../runner/index.js";
-import { registryHarness } from "../testing/sessions.js";
 import { createSessionTools } from "./sessions.js";
 
 const { setup, cleanup } = registryHarness();

@@ -9,9 +9,18 @@ import {
   type DescendantReaper,
   type LineAssembly,
   openLocalPty,
+  resolveSignalName,
   type SessionRegistry,
   showLine,
 } from "../sessions/index.js";
+import {
+  type BindContext,
+  envBinding,
+  physicalPath,
+  sessionBinding,
+  sessionOf,
+  sha256,
+} from "./consent-bindings.js";
 import { COMMAND_TIER, CWD_PARAM, ENV_JSON_PARAM, joinProbe } from "./shell.js";
 import { cwdTargets } from "./targets.js";
 
@@ -55,7 +64,7 @@ function lineFloor(line: LineAssembly): TierFloor | null {
 }
 
 /** The argv a local session starts: the command split into words like a shell would, or bash when blank. */
-export function argvOf(command: string): string[] {
+function argvOf(command: string): string[] {
   if (command.trim() === "") return DEFAULT_ARGV;
   const argv = splitShellWords(command);
   if (argv.length === 0) throw new RelayError("ValueError", "the command has no words (only a comment?)");
@@ -107,6 +116,18 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
         env_json: a.env_json,
         // The file is <dir>/<session id>.cast; the id is random, so only the directory is known before the call.
         ...(settings.sessionRecordDir !== "" ? { recording_dir: settings.sessionRecordDir } : {}),
+      };
+    },
+    // The terminal's size at spawn only shapes the screen: left out.
+    act: (a, { deps }: BindContext) => {
+      const argv = argvOf(a.command);
+      const command = a.command.trim() === "" ? argv.join(" ") : a.command;
+      return {
+        command,
+        command_sha256: sha256(command),
+        argv,
+        ...envBinding(a.env_json),
+        cwd: physicalPath(deps, a.cwd),
       };
     },
     async run(a, ctx) {
@@ -166,6 +187,13 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       const line = lineOf(a, scope.clientId).raw;
       return { session_id: a.session_id, data: a.data, enter: a.enter, ...(line !== a.data ? { line } : {}) };
     },
+    act: (a, ctx: BindContext) => ({
+      ...sessionBinding(sessionOf(ctx, a.session_id, true)),
+      text: a.data,
+      text_sha256: sha256(a.data),
+      // Whether the line is entered: the same text without it runs nothing yet.
+      enter: a.enter,
+    }),
     async run(a, ctx) {
       const line = lineOf(a, ctx.clientId);
       // Another send moved the line on while this one waited for a gate: what was judged is not what would run.
@@ -241,6 +269,10 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     budget: () => 512,
     policyText: () => "",
     auditArgs: (a) => ({ session_id: a.session_id, cols: a.cols, rows: a.rows }),
+    act: (a, ctx: BindContext) => {
+      const size = clampTerminalSize(a.cols, a.rows);
+      return { ...sessionBinding(sessionOf(ctx, a.session_id, true)), cols: size.cols, rows: size.rows };
+    },
     async run(a, ctx) {
       const size = sessions.resize(a.session_id, ctx.clientId, a.cols, a.rows);
       return { body: `resized ${a.session_id} to ${size.cols}x${size.rows}` };
@@ -265,6 +297,12 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     budget: () => 512,
     policyText: () => "",
     auditArgs: (a) => ({ session_id: a.session_id, signal_name: a.signal_name, close: a.close }),
+    act: (a, ctx: BindContext) => ({
+      ...sessionBinding(sessionOf(ctx, a.session_id, false)),
+      // The signal that will really be sent: `int`, `SIGINT` and `2` are one act.
+      signal: resolveSignalName(a.signal_name),
+      close: a.close,
+    }),
     async run(a, ctx) {
       const result = await sessions.kill(a.session_id, ctx.clientId, a.signal_name, a.close);
       const body = result.closed

@@ -3,6 +3,14 @@ import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, type ProcessOutcome, type ProcessRunner, splitShellWords } from "../exec/index.js";
 import type { ProgramLanguage, TierSpec } from "../policy/index.js";
 import { annotationsFor, commandOutcome, defineTool, type Tool, type ToolOutcome } from "../runner/index.js";
+import {
+  type BindContext,
+  digestOrNull,
+  envBinding,
+  physicalPath,
+  sha256,
+  Unbindable,
+} from "./consent-bindings.js";
 import { cwdTargets } from "./targets.js";
 
 export interface ShellToolDeps {
@@ -68,7 +76,7 @@ const INTERPRETERS: Record<string, { argv: string[]; strictPrefix: string; langu
 };
 
 /** The interpreter a name selects; an own key only, so `constructor` is just unsupported. */
-export function interpreterOf(name: string) {
+function interpreterOf(name: string) {
   const key = name.trim().toLowerCase();
   return Object.hasOwn(INTERPRETERS, key) ? INTERPRETERS[key] : undefined;
 }
@@ -136,6 +144,16 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     }),
     // A verify/rollback step runs in the same directory and environment, without the original stdin.
     followUp: (a, command) => ({ ...a, command, stdin: "" }),
+    // The timeout, the output budget and merging stderr bound the act; they do not change it.
+    act: (a, { deps }: BindContext) => ({
+      command: a.command,
+      command_sha256: sha256(a.command),
+      // false: the command is split into words and run without a shell.
+      use_shell: a.use_shell,
+      stdin_sha256: digestOrNull(a.stdin),
+      ...envBinding(a.env_json),
+      cwd: physicalPath(deps, a.cwd),
+    }),
     async run(a, ctx) {
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
       let target: { command: string } | { argv: string[] } = { command: a.command };
@@ -208,6 +226,20 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     }),
     // A verify/rollback step is a script for the same interpreter, directory and environment.
     followUp: (a, command) => ({ ...a, script: command }),
+    act: (a, { deps }: BindContext) => {
+      const interpreter = interpreterOf(a.interpreter);
+      if (!interpreter) throw new Unbindable(`unsupported interpreter: ${a.interpreter}`);
+      return {
+        script: a.script,
+        script_sha256: sha256(a.script),
+        // The program that reads the script, as it will be started.
+        interpreter: interpreter.argv.join(" "),
+        // Strict mode changes what a failing line does; python has none.
+        strict: a.strict && interpreter.strictPrefix !== "",
+        ...envBinding(a.env_json),
+        cwd: physicalPath(deps, a.cwd),
+      };
+    },
     async run(a, ctx) {
       const interpreter = interpreterOf(a.interpreter);
       if (!interpreter) throw RelayError.untyped(`unsupported interpreter: ${a.interpreter}`);

@@ -9,6 +9,7 @@ import {
   type Tool,
 } from "../runner/index.js";
 import { type HostKeyReport, mapBounded, type SshRunResult } from "../ssh/index.js";
+import { type BindContext, hostListTargets, sha256 } from "./consent-bindings.js";
 import { clampTimeout } from "./shell.js";
 import { REMOTE_COMMAND_TIER, remoteProgram, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
 
@@ -89,6 +90,12 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
       hosts: a.hosts,
       timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
       concurrency: clamp(a.concurrency, 1, 32),
+    }),
+    // The hosts as a set in one order; the timeout and concurrency only bound the act.
+    act: (a, { deps }: BindContext) => ({
+      hosts: hostListTargets(deps, a.hosts),
+      command: a.command,
+      command_sha256: sha256(a.command),
     }),
     async run(a, ctx) {
       if (a.command.trim() === "") throw RelayError.untyped("empty command");
@@ -178,6 +185,8 @@ export function createSshFleetTools(deps: SshToolDeps): Tool[] {
         .slice(0, HOST_CAP)
         .flatMap((host) => sshTargets(ssh, host)),
     auditArgs: (a) => ({ hosts: a.hosts === "" ? "inventory" : a.hosts }),
+    // Tier 1 only when it names a host outside the inventory: the hosts it will dial are the act.
+    act: (a, { deps }: BindContext) => ({ hosts: hostListTargets(deps, a.hosts) }),
     async run(a, ctx) {
       const hosts = targetsOf(a.hosts);
       if (hosts.length === 0) return { body: NO_HOSTS };

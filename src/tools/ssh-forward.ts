@@ -1,6 +1,7 @@
 import { type PolicyTarget, type TierSpec, widenHostTokens } from "../policy/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { type ForwardRegistry, type ForwardSpec, parseForwardSpec, type SshService } from "../ssh/index.js";
+import { type BindContext, canonicalSpec, sshTarget, Unbindable } from "./consent-bindings.js";
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
@@ -88,6 +89,17 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
     },
     targets: (a) => [...sshTargets(ssh, a.host, a), ...forwardTargets(a.spec)],
     auditArgs: (a) => ({ host: a.host, spec: a.spec, ...connectionAudit(ssh, a.host, a) }),
+    act: (a, { deps }: BindContext) => {
+      const spec = parseForwardSpec(a.spec);
+      return {
+        ...sshTarget(deps, a.host, toOverrides(a)),
+        kind: spec.kind,
+        spec: canonicalSpec(spec),
+        bind_address: deps.settings.forwardBindAny ? "*" : "127.0.0.1",
+        listen_port: spec.listenPort,
+        destination: spec.dest === null ? null : { host: spec.dest.host, port: spec.dest.port },
+      };
+    },
     async run(a, ctx) {
       // A malformed spec fails here, before anything is dialled.
       const spec = parseForwardSpec(a.spec);
@@ -142,6 +154,21 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
     budget: () => 512,
     policyText: () => "",
     auditArgs: (a) => ({ forward_id: a.forward_id }),
+    // The forward as the calling client may close it.
+    act: (a, { deps, call }: BindContext) => {
+      const row = deps.forwards.list(call.clientId).find((f) => f.id === a.forward_id);
+      if (row === undefined)
+        throw new Unbindable(`no forward ${JSON.stringify(a.forward_id)} for this client`);
+      return {
+        forward_id: row.id,
+        owner: row.owner,
+        host: row.host,
+        kind: row.kind,
+        spec: row.spec,
+        bind_address: row.listen_host,
+        listen_port: row.listen_port,
+      };
+    },
     async run(a, ctx) {
       await forwards.close(a.forward_id, ctx.clientId);
       return { body: `closed forward ${a.forward_id}` };

@@ -3,6 +3,7 @@ import { buildEnv } from "../exec/index.js";
 import { splitHostList, type TierSpec, widenHostTokens } from "../policy/index.js";
 import { annotationsFor, clampOutput, commandOutcome, defineTool, type Tool } from "../runner/index.js";
 import { toListing } from "../ssh/index.js";
+import { Unbindable } from "./consent-bindings.js";
 import type { SshToolDeps } from "./ssh-common.js";
 import { withAddressForms } from "./targets.js";
 
@@ -14,7 +15,7 @@ const KEYSCAN_HOST = /^[A-Za-z0-9._\-[\]:]+$/;
 const KEY_TYPES = ["dsa", "ecdsa", "ed25519", "rsa"] as const;
 
 /** The checks of docs/wire-contract.md §2.4, in its order, before anything runs. Returns the host list and types. */
-export function validateKeyscan(
+function validateKeyscan(
   hostsText: string,
   port: number,
   keyTypes: string,
@@ -84,6 +85,12 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
       { kind: "port", value: String(a.port) },
     ],
     auditArgs: (a) => ({ hosts: a.hosts, port: a.port, key_types: a.key_types }),
+    act: (a) => {
+      // The tool's own checks: what would be refused when it runs cannot be approved either.
+      const checked = validateKeyscan(a.hosts, a.port, a.key_types);
+      if ("body" in checked) throw new Unbindable("no hosts to scan");
+      return { hosts: [...checked.hosts].sort(), port: a.port, key_types: [...checked.types].sort() };
+    },
     async run(a, ctx) {
       const checked = validateKeyscan(a.hosts, a.port, a.key_types);
       if ("body" in checked) return { body: checked.body };

@@ -2,6 +2,7 @@ import type { Settings } from "../config/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { clampTerminalSize, type SessionRegistry } from "../sessions/index.js";
 import { openSshPty, type SshService } from "../ssh/index.js";
+import { type BindContext, sha256, sshTarget } from "./consent-bindings.js";
 import { SESSION_RESULT_FIELDS } from "./sessions.js";
 import {
   CONNECTION_PARAMS,
@@ -64,6 +65,12 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
         size: `${size.cols}x${size.rows}`,
         ...connectionAudit(ssh, a.host, a),
       };
+    },
+    // The terminal's size only shapes the screen: left out.
+    act: (a, { deps }: BindContext) => {
+      // Blank is the login shell, as the tool runs it.
+      const command = a.command.trim() === "" ? "" : a.command;
+      return { ...sshTarget(deps, a.host, toOverrides(a)), command, command_sha256: sha256(command) };
     },
     async run(a, ctx) {
       const size = clampTerminalSize(a.cols, a.rows);

@@ -2,10 +2,20 @@ import type { Settings } from "../config/index.js";
 import { type Clock, RelayError } from "../core/index.js";
 import { annotationsFor, defineTool, type Tool } from "../runner/index.js";
 import { type SshService, type TransferDirection, transferFiles } from "../ssh/index.js";
+import {
+  type BindContext,
+  type Bound,
+  type ConsentActsDeps,
+  localPath,
+  physicalPath,
+  sshTarget,
+} from "./consent-bindings.js";
+import { localContent } from "./consent-content.js";
 import { clampTimeout } from "./shell.js";
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
+  type ConnectionArgs,
   connectionAudit,
   connectionFields,
   HOST_PARAM,
@@ -29,6 +39,52 @@ function transferTimeout(timeout: number, settings: Settings): number {
 
 function requirePath(value: string, name: string): void {
   if (value === "") throw new RelayError("ValueError", `${name} is empty`);
+}
+
+interface TransferArgs extends ConnectionArgs {
+  host: string;
+  local_path: string;
+  remote_path: string;
+  recursive: boolean;
+}
+
+/** Where the transfer reads and writes; an empty path names no act, as the tool refuses it before dialling. */
+function transferTarget(a: TransferArgs, deps: ConsentActsDeps): Bound {
+  const target = sshTarget(deps, a.host, toOverrides(a));
+  requirePath(a.local_path, "local_path");
+  requirePath(a.remote_path, "remote_path");
+  return target;
+}
+
+/** An upload binds what it will send: the content of the local file or tree, read as the transfer reads it. */
+async function uploadAct(a: TransferArgs, { deps }: BindContext): Promise<Bound> {
+  const target = transferTarget(a, deps);
+  const local = localPath(deps, a.local_path);
+  return {
+    ...target,
+    local_path: local,
+    remote_path: a.remote_path,
+    recursive: a.recursive,
+    content: await localContent(local, a.recursive, {
+      maxBytes: deps.settings.transferMaxBytes,
+      maxEntries: deps.settings.transferMaxEntries,
+    }),
+  };
+}
+
+/**
+ * A download binds where it reads and where it writes, not what it brings:
+ * the remote content is not known before it is read, and reading it first
+ * would be a second transfer the human did not ask for.
+ */
+function downloadAct(a: TransferArgs, { deps }: BindContext): Bound {
+  const target = transferTarget(a, deps);
+  return {
+    ...target,
+    remote_path: a.remote_path,
+    local_path: physicalPath(deps, a.local_path),
+    recursive: a.recursive,
+  };
 }
 
 export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
@@ -124,6 +180,8 @@ export function createSshTransferTools(deps: SshTransferToolDeps): Tool[] {
         timeout: transferTimeout(a.timeout, settings),
         ...connectionAudit(ssh, a.host, a),
       }),
+      // The timeout only bounds the act.
+      act: upload ? uploadAct : downloadAct,
       async run(a, ctx) {
         requirePath(a.local_path, "local_path");
         requirePath(a.remote_path, "remote_path");

@@ -1,5 +1,6 @@
 import { RelayError } from "../core/index.js";
 import { annotationsFor, commandOutcome, defineTool, type Tool } from "../runner/index.js";
+import { type BindContext, sha256, sshTarget } from "./consent-bindings.js";
 import { clampTimeout } from "./shell.js";
 import {
   CONNECTION_PARAMS,
@@ -58,6 +59,11 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
     }),
     // A verify/rollback step runs on the same host as the same user, port, key, jump and host-key mode.
     followUp: (a, command) => ({ ...a, command }),
+    act: (a, { deps }: BindContext) => ({
+      ...sshTarget(deps, a.host, toOverrides(a)),
+      command: a.command,
+      command_sha256: sha256(a.command),
+    }),
     async run(a, ctx) {
       if (a.command.trim() === "") throw RelayError.untyped("empty command");
       const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUN, sleepers, until } from "../../src/testing/processes.js";
+import { RUN, sleepers, until } from "../helpers/processes.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 import { recvUntil } from "../helpers/sessions.js";
 

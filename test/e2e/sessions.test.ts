@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUN, sleepers, until } from "../../src/testing/processes.js";
+import { RUN, sleepers, until } from "../helpers/processes.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 describe("PTY sessions over stdio", () => {

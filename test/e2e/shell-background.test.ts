@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUN, sleepers, until, waitUntil } from "../../src/testing/processes.js";
+import { RUN, sleepers, until, waitUntil } from "../helpers/processes.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 /**

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isAlive } from "../../src/testing/processes.js";
+import { isAlive } from "../helpers/processes.js";
 import { startServer, type TestServer } from "../helpers/server.js";
 
 describe("shell tools over stdio", () => {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { mainThreadChildren } from "../../src/proc/index.js";
-import { LAUNCHER_KINDS, waitUntil } from "../../src/testing/processes.js";
+import { LAUNCHER_KINDS, waitUntil } from "../helpers/processes.js";
 import { startServer } from "../helpers/server.js";
 
 function launchersOf(pid: number): number[] {

@@ -81,7 +81,7 @@ describe.skipIf(SSHD_MISSING)("consent acts bind what the SSH tools really do", 
       ...createSshTools({ settings, ssh, processes: unusedProcesses, baseEnv: {} }),
       ...createSshTransferTools({ settings, ssh, clock: systemClock }),
     ];
-    const acts = createConsentActs({
+    const acts = createConsentActs(tools, {
       directory: ssh.directory,
       sessions: { list: () => [] },
       forwards: { list: () => [] },

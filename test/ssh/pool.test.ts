@@ -9,7 +9,6 @@ import { parseForwardSpec } from "../../src/ssh/forward-spec.js";
 import { createKnownHostsStore } from "../../src/ssh/known-hosts-store.js";
 import { createSshPool, type SshLease, type SshPool } from "../../src/ssh/pool.js";
 import type { SshTarget } from "../../src/ssh/target.js";
-import { until } from "../../src/testing/processes.js";
 import {
   announceSkip,
   createSshFixture,
@@ -17,6 +16,7 @@ import {
   type Sshd,
   type SshFixture,
 } from "../fixtures/sshd.js";
+import { until } from "../helpers/processes.js";
 
 announceSkip("ssh pool unit tests");
 

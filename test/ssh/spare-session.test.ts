@@ -12,7 +12,6 @@ import { openSshPty } from "../../src/ssh/pty.js";
 import { transferFiles } from "../../src/ssh/sftp-transfer.js";
 import { keepSpare, spareStatus } from "../../src/ssh/spare-session.js";
 import type { SshTarget } from "../../src/ssh/target.js";
-import { until } from "../../src/testing/processes.js";
 import {
   announceSkip,
   createSshFixture,
@@ -20,6 +19,7 @@ import {
   type Sshd,
   type SshFixture,
 } from "../fixtures/sshd.js";
+import { until } from "../helpers/processes.js";
 
 announceSkip("ssh spare session tests");
 

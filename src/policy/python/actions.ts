@@ -90,22 +90,9 @@ export class PythonActions extends PythonNames {
         return;
       case "exec":
       case "spawn":
-      case "posix_spawn": {
-        const at = action === "spawn" ? 1 : 0;
-        const program = arg(at);
-        const name = ref.name.slice(ref.name.lastIndexOf(".") + 1);
-        let rest: Word[] | null;
-        if (action === "posix_spawn" || name.replace(/^(?:exec|spawn)/, "").startsWith("v")) {
-          const list = pos[at + 1] === undefined ? null : this.listValue(pos[at + 1]!, 0);
-          rest = list === null ? [dynamicWord(part)] : list.slice(1);
-        } else {
-          const end = name.endsWith("e") ? pos.length - 1 : pos.length;
-          rest = pos.slice(at + 2, end).map((p) => this.value(p, call));
-        }
-        if (this.hasSplat(call)) rest.push(dynamicWord(part));
-        host.argv([program, ...rest], part);
+      case "posix_spawn":
+        host.argv(this.spawnArgv(action, call, ref, part, pos), part);
         return;
-      }
       case "exec_args":
         host.argv(
           pos.map((p) => this.value(p, call)),
@@ -122,18 +109,9 @@ export class PythonActions extends PythonNames {
         host.argv([literalWord(tool), this.target(call, ref, 0, "path")], part);
         return;
       }
-      case "open": {
-        const own = ref.name.startsWith(`${PATH_OBJECT}.`) || ref.name.startsWith(`${UNKNOWN}.`);
-        const modeNode = own ? this.arg(call, 0, "mode") : this.arg(call, 1, "mode");
-        if (modeNode === undefined) return;
-        const mode = this.stringValue(modeNode, 0);
-        const target = this.target(call, ref, 0, "file");
-        if (mode === null || mode.dynamic) host.write(">", target, part);
-        else if (/[wx]/.test(mode.value)) host.write(">", target, part);
-        else if (/a/.test(mode.value)) host.write(">>", target, part);
-        else if (/\+/.test(mode.value)) host.write("<>", target, part);
+      case "open":
+        this.openAct(call, ref, part);
         return;
-      }
       case "os_open": {
         const flags = pos[1] === undefined ? "" : this.text(pos[1]);
         if (/O_(?:WRONLY|RDWR|TRUNC|APPEND|CREAT)/.test(flags))
@@ -145,14 +123,14 @@ export class PythonActions extends PythonNames {
         return;
       case "move":
       case "copy": {
-        const own = ref.name.startsWith(`${PATH_OBJECT}.`) || ref.name.startsWith(`${UNKNOWN}.`);
+        const own = ownsPath(ref);
         const from = this.target(call, ref, 0, "src");
         const to = own ? arg(0) : arg(1);
         host.argv([literalWord(action === "move" ? "mv" : "cp"), from, to], part);
         return;
       }
       case "chmod": {
-        const own = ref.name.startsWith(`${PATH_OBJECT}.`) || ref.name.startsWith(`${UNKNOWN}.`);
+        const own = ownsPath(ref);
         host.argv([literalWord("chmod"), own ? arg(0) : arg(1), this.target(call, ref, 0, "path")], part);
         return;
       }
@@ -193,15 +171,9 @@ export class PythonActions extends PythonNames {
           host.best.consider(2, "opaque_program", part);
         return;
       }
-      case "getattr": {
-        const name = pos[1] === undefined ? null : this.stringValue(pos[1], 0);
-        if (name !== null && !name.dynamic) return;
-        const object = pos[0];
-        const refs = object === undefined ? [] : this.resolve(object, 0);
-        if (this.importsDangerous() || refs.some((r) => DANGEROUS_MODULES.has(r.name.split(".")[0]!)))
-          host.best.consider(2, "opaque_program", part);
+      case "getattr":
+        this.getattrAct(pos, part);
         return;
-      }
       case "introspect":
         if (this.importsDangerous()) host.best.consider(2, "opaque_program", part);
         return;
@@ -210,6 +182,46 @@ export class PythonActions extends PythonNames {
         host.best.consider(2, "opaque_program", part);
         return;
     }
+  }
+
+  /** The argv an exec/spawn/posix_spawn call runs: the program, then its arguments as listed or passed. */
+  private spawnArgv(action: PyAction, call: SyntaxNode, ref: Ref, part: string, pos: SyntaxNode[]): Word[] {
+    const at = action === "spawn" ? 1 : 0;
+    const program = this.value(pos[at], call);
+    const name = ref.name.slice(ref.name.lastIndexOf(".") + 1);
+    let rest: Word[] | null;
+    if (action === "posix_spawn" || name.replace(/^(?:exec|spawn)/, "").startsWith("v")) {
+      const list = pos[at + 1] === undefined ? null : this.listValue(pos[at + 1]!, 0);
+      rest = list === null ? [dynamicWord(part)] : list.slice(1);
+    } else {
+      const end = name.endsWith("e") ? pos.length - 1 : pos.length;
+      rest = pos.slice(at + 2, end).map((p) => this.value(p, call));
+    }
+    if (this.hasSplat(call)) rest.push(dynamicWord(part));
+    return [program, ...rest];
+  }
+
+  /** open() with a mode that writes is the redirection that writes the same way. */
+  private openAct(call: SyntaxNode, ref: Ref, part: string): void {
+    const host = this.host;
+    const modeNode = ownsPath(ref) ? this.arg(call, 0, "mode") : this.arg(call, 1, "mode");
+    if (modeNode === undefined) return;
+    const mode = this.stringValue(modeNode, 0);
+    const target = this.target(call, ref, 0, "file");
+    if (mode === null || mode.dynamic) host.write(">", target, part);
+    else if (/[wx]/.test(mode.value)) host.write(">", target, part);
+    else if (/a/.test(mode.value)) host.write(">>", target, part);
+    else if (/\+/.test(mode.value)) host.write("<>", target, part);
+  }
+
+  /** getattr with a name the program computes, on a module that can run code, is opaque. */
+  private getattrAct(pos: SyntaxNode[], part: string): void {
+    const name = pos[1] === undefined ? null : this.stringValue(pos[1], 0);
+    if (name !== null && !name.dynamic) return;
+    const object = pos[0];
+    const refs = object === undefined ? [] : this.resolve(object, 0);
+    if (this.importsDangerous() || refs.some((r) => DANGEROUS_MODULES.has(r.name.split(".")[0]!)))
+      this.host.best.consider(2, "opaque_program", part);
   }
 
   /** eval/exec/compile: a literal program is read like any other; decoded or downloaded code is not. */
@@ -232,4 +244,9 @@ export class PythonActions extends PythonNames {
   private assignedText(name: string): string {
     return (this.assigns.get(name) ?? []).map((n) => this.text(n)).join("\n");
   }
+}
+
+/** The call is a method of the path it acts on (a path object, or a receiver not resolved). */
+function ownsPath(ref: Ref): boolean {
+  return ref.name.startsWith(`${PATH_OBJECT}.`) || ref.name.startsWith(`${UNKNOWN}.`);
 }

@@ -59,143 +59,160 @@ function redirectOp(node: SyntaxNode): string {
 }
 
 export function createWordResolver(deps: WordResolverDeps): WordResolver {
-  const { source, dataRanges, scan, substitution } = deps;
-  const text = (n: SyntaxNode): string => source.slice(n.start, n.end);
-
-  // Only a quoted span that crosses a line break can be mistaken for a second command, so only those are kept.
-  const data = (node: SyntaxNode): void => {
-    if (source.includes("\n", node.start) && source.indexOf("\n", node.start) < node.end) {
-      dataRanges.push([node.start, node.end]);
-    }
+  return {
+    resolveWord: (node, ctx, depth) => resolveWord(deps, node, ctx, depth),
+    resolveRedirects: (nodes, ctx, out) => resolveRedirects(deps, nodes, ctx, out),
+    assignment: (node, ctx) => assignment(deps, node, ctx),
   };
+}
 
-  const resolveParts = (parts: SyntaxNode[], ctx: WalkCtx, depth: number, raw: string): Word => {
-    let word: Word | null = null;
-    for (let i = 0; i < parts.length; i++) {
-      const part = parts[i]!;
-      let piece: Word;
-      if (part.named) {
-        piece = resolveWord(part, ctx, depth + 1);
-      } else if (part.type === "$" && parts[i + 1]?.type === "string") {
-        continue; // `$"..."` is a translated string: the `$` adds nothing
-      } else {
-        piece = literalWord(text(part));
+function text(d: WordResolverDeps, n: SyntaxNode): string {
+  return d.source.slice(n.start, n.end);
+}
+
+/** Only a quoted span that crosses a line break can be mistaken for a second command, so only those are kept. */
+function data(d: WordResolverDeps, node: SyntaxNode): void {
+  const { source } = d;
+  if (source.includes("\n", node.start) && source.indexOf("\n", node.start) < node.end) {
+    d.dataRanges.push([node.start, node.end]);
+  }
+}
+
+function resolveParts(
+  d: WordResolverDeps,
+  parts: SyntaxNode[],
+  ctx: WalkCtx,
+  depth: number,
+  raw: string,
+): Word {
+  let word: Word | null = null;
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i]!;
+    let piece: Word;
+    if (part.named) {
+      piece = resolveWord(d, part, ctx, depth + 1);
+    } else if (part.type === "$" && parts[i + 1]?.type === "string") {
+      continue; // `$"..."` is a translated string: the `$` adds nothing
+    } else {
+      piece = literalWord(text(d, part));
+    }
+    word = word === null ? piece : joinWords(word, piece);
+  }
+  const out = word ?? literalWord("");
+  return { ...out, text: raw };
+}
+
+function resolveWord(d: WordResolverDeps, node: SyntaxNode, ctx: WalkCtx, depth: number): Word {
+  const raw = text(d, node);
+  if (depth > MAX_WORD_DEPTH) {
+    d.scan(node, ctx);
+    return dynamicWord(raw);
+  }
+  switch (node.type) {
+    case "word":
+      return { ...literalWord(unescapeBare(raw), raw), glob: hasGlobChars(raw) };
+    case "raw_string":
+      data(d, node);
+      return literalWord(raw.slice(1, -1), raw);
+    case "ansi_c_string":
+      data(d, node);
+      return literalWord(decodeAnsiC(raw.slice(2, -1)), raw);
+    case "string_content":
+      return literalWord(unescapeDouble(raw), raw);
+    case "string":
+    case "translated_string": {
+      data(d, node);
+      const parts = node.children.filter((c) => c.named);
+      return parts.length === 0 ? literalWord("", raw) : resolveParts(d, parts, ctx, depth, raw);
+    }
+    case "concatenation":
+    case "command_name":
+      return resolveParts(d, node.children, ctx, depth, raw);
+    case "number":
+      if (node.children.some((c) => c.named)) return resolveParts(d, node.children, ctx, depth, raw);
+      return literalWord(raw);
+    case "brace_expression":
+      return { ...literalWord(raw), glob: true };
+    case "ERROR":
+      // Junk the grammar could not place is not an expansion; still look inside for substitutions.
+      d.scan(node, ctx);
+      return literalWord(raw);
+    case "command_substitution":
+    case "process_substitution": {
+      const id = d.substitution(node, ctx);
+      return {
+        value: DYNAMIC,
+        dynamic: true,
+        subst: [id],
+        procSub: node.type === "process_substitution",
+        glob: false,
+        text: raw,
+      };
+    }
+    default:
+      // Parameter and arithmetic expansions: unknown value; scan them for substitutions.
+      d.scan(node, ctx);
+      // An "expansion" the grammar built around junk it could not place is error recovery, not `$x`.
+      return node.children.some((c) => c.type === "ERROR") ? literalWord(raw) : dynamicWord(raw);
+  }
+}
+
+function resolveRedirects(d: WordResolverDeps, nodes: SyntaxNode[], ctx: WalkCtx, out: RedirectResult): void {
+  for (const r of nodes) {
+    if (r.type === "file_redirect") fileRedirect(d, r, ctx, out);
+    else if (r.type === "herestring_redirect") {
+      const content = r.children.find((c) => c.named && c.type !== "file_descriptor");
+      const w = content ? resolveWord(d, content, ctx, 0) : literalWord("");
+      out.redirects.push({ op: "<<<", fd: null, target: null, text: text(d, r) });
+      out.stdin = { text: `${w.value}\n`, dynamic: w.dynamic, subst: w.subst };
+    } else if (r.type === "heredoc_redirect") heredocRedirect(d, r, ctx, out);
+    else d.scan(r, ctx);
+  }
+}
+
+function fileRedirect(d: WordResolverDeps, r: SyntaxNode, ctx: WalkCtx, out: RedirectResult): void {
+  const fdNode = r.children.find((c) => c.type === "file_descriptor");
+  const dest = r.children.filter((c) => c.field === "destination");
+  let target: Word | null = null;
+  for (const node of dest) {
+    const w = resolveWord(d, node, ctx, 0);
+    target = target === null ? w : joinWords(target, w);
+  }
+  out.redirects.push({ op: redirectOp(r), fd: fdNode ? text(d, fdNode) : null, target, text: text(d, r) });
+}
+
+/** A here-doc: its body is the command's stdin, dynamic unless its delimiter is quoted. */
+function heredocRedirect(d: WordResolverDeps, r: SyntaxNode, ctx: WalkCtx, out: RedirectResult): void {
+  const start = r.children.find((c) => c.type === "heredoc_start");
+  const body = r.children.find((c) => c.type === "heredoc_body");
+  const quoted = start !== undefined && /['"\\]/.test(text(d, start));
+  const subst: number[] = [];
+  let dynamic = false;
+  if (body && !quoted) {
+    for (const c of body.children) {
+      if (c.type === "command_substitution") subst.push(d.substitution(c, ctx));
+      else if (c.type === "expansion" || c.type === "simple_expansion") {
+        dynamic = true;
+        d.scan(c, ctx);
       }
-      word = word === null ? piece : joinWords(word, piece);
     }
-    const out = word ?? literalWord("");
-    return { ...out, text: raw };
-  };
+  }
+  out.redirects.push({
+    op: r.children.find((c) => c.type === "<<" || c.type === "<<-")?.type ?? "<<",
+    fd: null,
+    target: null,
+    text: start ? `<<${text(d, start)}` : "<<",
+  });
+  // Lines of a here-doc body start at the range start: include the newline before it.
+  if (body) d.dataRanges.push([body.start - 1, body.end]);
+  out.stdin = { text: body ? text(d, body) : "", dynamic: dynamic || subst.length > 0, subst };
+  const nested = r.children.filter((c) => c.field === "redirect");
+  if (nested.length > 0) resolveRedirects(d, nested, ctx, out);
+}
 
-  const resolveWord = (node: SyntaxNode, ctx: WalkCtx, depth: number): Word => {
-    const raw = text(node);
-    if (depth > MAX_WORD_DEPTH) {
-      scan(node, ctx);
-      return dynamicWord(raw);
-    }
-    switch (node.type) {
-      case "word":
-        return { ...literalWord(unescapeBare(raw), raw), glob: hasGlobChars(raw) };
-      case "raw_string":
-        data(node);
-        return literalWord(raw.slice(1, -1), raw);
-      case "ansi_c_string":
-        data(node);
-        return literalWord(decodeAnsiC(raw.slice(2, -1)), raw);
-      case "string_content":
-        return literalWord(unescapeDouble(raw), raw);
-      case "string":
-      case "translated_string": {
-        data(node);
-        const parts = node.children.filter((c) => c.named);
-        return parts.length === 0 ? literalWord("", raw) : resolveParts(parts, ctx, depth, raw);
-      }
-      case "concatenation":
-      case "command_name":
-        return resolveParts(node.children, ctx, depth, raw);
-      case "number":
-        if (node.children.some((c) => c.named)) return resolveParts(node.children, ctx, depth, raw);
-        return literalWord(raw);
-      case "brace_expression":
-        return { ...literalWord(raw), glob: true };
-      case "ERROR":
-        // Junk the grammar could not place is not an expansion; still look inside for substitutions.
-        scan(node, ctx);
-        return literalWord(raw);
-      case "command_substitution":
-      case "process_substitution": {
-        const id = substitution(node, ctx);
-        return {
-          value: DYNAMIC,
-          dynamic: true,
-          subst: [id],
-          procSub: node.type === "process_substitution",
-          glob: false,
-          text: raw,
-        };
-      }
-      default:
-        // Parameter and arithmetic expansions: unknown value; scan them for substitutions.
-        scan(node, ctx);
-        // An "expansion" the grammar built around junk it could not place is error recovery, not `$x`.
-        return node.children.some((c) => c.type === "ERROR") ? literalWord(raw) : dynamicWord(raw);
-    }
-  };
-
-  const resolveRedirects = (nodes: SyntaxNode[], ctx: WalkCtx, out: RedirectResult): void => {
-    for (const r of nodes) {
-      if (r.type === "file_redirect") {
-        const fdNode = r.children.find((c) => c.type === "file_descriptor");
-        const dest = r.children.filter((c) => c.field === "destination");
-        let target: Word | null = null;
-        for (const d of dest) {
-          const w = resolveWord(d, ctx, 0);
-          target = target === null ? w : joinWords(target, w);
-        }
-        out.redirects.push({ op: redirectOp(r), fd: fdNode ? text(fdNode) : null, target, text: text(r) });
-      } else if (r.type === "herestring_redirect") {
-        const content = r.children.find((c) => c.named && c.type !== "file_descriptor");
-        const w = content ? resolveWord(content, ctx, 0) : literalWord("");
-        out.redirects.push({ op: "<<<", fd: null, target: null, text: text(r) });
-        out.stdin = { text: `${w.value}\n`, dynamic: w.dynamic, subst: w.subst };
-      } else if (r.type === "heredoc_redirect") {
-        const start = r.children.find((c) => c.type === "heredoc_start");
-        const body = r.children.find((c) => c.type === "heredoc_body");
-        const quoted = start !== undefined && /['"\\]/.test(text(start));
-        const subst: number[] = [];
-        let dynamic = false;
-        if (body && !quoted) {
-          for (const c of body.children) {
-            if (c.type === "command_substitution") subst.push(substitution(c, ctx));
-            else if (c.type === "expansion" || c.type === "simple_expansion") {
-              dynamic = true;
-              scan(c, ctx);
-            }
-          }
-        }
-        out.redirects.push({
-          op: r.children.find((c) => c.type === "<<" || c.type === "<<-")?.type ?? "<<",
-          fd: null,
-          target: null,
-          text: start ? `<<${text(start)}` : "<<",
-        });
-        // Lines of a here-doc body start at the range start: include the newline before it.
-        if (body) dataRanges.push([body.start - 1, body.end]);
-        out.stdin = { text: body ? text(body) : "", dynamic: dynamic || subst.length > 0, subst };
-        const nested = r.children.filter((c) => c.field === "redirect");
-        if (nested.length > 0) resolveRedirects(nested, ctx, out);
-      } else {
-        scan(r, ctx);
-      }
-    }
-  };
-
-  const assignment = (node: SyntaxNode, ctx: WalkCtx): { name: string; value: Word } => {
-    const nameNode = node.children.find((c) => c.field === "name");
-    const valueNode = node.children.find((c) => c.field === "value");
-    const value = valueNode ? resolveWord(valueNode, ctx, 0) : literalWord("");
-    return { name: nameNode ? text(nameNode) : "", value };
-  };
-
-  return { resolveWord, resolveRedirects, assignment };
+function assignment(d: WordResolverDeps, node: SyntaxNode, ctx: WalkCtx): { name: string; value: Word } {
+  const nameNode = node.children.find((c) => c.field === "name");
+  const valueNode = node.children.find((c) => c.field === "value");
+  const value = valueNode ? resolveWord(d, valueNode, ctx, 0) : literalWord("");
+  return { name: nameNode ? text(d, nameNode) : "", value };
 }

@@ -1,6 +1,6 @@
 import { expect } from "vitest";
-import { RelayError } from "../core/index.js";
-import type { ProcessRequest } from "../exec/index.js";
+import { RelayError } from "../../src/core/index.js";
+import type { ProcessRequest } from "../../src/exec/index.js";
 
 /**
  * Requests for the process runner tests: `base` is a 10 s timeout, 1 MiB of

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { mainThreadChildren, readProc } from "../proc/index.js";
+import { mainThreadChildren, readProc } from "../../src/proc/index.js";
 
 /**
  * Probes the process tests share, the colocated ones under src/ and the

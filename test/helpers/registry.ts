@@ -2,14 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { type Clock, type Ids, RelayError } from "../core/index.js";
+import { type Clock, type Ids, RelayError } from "../../src/core/index.js";
 import {
   createSessionRegistry,
   type SessionRegistry,
   type SessionRegistryConfig,
   type SessionTransport,
   type TransportEvents,
-} from "../sessions/index.js";
+} from "../../src/sessions/index.js";
 
 /** A clock that only moves when the test says so. */
 function fakeClock(start = 1_700_000_000_000): Clock & { advance(ms: number): void } {

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect } from "vitest";
-import { ConfigError, loadSettings } from "../config/index.js";
+import { ConfigError, loadSettings } from "../../src/config/index.js";
 
 type LoadOptions = NonNullable<Parameters<typeof loadSettings>[1]>;
 
