@@ -37,6 +37,22 @@ const EXTERNAL = [
 for (const name of readdirSync(OUT_DIR))
   if (/^bundle-[A-Z0-9]+\.js(\.map)?$/.test(name)) rmSync(OUT_DIR + name);
 
+/** What both programs are built with. */
+const SHARED = {
+  allowOverwrite: true,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  external: EXTERNAL,
+  logLevel: "warning",
+  legalComments: "none",
+  // Maps beside each bundle, for stack traces read with `node --enable-source-maps`: read only then,
+  // so a start pays nothing for them.
+  sourcemap: "linked",
+  sourcesContent: false,
+};
+
 await build({
   entryPoints: [ENTRY],
   outdir: OUT_DIR,
@@ -45,18 +61,7 @@ await build({
   splitting: true,
   // Chunks sit beside main.js, so a module's import.meta.url names the same folder in every chunk.
   chunkNames: "bundle-[hash]",
-  allowOverwrite: true,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external: EXTERNAL,
-  logLevel: "warning",
-  legalComments: "none",
-  // Maps beside the bundle, for stack traces read with `node --enable-source-maps`: read only then,
-  // so a start pays nothing for them.
-  sourcemap: "linked",
-  sourcesContent: false,
+  ...SHARED,
 });
 
 // The Node launcher (used where the native one is not built) is a program of its own that the
@@ -64,14 +69,5 @@ await build({
 await build({
   entryPoints: [new URL("../src/exec/launcher.ts", import.meta.url).pathname],
   outfile: new URL("../dist/exec/launcher.js", import.meta.url).pathname,
-  allowOverwrite: true,
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external: EXTERNAL,
-  logLevel: "warning",
-  legalComments: "none",
-  sourcemap: "linked",
-  sourcesContent: false,
+  ...SHARED,
 });

@@ -30,9 +30,7 @@ export const PARSE_LIMIT = 16 * 1024;
 export const MAX_DEPTH = 8;
 
 /** Re-parsed bytes allowed per call: a multiple of the input, so the total work stays linear. */
-function reparseBudget(length: number): number {
-  return 2 * length + 16 * 1024;
-}
+const reparseBudget = (length: number): number => 2 * length + 16 * 1024;
 
 interface Run {
   syntax: BashSyntax;
