@@ -1,6 +1,7 @@
 export { canonicalJson, compactJson, JsonNumberText, pythonJson } from "./canonical-json.js";
 export { type Clock, isoTimestamp, systemClock } from "./clock.js";
 export { describeError, RelayError } from "./errors.js";
+export { foldHosts } from "./host-ranges.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isLoopbackHost } from "./loopback.js";

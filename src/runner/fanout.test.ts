@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fitForJson } from "./fanout.js";
+import { fitForJson } from "./fanout-fit.js";
 
 const escapedSize = (text: string) => Buffer.byteLength(JSON.stringify(text)) - 2;
 

@@ -1,35 +1,26 @@
-import {
-  decodeUtf8,
-  neutralizeTerminalOutput,
-  openSequenceStart,
-  type TerminalOutputMode,
-  utf8Length,
-} from "../core/index.js";
+import { neutralizeTerminalOutput, type TerminalOutputMode, utf8Length } from "../core/index.js";
+import { fitForJson } from "./fanout-fit.js";
+import { type FanoutHostRun, formatGrouped, groupRuns } from "./fanout-groups.js";
 import { timeoutText, unreachableText } from "./format.js";
 
 /** Bytes kept free for trailing notices (a tier line and a host-key line listing up to 8 hosts). */
 const NOTICE_ROOM = 1536;
 
-/** What one host of a fan-out did. */
-interface FanoutHostRun {
-  host: string;
-  /** Absent when the host was not reached; `error` then says why. */
-  result?: {
-    exitCode: number | null;
-    output: string;
-    timedOut: boolean;
-    /** Output the host's buffer had to drop, and all it wrote: the marker reports the real size. */
-    droppedBytes: number;
-    totalBytes: number;
-  };
-  error?: unknown;
-}
+/**
+ * Up to this many hosts a fan-out answers with a result per host in input
+ * order, the shape docs/wire-contract.md §2.4 fixes; past it, with hosts
+ * grouped by identical output (ADR 0041).
+ */
+export const PER_HOST_FANOUT = 100;
 
 /**
  * A command run on many hosts (ssh_fanout). The runner writes it as one JSON
- * object with a result per host in input order, within the call's budget.
+ * object within the call's budget: a result per host in input order, or
+ * for a large fan-out, groups of hosts that gave the same output.
  */
 export interface FanoutOutcome {
+  /** Where the whole outputs stay reachable (`ssh_fanout_result`). */
+  id: string;
   command: string;
   concurrency: number;
   /** Seconds per host, as the call clamped it. */
@@ -64,36 +55,6 @@ export function fanoutShare(command: string, hostCount: number, aggregate: numbe
   return planFanout(command, hostCount, aggregate).perHost;
 }
 
-/** JSON-escaped UTF-8 size of a string's content (without the quotes). */
-function jsonSize(text: string): number {
-  return utf8Length(JSON.stringify(text)) - 2;
-}
-
-/**
- * Cut `text` so that its JSON-escaped form fits in `limit` bytes, marker
- * included. Escaping can grow a byte sixfold (`\u0001`), so a raw byte budget
- * alone would let the fan-out object outgrow its envelope.
- */
-export function fitForJson(text: string, limit: number, producedBytes?: number): string {
-  const bytes = Buffer.from(text, "utf8");
-  const total = Math.max(producedBytes ?? 0, bytes.length);
-  if (total <= bytes.length && jsonSize(text) <= limit) return text;
-  let keep = Math.min(bytes.length, limit);
-  for (;;) {
-    // A cut inside a character decodes to U+FFFD; drop it rather than show a broken glyph.
-    let head = decodeUtf8(bytes.subarray(0, keep)).replace(/\uFFFD$/, "");
-    // Nor leave half a colour sequence for the marker to complete.
-    const open = openSequenceStart(head);
-    if (open !== -1) head = head.slice(0, open);
-    const candidate = `${head}\n\n[TRUNCATED - ${total} bytes total, ${utf8Length(head)} shown]`;
-    const size = jsonSize(candidate);
-    if (size <= limit) return candidate;
-    if (keep === 0) return "";
-    // Shrink in proportion to the overshoot (escapes make the ratio uneven), always by at least a byte.
-    keep = Math.max(0, Math.min(keep - 1, Math.floor((keep * limit) / size) - 1));
-  }
-}
-
 interface HostResult {
   host: string;
   exit_code: number | null;
@@ -113,6 +74,14 @@ export function formatFanout(
   const { concurrency, timeout, hosts } = fanout;
   const n = hosts.length;
   const plan = planFanout(fanout.command, n, aggregate);
+  if (n > PER_HOST_FANOUT) {
+    const grouped = groupRuns(hosts, timeout, mode);
+    const header = { command: plan.echo, concurrency, timeout, host_count: n, fanout_id: fanout.id };
+    return {
+      body: formatGrouped(header, grouped, aggregate - plan.noticeRoom),
+      terminalRemoved: grouped.terminalRemoved,
+    };
+  }
   let perHost = plan.perHost;
   let terminalRemoved = 0;
   const outputs = hosts.map(({ result }) => {
@@ -139,7 +108,14 @@ export function formatFanout(
         output: fitForJson(outputs[index] ?? "", limit, produced),
       };
     });
-    return JSON.stringify({ command: plan.echo, concurrency, timeout, host_count: n, results });
+    return JSON.stringify({
+      command: plan.echo,
+      concurrency,
+      timeout,
+      host_count: n,
+      fanout_id: fanout.id,
+      results,
+    });
   };
   let body = build(perHost);
   // Long host names can still push past the envelope; shrink the per-host share until it fits.

@@ -1,6 +1,12 @@
 export type { ConnectionOverrides, HostDirectory } from "./directory.js";
 export { mapBounded } from "./fanout.js";
 export {
+  createFanoutResults,
+  FANOUT_KEPT_BYTES,
+  type FanoutResults,
+  type KeptHostRun,
+} from "./fanout-results.js";
+export {
   createForwardRegistry,
   type ForwardRegistry,
 } from "./forward-registry.js";
@@ -9,7 +15,7 @@ export type { HostKeyReport } from "./host-key.js";
 export { toListing } from "./inventory.js";
 export { createSshLayer } from "./layer.js";
 export { openSshPty } from "./pty.js";
-export type { SshRunResult, SshService } from "./service.js";
+export type { SshService } from "./service.js";
 export {
   type TransferDirection,
   transferFiles,

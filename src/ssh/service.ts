@@ -18,7 +18,7 @@ interface SshRunRequest {
   signal?: AbortSignal;
 }
 
-export interface SshRunResult extends RemoteOutcome {
+interface SshRunResult extends RemoteOutcome {
   target: SshTarget;
   /** null when the call timed out before the connection was up. */
   hostKey: HostKeyReport | null;

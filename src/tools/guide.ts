@@ -40,6 +40,12 @@ const INSTRUCTIONS: readonly Paragraph[] = [
       "and returns JSON.",
   },
   {
+    tools: ["ssh_fanout", "ssh_fanout_result"],
+    text:
+      "Past 100 hosts ssh_fanout groups the hosts by identical output, in ranges like web[001-040]; " +
+      "ssh_fanout_result reads any host's whole output by the fanout_id the fan-out returned.",
+  },
+  {
     tools: ["ssh_spawn", "session_send", "session_recv"],
     text: "ssh_spawn opens a remote PTY, driven by session_send and session_recv like a local one.",
   },
@@ -126,6 +132,12 @@ const GUIDE: readonly Paragraph[] = [
       "## Fleets\n" +
       "ssh_hosts lists known hosts, ssh_check tells which answer, ssh_fanout runs one command across many hosts " +
       "and returns one JSON object with a result per host, ssh_keyscan collects host keys.",
+  },
+  {
+    tools: ["ssh_fanout", "ssh_fanout_result"],
+    text:
+      "A fan-out past 100 hosts answers with groups of hosts that printed the same thing and failures by " +
+      'kind; `ssh_fanout_result(fanout_id, host)` gives one host\'s output in full, `host=""` lists them all.',
   },
   {
     tools: ["infra_status", "infra_probe", "infra_rsync_dry_run", "infra_replicate", "infra_verify"],

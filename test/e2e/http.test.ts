@@ -127,6 +127,7 @@ const CALLS: Record<string, { args: Record<string, unknown>; exact: boolean }> =
   session_kill: { args: { session_id: "$SESSION" }, exact: false },
   ssh_exec: { args: { host: "127.0.0.1", port: 1, command: "true", timeout: 5 }, exact: true },
   ssh_fanout: { args: { command: "true" }, exact: true },
+  ssh_fanout_result: { args: { fanout_id: "fo-000000000000" }, exact: true },
   ssh_check: { args: {}, exact: true },
   ssh_keyscan: { args: { hosts: "127.0.0.1", port: 1, timeout: 2 }, exact: false },
   ssh_hosts: { args: {}, exact: true },

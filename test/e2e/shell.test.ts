@@ -32,6 +32,7 @@ describe("shell tools over stdio", () => {
       "ssh_download",
       "ssh_exec",
       "ssh_fanout",
+      "ssh_fanout_result",
       "ssh_forward",
       "ssh_forward_close",
       "ssh_forward_list",

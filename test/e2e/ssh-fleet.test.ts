@@ -128,11 +128,11 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
     const r = await s.call("ssh_fanout", {
       command: "echo hi",
       hosts: "w01, w02 w03,w04",
-      concurrency: 99,
+      concurrency: 999,
       timeout: 100000,
     });
     const parsed = JSON.parse(r.text) as Fanout;
-    expect(parsed).toMatchObject({ concurrency: 32, timeout: 900, host_count: 4 });
+    expect(parsed).toMatchObject({ concurrency: 256, timeout: 900, host_count: 4 });
     expect(parsed.results.map((x) => [x.host, x.exit_code, x.output])).toEqual(
       ["w01", "w02", "w03", "w04"].map((h) => [h, 0, "hi\n"]),
     );
@@ -140,7 +140,7 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
       command: "echo hi",
       hosts: "w01, w02 w03,w04",
       timeout: 900,
-      concurrency: 32,
+      concurrency: 256,
     });
   });
 
@@ -167,12 +167,17 @@ describe.skipIf(SSHD_MISSING)("ssh fleet tools over stdio against real sshd", ()
     ]);
   });
 
-  it("refuses 101 hosts before dialling anything", async () => {
-    const hosts = Array.from({ length: 101 }, (_, i) => `h${i}.invalid`).join(",");
+  it("refuses past each tool's cap (1000 hosts for a fan-out, 100 for a check) before dialling anything", async () => {
+    const hosts = (n: number) => Array.from({ length: n }, (_, i) => `h${i}.invalid`).join(",");
     const before = fleet.log().split("Connection from").length;
-    for (const tool of ["ssh_fanout", "ssh_check"]) {
-      const r = await s.call(tool, { command: "true", hosts });
-      expect(r.text).toBe("[ERROR: 101 hosts exceeds the per-call cap of 100; split into smaller batches]");
+    for (const [tool, cap] of [
+      ["ssh_fanout", 1000],
+      ["ssh_check", 100],
+    ] as const) {
+      const r = await s.call(tool, { command: "true", hosts: hosts(cap + 1) });
+      expect(r.text).toBe(
+        `[ERROR: ${cap + 1} hosts exceeds the per-call cap of ${cap}; split into smaller batches]`,
+      );
     }
     expect(fleet.log().split("Connection from").length).toBe(before);
   });
