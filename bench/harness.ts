@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -164,12 +164,38 @@ export function treeBytes(root: number, measure: (pid: number) => number): numbe
 /** What a floor process prints: each sequential call's time and the rate with calls in flight. */
 export type FloorSample = InFlightSample & { times: number[] };
 
-/** Run one of bench/floors/*.mjs as a process of its own and read its sample. */
+/**
+ * Compile a C floor (bench/floors/<name>.c) into `dir` with the native launcher's optimisation and
+ * hardening flags (scripts/build-launcher.mjs), so the floor costs what launcher code would.
+ * Returns the binary's path; throws with the compiler's message when there is no compiler.
+ */
+export function buildNativeFloor(name: string, dir: string): string {
+  const out = join(dir, name);
+  const flags = [
+    "-std=c11",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-O2",
+    "-D_FORTIFY_SOURCE=2",
+    "-fstack-protector-strong",
+  ];
+  execFileSync(process.env.CC || "cc", [...flags, "-o", out, join(ROOT, "bench", "floors", `${name}.c`)], {
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  return out;
+}
+
+/**
+ * Run a floor as a process of its own and read its sample: one of bench/floors/*.mjs under Node, or
+ * a native floor's binary (an absolute path from {@link buildNativeFloor}).
+ */
 export function runFloor(script: string, args: readonly string[]): Promise<FloorSample> {
+  const [command, argv] = script.endsWith(".mjs")
+    ? [process.execPath, [join(ROOT, "bench", "floors", script), ...args]]
+    : [script, [...args]];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, "bench", "floors", script), ...args], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(command, argv, { stdio: ["ignore", "pipe", "inherit"] });
     let out = "";
     child.stdout.on("data", (chunk: Buffer) => {
       out += chunk.toString("utf8");
