@@ -1,10 +1,8 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
+import { localBackend, type MakeBroker, postgresBackend } from "../../test/helpers/shared-state.js";
 import { type Clock, cryptoIds, type Ids } from "../core/index.js";
-import { createConfirmBroker } from "./broker.js";
-import { createPgConfirmBroker } from "./pg-broker.js";
-import type { ConfirmBroker, ConfirmBrokerConfig, FollowUpPlan, PlannedOperation } from "./types.js";
+import type { FollowUpPlan, PlannedOperation } from "./types.js";
 
 /**
  * The broker's contract: one list of behaviours, run against the in-memory store (one relay)
@@ -36,23 +34,13 @@ const plan: FollowUpPlan = {
   autoRollback: true,
 };
 
-type Make = (config: ConfirmBrokerConfig, deps: { clock: Clock; ids: Ids }) => ConfirmBroker;
-
-const backends = [
-  localBackend<Make>("memory", () => createConfirmBroker),
-  postgresBackend<Make>(
-    ["confirm_tokens"],
-    (db) => (config, deps) => createPgConfirmBroker(db, config, deps),
-  ),
-];
-
-for (const backend of backends) {
+for (const backend of [localBackend(), postgresBackend()]) {
   describe.skipIf(backend.skip !== null)(`confirmation broker: ${backend.name}`, () => {
-    let make: Make;
+    let make: MakeBroker;
     beforeAll(() => backend.start(), 120_000);
     afterAll(() => backend.stop());
     beforeEach(async () => {
-      make = await backend.fresh();
+      make = await backend.broker();
     });
 
     it("mints 22-character URL-safe tokens and burns an armed one exactly once", async () => {

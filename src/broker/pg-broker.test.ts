@@ -1,11 +1,7 @@
 import { createHash } from "node:crypto";
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  SHARED_SKIP_REASON,
-  type SharedCluster,
-  startSharedCluster,
-} from "../../test/helpers/shared-state.js";
+import { postgresBackend } from "../../test/helpers/shared-state.js";
 import { cryptoIds, systemClock } from "../core/index.js";
 import { openPgState, type PgState } from "../state/index.js";
 import { createPgConfirmBroker } from "./pg-broker.js";
@@ -58,8 +54,9 @@ describe("a confirmation store that cannot be used", () => {
   });
 });
 
-describe.skipIf(SHARED_SKIP_REASON !== null)("the confirmation broker across relays", () => {
-  let shared: SharedCluster;
+const postgres = postgresBackend();
+
+describe.skipIf(postgres.skip !== null)("the confirmation broker across relays", () => {
   let a: ConfirmBroker;
   let b: ConfirmBroker;
   let c: ConfirmBroker;
@@ -67,12 +64,12 @@ describe.skipIf(SHARED_SKIP_REASON !== null)("the confirmation broker across rel
   let db: PgState;
 
   beforeAll(async () => {
-    shared = await startSharedCluster();
-    states = await shared.database(3);
+    await postgres.start();
+    states = await postgres.relays(3);
     [a, b, c] = states.map((state) => brokerOn(state)) as [ConfirmBroker, ConfirmBroker, ConfirmBroker];
     db = states[0] as PgState;
   }, 120_000);
-  afterAll(() => shared?.stop());
+  afterAll(() => postgres.stop());
 
   it("lets a token planned on one relay and armed on another be consumed exactly once by ten at once", async () => {
     for (let round = 0; round < 5; round += 1) {

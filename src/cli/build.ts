@@ -2,9 +2,8 @@ import { accessSync, appendFileSync, constants, readFileSync } from "node:fs";
 import { homedir, userInfo } from "node:os";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
-import { createConfirmBroker, createPgConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
-import { createPgCounters, openCountersDir, type PasskeyCounters } from "../consent/index.js";
+import type { PasskeyCounters } from "../consent/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
 import {
@@ -16,36 +15,26 @@ import {
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
-import {
-  createConfirmGate,
-  createFollowUpVetter,
-  createRelay,
-  type Gate,
-  type Relay,
-  type Tool,
-} from "../runner/index.js";
+import { createConfirmGate, createRelay, type Gate, type Relay } from "../runner/index.js";
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
 import { createSessionRegistry, type SessionRegistry } from "../sessions/index.js";
-import { createForwardRegistry, createSshLayer } from "../ssh/index.js";
+import {
+  createForwardRegistry,
+  createSshLayer,
+  type ForwardRegistry,
+  type SshService,
+} from "../ssh/index.js";
 import { createTerminalDirectory, type PgState } from "../state/index.js";
 import {
   buildInstructions,
   buildOperatingGuide,
-  createConfirmTool,
   createConsentActs,
-  createDiagnosticsTools,
-  createInfraTools,
-  createSessionTools,
-  createShellTools,
-  createSshForwardTools,
   createSshResources,
-  createSshSpawnTools,
-  createSshTools,
-  createSshTransferTools,
   type RuntimeInfo,
 } from "../tools/index.js";
 import { type ConsoleApprovals, openConsent } from "./consent-wiring.js";
-import { openSharedState } from "./state.js";
+import { openBroker, openPasskeyCounters, openSharedState } from "./state.js";
+import { buildToolSet } from "./tool-set.js";
 
 export interface BuiltServer {
   server: Server;
@@ -130,16 +119,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const { settings, logger } = options;
   const clock = options.clock ?? systemClock;
   if (settings.traceFile !== "") enableStageTrace(stageTraceWriter(settings.traceFile, logger));
-  const audit = createAuditLog(
-    {
-      path: settings.auditPath,
-      format: settings.auditFormat,
-      chain: settings.auditChain,
-      stderrEcho: settings.auditStderr,
-      instance: settings.instance,
-    },
-    { clock },
-  );
+  const audit = openAudit(settings, clock);
   // Several relays share single-use state in PostgreSQL (docs/scaling.md); one keeps it in files.
   const shared = await openSharedState(settings, { logger, role: "relay" }).catch((err: unknown) => {
     audit.close();
@@ -150,89 +130,41 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const metrics = createCallCounter();
   const runtime = readRuntimeInfo();
   // Throws on a malformed inventory, so start-up fails (exit 2) instead of dialling alias names later.
-  const ssh = createSshLayer(settings, {
-    clock,
-    home: options.env.HOME || homedir(),
-    localUser: options.env.USER || runtime.user || "root",
-    agentSocket: options.env.SSH_AUTH_SOCK ?? "",
-    cwd: process.cwd(),
-  });
-  // The shell parser (a wasm module) loads while the transport starts; calls wait for it at the MCP
-  // edge (`ready`), so start-up to `initialize` does not pay for it.
-  const classifierLoading = createClassifier();
-  const classifier = deferredClassifier(classifierLoading);
-  const ready = classifierLoading.then(() => undefined);
+  const ssh = openSsh(settings, options.env, runtime, clock);
+  const { classifier, ready } = loadClassifier();
   const version = packageVersion();
-  // Terminal sessions are forked here, so what they detach is reparented here, and reaped here.
-  const sessionReaper = createSubreaper({
-    adopt: options.adoptOrphans ?? false,
-    lazy: true,
-    reapOnChildExit: true,
+  const terminals = await openTerminals(settings, shared, {
+    clock,
+    logger,
+    adoptOrphans: options.adoptOrphans ?? false,
   });
-  // Which relay holds which terminal, for the others to list and to name (docs/scaling.md).
-  const terminals = shared ? createTerminalDirectory(shared, { clock, logger }) : null;
-  await terminals?.start();
-  const sessions = createSessionRegistry(
-    {
-      maxSessions: settings.maxSessions,
-      idleTimeoutMs: settings.sessionIdleTimeout * 1000,
-      lifetimeMs: settings.sessionLifetime * 1000,
-      bufferBytes: settings.sessionBufferBytes,
-      recordDir: settings.sessionRecordDir,
-      recordInput: settings.sessionRecordInput,
-      instance: settings.instance,
-      ...(terminals ? { directory: terminals } : {}),
-    },
-    { clock, ids: cryptoIds, logger },
-  );
+  const { sessions } = terminals;
   // Forwards listen on 127.0.0.1 unless the operator allows every interface (ADR 0008).
   const forwards = createForwardRegistry(
     { maxForwards: settings.maxForwards, bindAny: settings.forwardBindAny },
     { directory: ssh.directory, pool: ssh.pool, ids: cryptoIds, logger },
   );
-  // The Tier-3 confirmation broker exists only when the operator turned it on (ADR 0009).
-  // Several relays share the tokens: armed through one, consumed once through any (ADR 0038).
-  const brokerConfig = { ttlSeconds: settings.confirmTtl, rollback: settings.confirmRollback };
-  const broker = settings.confirmTier3
-    ? shared
-      ? createPgConfirmBroker(shared, brokerConfig, { clock, ids: cryptoIds })
-      : createConfirmBroker(brokerConfig, { clock, ids: cryptoIds })
-    : null;
+  const broker = openBroker(settings, shared, clock);
   // One store of passkey sign counters for the console's logins and consent's passkey approvals.
   const counters = settings.consolePasskeys === "" ? null : openPasskeyCounters(settings, shared, clock);
-  // Typed here: the consent acts are found in this list, and consent is also a dependency of one of its tools.
-  const tools: Tool[] = [
-    ...createShellTools({ settings, processes, baseEnv: options.env }),
-    ...createSessionTools({ settings, sessions, baseEnv: options.env, reaper: sessionReaper }),
-    ...createSshTools({ settings, ssh, processes, baseEnv: options.env }),
-    ...createSshSpawnTools({ settings, ssh, sessions }),
-    ...createSshTransferTools({ settings, ssh, clock }),
-    ...createSshForwardTools({ ssh, forwards, bindAny: settings.forwardBindAny }),
-    ...createDiagnosticsTools({
-      settings,
-      audit,
-      version,
-      runtime,
-      live: {
-        inventoryHosts: () => ssh.directory.list().length,
-        confirmPending: async () => (await broker?.pending()) ?? 0,
-        consentPending: async () => (await consent?.pending()) ?? null,
-      },
-    }),
-  ];
-  // The INFRA-1 broker's tools exist only where the operator named its socket.
-  if (settings.infraSocket !== "") {
-    tools.push(
-      ...createInfraTools({
-        socketPath: settings.infraSocket,
-        maxTimeoutSeconds: settings.maxTimeout,
-        maxOutput: settings.maxOutput,
-      }),
-    );
-  }
-  // Arming checks a verify/rollback command against the same admission as a call of the planned tool.
-  const vetFollowUp = createFollowUpVetter({ settings, classifier, audit, tools: [...tools] });
-  tools.push(createConfirmTool({ broker, vetFollowUp }));
+  // Consent opens after the tools (its acts are found in them): server_info and the console ask at call time.
+  const consentPending = async () => (await consent?.pending()) ?? null;
+  const tools = buildToolSet({
+    settings,
+    baseEnv: options.env,
+    clock,
+    processes,
+    ssh,
+    sessions,
+    reaper: terminals.reaper,
+    forwards,
+    audit,
+    classifier,
+    broker,
+    version,
+    runtime,
+    consentPending,
+  });
   const gates: Gate[] = broker ? [createConfirmGate(broker)] : [];
   // Human consent exists only when the operator turned it on; it refuses to start on an unsafe anchor.
   const consent = settings.consent
@@ -251,20 +183,9 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     : null;
   if (consent) gates.push(consent.gate);
   const relay = createRelay({ settings, classifier, audit, metrics, tools, gates, logger });
-  const registered = new Set(tools.map((t) => t.name));
-  const mcp: McpServerDeps = {
-    relay,
-    version,
-    instructions: buildInstructions(registered),
-    operatingGuide: buildOperatingGuide(registered),
-    resources: createSshResources(ssh.directory),
-    ready,
-    onInitialized: () => warmUp(processes, classifier, ready, relay),
-    ...(consent ? { onSessionEnd: consent.endSession } : {}),
-  };
-  const server = createMcpServer(mcp);
+  const mcp = mcpDepsOf(relay, { version, ready, processes, classifier, ssh, consent });
   return {
-    server,
+    server: createMcpServer(mcp),
     ready,
     relay,
     audit,
@@ -276,39 +197,143 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       activeForwards: () => forwards.count(),
       auditDegraded: () => audit.status().degraded,
     },
-    consentPending: async () => (await consent?.pending()) ?? null,
+    consentPending,
     consentApprovals: consent?.approvals ?? null,
     shared,
     passkeyCounters: counters,
     sessions,
-    close() {
-      // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
-      sessions.closeAll();
-      // Orphans no session could be sure of, kept alive until now.
-      sessionReaper.killStrays();
-      processes.killAll();
-      processes.close();
-      // Listeners go before the connections they ride on.
-      forwards.closeAll();
-      ssh.close();
-      // Neither store nor pool rejects; the connections end after the calls still on them.
-      void (async () => {
-        await consent?.close();
-        await terminals?.close();
-        await shared?.close();
-      })();
-      audit.close();
-    },
+    close: () => closeServer({ terminals, processes, forwards, ssh, consent, shared, audit }),
   };
 }
 
+function openSsh(
+  settings: Settings,
+  env: Readonly<Record<string, string | undefined>>,
+  runtime: RuntimeInfo,
+  clock: Clock,
+): SshService {
+  return createSshLayer(settings, {
+    clock,
+    home: env.HOME || homedir(),
+    localUser: env.USER || runtime.user || "root",
+    agentSocket: env.SSH_AUTH_SOCK ?? "",
+    cwd: process.cwd(),
+  });
+}
+
 /**
- * The passkeys' sign counters: in the database several relays share, or in the console's state
- * directory (0700, a 0600 file) for one relay. A counter is per authenticator, so logins and
- * approvals count in the same store: two stores would each see only part of the increments.
+ * The classifier and `ready`, which settles once it has loaded. The shell parser (a wasm module)
+ * loads while the transport starts; calls wait for it at the MCP edge (`ready`), so start-up to
+ * `initialize` does not pay for it.
  */
-function openPasskeyCounters(settings: Settings, shared: PgState | null, clock: Clock): PasskeyCounters {
-  return shared ? createPgCounters(shared, { clock }) : openCountersDir(settings.consoleStateDir);
+function loadClassifier(): { classifier: Classifier; ready: Promise<void> } {
+  const loading = createClassifier();
+  return { classifier: deferredClassifier(loading), ready: loading.then(() => undefined) };
+}
+
+/**
+ * What the MCP server is built from: the relay, the instructions and guide for the tools it
+ * registered, the SSH resources, and the warm-up after the handshake.
+ */
+function mcpDepsOf(
+  relay: Relay,
+  parts: {
+    version: string;
+    ready: Promise<void>;
+    processes: LauncherRunner;
+    classifier: Classifier;
+    ssh: SshService;
+    consent: { endSession(session: string): Promise<void> } | null;
+  },
+): McpServerDeps {
+  const { ready, processes, classifier, consent } = parts;
+  const registered = new Set(relay.tools.map((t) => t.name));
+  return {
+    relay,
+    version: parts.version,
+    instructions: buildInstructions(registered),
+    operatingGuide: buildOperatingGuide(registered),
+    resources: createSshResources(parts.ssh.directory),
+    ready,
+    onInitialized: () => warmUp(processes, classifier, ready, relay),
+    ...(consent ? { onSessionEnd: consent.endSession } : {}),
+  };
+}
+
+function openAudit(settings: Settings, clock: Clock): AuditLog {
+  return createAuditLog(
+    {
+      path: settings.auditPath,
+      format: settings.auditFormat,
+      chain: settings.auditChain,
+      stderrEcho: settings.auditStderr,
+      instance: settings.instance,
+    },
+    { clock },
+  );
+}
+
+/**
+ * The terminal sessions: their registry, the subreaper of what they detach,
+ * and, where several relays share a state, the directory of which relay holds
+ * which terminal, started before the first session is added.
+ */
+async function openTerminals(
+  settings: Settings,
+  shared: PgState | null,
+  deps: { clock: Clock; logger: Logger; adoptOrphans: boolean },
+) {
+  const { clock, logger } = deps;
+  // Terminal sessions are forked here, so what they detach is reparented here, and reaped here.
+  const reaper = createSubreaper({ adopt: deps.adoptOrphans, lazy: true, reapOnChildExit: true });
+  // Which relay holds which terminal, for the others to list and to name (docs/scaling.md).
+  const directory = shared ? createTerminalDirectory(shared, { clock, logger }) : null;
+  await directory?.start();
+  const sessions = createSessionRegistry(
+    {
+      maxSessions: settings.maxSessions,
+      idleTimeoutMs: settings.sessionIdleTimeout * 1000,
+      lifetimeMs: settings.sessionLifetime * 1000,
+      bufferBytes: settings.sessionBufferBytes,
+      recordDir: settings.sessionRecordDir,
+      recordInput: settings.sessionRecordInput,
+      instance: settings.instance,
+      ...(directory ? { directory } : {}),
+    },
+    { clock, ids: cryptoIds, logger },
+  );
+  return { reaper, directory, sessions };
+}
+
+/** What the server owns and ends when it closes. */
+interface Owned {
+  terminals: Awaited<ReturnType<typeof openTerminals>>;
+  processes: LauncherRunner;
+  forwards: ForwardRegistry;
+  ssh: SshService;
+  consent: { close(): Promise<void> } | null;
+  shared: PgState | null;
+  audit: AuditLog;
+}
+
+/** Tear down everything the server owns: children, connections, stores, the audit file. */
+function closeServer({ terminals, processes, forwards, ssh, consent, shared, audit }: Owned): void {
+  // Every session's processes die with the server (SIGINT, SIGTERM, end of stdin all come here).
+  terminals.sessions.closeAll();
+  // Orphans no session could be sure of, kept alive until now.
+  terminals.reaper.killStrays();
+  processes.killAll();
+  processes.close();
+  // Listeners go before the connections they ride on.
+  forwards.closeAll();
+  ssh.close();
+  // Neither store nor pool rejects; the connections end after the calls still on them.
+  void (async () => {
+    await consent?.close();
+    await terminals.directory?.close();
+    await shared?.close();
+  })();
+  audit.close();
 }
 
 /**

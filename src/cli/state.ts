@@ -1,5 +1,7 @@
+import { type ConfirmBroker, createConfirmBroker, createPgConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
-import type { Logger } from "../core/index.js";
+import { createPgCounters, openCountersDir, type PasskeyCounters } from "../consent/index.js";
+import { type Clock, cryptoIds, type Logger } from "../core/index.js";
 import { migrate, openPgState, type PgState } from "../state/index.js";
 
 /** Connections one relay holds to the shared database: calls that need it wait for a free one. */
@@ -31,4 +33,29 @@ export async function openSharedState(
     throw new Error(`the shared state at ${opened.value.target} cannot be used: ${migrated.detail}`);
   }
   return opened.value;
+}
+
+/**
+ * The Tier-3 confirmation broker, only when the operator turned it on (ADR 0009). Several
+ * relays share the tokens: armed through one, consumed once through any (ADR 0038).
+ */
+export function openBroker(settings: Settings, shared: PgState | null, clock: Clock): ConfirmBroker | null {
+  if (!settings.confirmTier3) return null;
+  const config = { ttlSeconds: settings.confirmTtl, rollback: settings.confirmRollback };
+  return shared
+    ? createPgConfirmBroker(shared, config, { clock, ids: cryptoIds })
+    : createConfirmBroker(config, { clock, ids: cryptoIds });
+}
+
+/**
+ * The passkeys' sign counters: in the database several relays share, or in the console's state
+ * directory (0700, a 0600 file) for one relay. A counter is per authenticator, so logins and
+ * approvals count in the same store: two stores would each see only part of the increments.
+ */
+export function openPasskeyCounters(
+  settings: Settings,
+  shared: PgState | null,
+  clock: Clock,
+): PasskeyCounters {
+  return shared ? createPgCounters(shared, { clock }) : openCountersDir(settings.consoleStateDir);
 }

@@ -3,9 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { manualClock } from "../../test/helpers/clock.js";
-import { type ContractBackend, localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
+import { localBackend, postgresBackend, type StateBackend } from "../../test/helpers/shared-state.js";
 import { fileCounters, memoryCounters, openCountersDir, type PasskeyCounters } from "./passkey-counters.js";
-import { createPgCounters } from "./pg-counters.js";
 
 /**
  * The sign counters' contract: one list of behaviours, run against the memory, file and
@@ -13,34 +12,16 @@ import { createPgCounters } from "./pg-counters.js";
  * store the relay keeps.
  */
 
-function file(): ContractBackend<PasskeyCounters> {
-  let dir = "";
-  let count = 0;
-  return {
-    name: "file",
-    skip: null,
-    async start() {
-      dir = mkdtempSync(join(tmpdir(), "passkey-counters-"));
-    },
-    stop: async () => rmSync(dir, { recursive: true, force: true }),
-    async fresh() {
-      count += 1;
-      return fileCounters(join(dir, `counters-${count}.json`));
-    },
-  };
-}
+/** The memory store, which the tests of other modules and of the bundle use, beside the file one relay keeps. */
+const memory: StateBackend = { ...localBackend(), name: "memory", counters: async () => memoryCounters() };
 
-const pgCounters = postgresBackend(["passkey_counters", "passkey_assertions"], (db) =>
-  createPgCounters(db, { clock: manualClock(Date.UTC(2026, 11, 1)) }),
-);
-
-for (const backend of [localBackend("memory", memoryCounters), file(), pgCounters]) {
+for (const backend of [memory, localBackend(), postgresBackend()]) {
   describe.skipIf(backend.skip !== null)(`passkey sign counters: ${backend.name}`, () => {
     let counters: PasskeyCounters;
     beforeAll(() => backend.start(), 120_000);
     afterAll(() => backend.stop());
     beforeEach(async () => {
-      counters = await backend.fresh();
+      counters = await backend.counters(manualClock(Date.UTC(2026, 11, 1)));
     });
 
     it("take the first counter, then only a higher one, and say which one stands", async () => {

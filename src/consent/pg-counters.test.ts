@@ -1,10 +1,6 @@
 import { randomInt } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  SHARED_SKIP_REASON,
-  type SharedCluster,
-  startSharedCluster,
-} from "../../test/helpers/shared-state.js";
+import { postgresBackend } from "../../test/helpers/shared-state.js";
 import { systemClock } from "../core/index.js";
 import type { PgState } from "../state/index.js";
 import type { PasskeyCounters } from "./passkey-counters.js";
@@ -25,18 +21,19 @@ CREATE TRIGGER counter_changes AFTER INSERT OR UPDATE ON passkey_counters
   FOR EACH ROW EXECUTE FUNCTION log_counter_change();
 `;
 
-describe.skipIf(SHARED_SKIP_REASON !== null)("passkey sign counters across relays", () => {
-  let shared: SharedCluster;
+const postgres = postgresBackend();
+
+describe.skipIf(postgres.skip !== null)("passkey sign counters across relays", () => {
   let states: PgState[];
   let relays: PasskeyCounters[];
 
   beforeAll(async () => {
-    shared = await startSharedCluster();
-    states = await shared.database(3);
+    await postgres.start();
+    states = await postgres.relays(3);
     await (states[0] as PgState).pool.query(CHANGE_LOG);
     relays = states.map((state) => createPgCounters(state, { clock: systemClock }));
   }, 120_000);
-  afterAll(() => shared?.stop());
+  afterAll(() => postgres.stop());
 
   const relay = (i: number): PasskeyCounters => relays[i % relays.length] as PasskeyCounters;
 

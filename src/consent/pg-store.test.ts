@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { value } from "../../test/helpers/consent-stores.js";
 import { POSTGRES_SKIP_REASON, type PostgresCluster, startPostgres } from "../../test/helpers/postgres.js";
+import { value } from "../../test/helpers/shared-state.js";
 import { cryptoIds, systemClock } from "../core/index.js";
 import { openPgState, type PgState, type PgStateOptions } from "../state/index.js";
 import { actDigest } from "./payload.js";

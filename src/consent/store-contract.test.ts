@@ -1,12 +1,6 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { manualClock } from "../../test/helpers/clock.js";
-import {
-  postgresBackend,
-  type StoreBackend,
-  type StoreWorld,
-  sqliteBackend,
-  value,
-} from "../../test/helpers/consent-stores.js";
+import { type ConsentWorld, localBackend, postgresBackend, value } from "../../test/helpers/shared-state.js";
 import { cryptoIds, type Ids } from "../core/index.js";
 import { actDigest, consentPayload } from "./payload.js";
 import type { ConsentAct, ConsentStore, NewRequest, StoredApproval, StoreResult } from "./types.js";
@@ -50,13 +44,11 @@ const PROOF: StoredApproval = {
   at: T0,
 };
 
-const postgres = postgresBackend();
-
-for (const backend of [sqliteBackend, postgres] as StoreBackend[]) {
+for (const backend of [localBackend(), postgresBackend()]) {
   describe.skipIf(backend.skip !== null)(`the consent store contract: ${backend.name}`, () => {
     let clock: ReturnType<typeof manualClock>;
     let ids: ReturnType<typeof countingIds>;
-    let world: StoreWorld;
+    let world: ConsentWorld;
     let store: ConsentStore;
 
     beforeAll(() => backend.start());
@@ -64,7 +56,7 @@ for (const backend of [sqliteBackend, postgres] as StoreBackend[]) {
     beforeEach(async () => {
       clock = manualClock(T0);
       ids = countingIds();
-      world = await backend.world(clock, ids);
+      world = await backend.consent(clock, ids);
       store = world.store;
     });
     afterEach(() => world.dispose());

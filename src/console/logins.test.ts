@@ -1,39 +1,20 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { manualClock } from "../../test/helpers/clock.js";
-import { localBackend, postgresBackend } from "../../test/helpers/shared-state.js";
-import type { Clock } from "../core/index.js";
-import {
-  absoluteLifetimeSeconds,
-  createLoginLimiter,
-  createLoginStore,
-  type LoginStore,
-  MAX_LOGINS,
-  sameSecret,
-} from "./logins.js";
-import { createPgLoginStore } from "./pg-logins.js";
+import { localBackend, type MakeLogins, postgresBackend } from "../../test/helpers/shared-state.js";
+import { absoluteLifetimeSeconds, createLoginLimiter, MAX_LOGINS, sameSecret } from "./logins.js";
 
 /**
  * The login store's contract: one list of behaviours, run against the memory of one relay and
  * the PostgreSQL table several relays share.
  */
 
-type Make = (idleSeconds: number, clock: Clock) => LoginStore;
-
-const backends = [
-  localBackend<Make>("memory", () => createLoginStore),
-  postgresBackend<Make>(
-    ["console_logins"],
-    (db) => (idleSeconds, clock) => createPgLoginStore(db, idleSeconds, clock),
-  ),
-];
-
-for (const backend of backends) {
+for (const backend of [localBackend(), postgresBackend()]) {
   describe.skipIf(backend.skip !== null)(`console logins: ${backend.name}`, () => {
-    let make: Make;
+    let make: MakeLogins;
     beforeAll(() => backend.start(), 120_000);
     afterAll(() => backend.stop());
     beforeEach(async () => {
-      make = await backend.fresh();
+      make = await backend.logins();
     });
 
     it("end after the idle limit without a request", async () => {

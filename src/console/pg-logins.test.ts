@@ -1,11 +1,7 @@
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { manualClock } from "../../test/helpers/clock.js";
-import {
-  SHARED_SKIP_REASON,
-  type SharedCluster,
-  startSharedCluster,
-} from "../../test/helpers/shared-state.js";
+import { postgresBackend } from "../../test/helpers/shared-state.js";
 import { memoryCounters } from "../consent/index.js";
 import { silentLogger, systemClock } from "../core/index.js";
 import { openPgState, type PgState } from "../state/index.js";
@@ -61,15 +57,16 @@ const page = (app: ReturnType<typeof consoleOf>, cookie: string) =>
     headers: { Host: "localhost:8765", Cookie: `relay_console=${cookie}` },
   });
 
-describe.skipIf(SHARED_SKIP_REASON !== null)("console logins across relays", () => {
-  let shared: SharedCluster;
+const postgres = postgresBackend();
+
+describe.skipIf(postgres.skip !== null)("console logins across relays", () => {
   let states: PgState[];
 
   beforeAll(async () => {
-    shared = await startSharedCluster();
-    states = await shared.database(3);
+    await postgres.start();
+    states = await postgres.relays(3);
   }, 120_000);
-  afterAll(() => shared?.stop());
+  afterAll(() => postgres.stop());
 
   it("holds a login made through one relay on another, and ends it from a third", async () => {
     const clock = manualClock(Date.UTC(2026, 11, 1));

@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedState } from "../../test/helpers/oauth-stores.js";
-import { POSTGRES_SKIP_REASON, type PostgresCluster, startPostgres } from "../../test/helpers/postgres.js";
+import type { PostgresCluster } from "../../test/helpers/postgres.js";
+import { postgresBackend } from "../../test/helpers/shared-state.js";
 import { cryptoIds, type Logger, silentLogger, systemClock } from "../core/index.js";
 import type { PgState } from "../state/index.js";
 import { sendJson } from "./http-io.js";
@@ -35,9 +35,10 @@ function recordingLogger(): Logger & { errors: string[] } {
   };
 }
 
-describe.skipIf(POSTGRES_SKIP_REASON !== null)("OAuth state on PostgreSQL, unreachable and back", () => {
+const postgres = postgresBackend();
+
+describe.skipIf(postgres.skip !== null)("OAuth state on PostgreSQL, unreachable and back", () => {
   let cluster: PostgresCluster;
-  let state: PgState;
   let store: OAuthStore;
   let provider: OAuthProvider;
   let routes: OAuthRoutes;
@@ -72,9 +73,10 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("OAuth state on PostgreSQL, unrea
     });
 
   beforeAll(async () => {
-    cluster = await startPostgres();
-    state = await openMigratedState(cluster.url, "relay-a");
-    store = openPgOAuthStore(state);
+    await postgres.start();
+    cluster = postgres.cluster();
+    const [state] = await postgres.relays(1);
+    store = openPgOAuthStore(state as PgState);
     provider = createOAuthProvider(CONFIG, { store, clock: systemClock, ids: cryptoIds, logger });
     const throttle = createFailureThrottle({ maxFailures: 3, windowMs: 60_000, maxSources: 10 }, systemClock);
     routes = createOAuthRoutes({
@@ -99,8 +101,7 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("OAuth state on PostgreSQL, unrea
   }, 120_000);
   afterAll(async () => {
     await new Promise((resolve) => http?.close(resolve));
-    await state?.close();
-    await cluster?.stop();
+    await postgres.stop();
   });
 
   it("fails closed while the database is down and serves again once it is back, on the same pool", async () => {

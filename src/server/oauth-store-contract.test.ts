@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { fileBackend, type OAuthWorld, postgresBackend } from "../../test/helpers/oauth-stores.js";
+import { localBackend, type OAuthWorld, postgresBackend } from "../../test/helpers/shared-state.js";
 import { cryptoIds, silentLogger } from "../core/index.js";
 import { OAuthFailure, sha256Hex } from "./oauth-common.js";
 import { createOAuthProvider, REFRESH_GONE, REFRESH_SPENT } from "./oauth-provider.js";
@@ -48,7 +48,7 @@ const token = (kind: TokenRecord["kind"], n: number, expires_at = 2_000_000_000)
 });
 const pair = (n: number): StoredToken[] => [token("access", n), token("refresh", n + 1)];
 
-for (const backend of [fileBackend, postgresBackend()]) {
+for (const backend of [localBackend(), postgresBackend()]) {
   describe.skipIf(backend.skip !== null)(`OAuth store contract: ${backend.name}`, () => {
     let world: OAuthWorld;
     let store: OAuthStore;
@@ -58,7 +58,7 @@ for (const backend of [fileBackend, postgresBackend()]) {
     beforeAll(() => backend.start(), 120_000);
     afterAll(() => backend.stop());
     beforeEach(async () => {
-      world = await backend.world();
+      world = await backend.oauth();
       store = world.store;
     });
     afterEach(() => world.dispose());
@@ -181,7 +181,7 @@ for (const backend of [fileBackend, postgresBackend()]) {
     });
 
     it("keeps at most its bounds, dropping the oldest first", async () => {
-      const bounded = await backend.world({ codes: 3, tokens: 4 });
+      const bounded = await backend.oauth({ codes: 3, tokens: 4 });
       try {
         for (let i = 1; i <= 5; i += 1) await bounded.store.saveCode(digest(i), code());
         const codes = await Promise.all([1, 2, 3, 4, 5].map((i) => bounded.store.takeCode(digest(i))));

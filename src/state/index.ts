@@ -1,4 +1,4 @@
 export type { StateResult } from "./errors.js";
-export { MIGRATIONS, type Migration, migrate } from "./migrations.js";
+export { migrate } from "./migrations.js";
 export { openPgState, type PgState, type PgStateOptions } from "./pg.js";
 export { createTerminalDirectory } from "./terminals.js";

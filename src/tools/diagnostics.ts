@@ -42,9 +42,11 @@ function stateTarget(url: string): string {
 const SECCOMP_FILTER_VERSION = 2;
 
 export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
-  const { settings, audit, runtime } = deps;
+  return [serverInfoTool(deps), auditTailTool(deps)];
+}
 
-  const serverInfo = defineTool({
+function serverInfoTool(deps: DiagnosticsDeps): Tool {
+  return defineTool({
     name: "server_info",
     title: "Server posture",
     description:
@@ -58,106 +60,136 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
     policyText: () => "",
     auditArgs: () => ({}),
     async run() {
-      const status = audit.status();
-      const info = {
-        name: "relay-shell",
-        version: deps.version,
-        transport: settings.transport,
-        policy_mode: settings.policyMode,
-        terminal_output: settings.terminalOutput,
-        runtime: {
-          uid: runtime.uid,
-          euid: runtime.euid,
-          user: runtime.user,
-          is_root: runtime.euid === 0,
-          sudo_binary: runtime.sudoBinary,
-          launcher: runtime.launcher,
-        },
-        limits: {
-          default_timeout: settings.defaultTimeout,
-          max_timeout: settings.maxTimeout,
-          max_output: settings.maxOutput,
-          max_output_hard: settings.maxOutputHard,
-          max_input: settings.maxInput,
-          max_sessions: settings.maxSessions,
-          max_forwards: settings.maxForwards,
-          max_conns: settings.maxConns,
-        },
-        audit: {
-          path: status.path,
-          degraded: status.degraded,
-          degraded_reason: status.degradedReason,
-          format: status.format,
-          chain: status.chain,
-          fail_closed: settings.auditFailClosed,
-          write_failures: status.writeFailures,
-        },
-        confirm: {
-          tier3: settings.confirmTier3,
-          ttl: settings.confirmTtl,
-          pending: (await deps.live?.confirmPending?.()) ?? 0,
-          rollback: settings.confirmRollback,
-        },
-        // Only for several relays on one state, so one relay's answer is unchanged (docs/scaling.md).
-        ...(settings.stateUrl !== ""
-          ? {
-              state: {
-                backend: "postgresql",
-                target: stateTarget(settings.stateUrl),
-                instance: settings.instance,
-              },
-            }
-          : {}),
-        // Only with consent on, so the default posture's answer is unchanged (docs/consent.md).
-        ...(settings.consent
-          ? {
-              consent: {
-                enabled: true,
-                allowed_signers: settings.consentAllowedSigners,
-                ledger: ledgerPath(settings.consentAllowedSigners),
-                ...(settings.consolePasskeys === ""
-                  ? {}
-                  : {
-                      passkeys: {
-                        file: settings.consolePasskeys,
-                        rp_id: settings.consoleRpId,
-                        origin: settings.consoleOrigin,
-                      },
-                    }),
-                db: settings.consentDb,
-                lease_mode: settings.consentLeaseMode,
-                lease_ttl: settings.consentLeaseTtl,
-                lease_budget: settings.consentLeaseBudget,
-                session_idle: settings.consentSessionIdle,
-                approval_ttl: settings.consentApprovalTtl,
-                wait: settings.consentWait,
-                pending: (await deps.live?.consentPending?.()) ?? null,
-              },
-            }
-          : {}),
-        seccomp: {
-          notify: settings.seccompNotify,
-          supported: false,
-          reason: "not implemented",
-          cap: settings.seccompNotifyCap,
-          filter_version: SECCOMP_FILTER_VERSION,
-        },
-        ssh: {
-          known_hosts_default: settings.sshKnownHosts,
-          inventory_hosts: deps.live?.inventoryHosts?.() ?? null,
-          ssh_config: settings.sshConfig,
-          connect_timeout: settings.sshConnectTimeout,
-          keepalive: settings.sshKeepalive,
-          idle_timeout: settings.sshIdleTimeout,
-        },
-        // Computed from the live settings on every call, never cached.
-        warnings: configWarnings(settings, { euid: runtime.euid }),
-      };
-      return { body: JSON.stringify(info, null, 2) };
+      return { body: JSON.stringify(await serverInfo(deps), null, 2) };
     },
   });
+}
 
-  const auditTail = defineTool({
+/** server_info's answer (docs/tools.md#server_info): the live counts and the warnings are read now. */
+async function serverInfo(deps: DiagnosticsDeps): Promise<Record<string, unknown>> {
+  const { settings, runtime } = deps;
+  return {
+    name: "relay-shell",
+    version: deps.version,
+    transport: settings.transport,
+    policy_mode: settings.policyMode,
+    terminal_output: settings.terminalOutput,
+    runtime: runtimeSection(runtime),
+    limits: limitsSection(settings),
+    audit: auditSection(deps.audit, settings),
+    confirm: {
+      tier3: settings.confirmTier3,
+      ttl: settings.confirmTtl,
+      pending: (await deps.live?.confirmPending?.()) ?? 0,
+      rollback: settings.confirmRollback,
+    },
+    // Only for several relays on one state, so one relay's answer is unchanged (docs/scaling.md).
+    ...(settings.stateUrl !== "" ? { state: stateSection(settings) } : {}),
+    // Only with consent on, so the default posture's answer is unchanged (docs/consent.md).
+    ...(settings.consent
+      ? { consent: consentSection(settings, (await deps.live?.consentPending?.()) ?? null) }
+      : {}),
+    seccomp: {
+      notify: settings.seccompNotify,
+      supported: false,
+      reason: "not implemented",
+      cap: settings.seccompNotifyCap,
+      filter_version: SECCOMP_FILTER_VERSION,
+    },
+    ssh: sshSection(settings, deps.live?.inventoryHosts?.() ?? null),
+    // Computed from the live settings on every call, never cached.
+    warnings: configWarnings(settings, { euid: runtime.euid }),
+  };
+}
+
+function runtimeSection(runtime: RuntimeInfo) {
+  return {
+    uid: runtime.uid,
+    euid: runtime.euid,
+    user: runtime.user,
+    is_root: runtime.euid === 0,
+    sudo_binary: runtime.sudoBinary,
+    launcher: runtime.launcher,
+  };
+}
+
+function limitsSection(settings: Settings) {
+  return {
+    default_timeout: settings.defaultTimeout,
+    max_timeout: settings.maxTimeout,
+    max_output: settings.maxOutput,
+    max_output_hard: settings.maxOutputHard,
+    max_input: settings.maxInput,
+    max_sessions: settings.maxSessions,
+    max_forwards: settings.maxForwards,
+    max_conns: settings.maxConns,
+  };
+}
+
+function auditSection(audit: AuditLog, settings: Settings) {
+  const status = audit.status();
+  return {
+    path: status.path,
+    degraded: status.degraded,
+    degraded_reason: status.degradedReason,
+    format: status.format,
+    chain: status.chain,
+    fail_closed: settings.auditFailClosed,
+    write_failures: status.writeFailures,
+  };
+}
+
+function stateSection(settings: Settings) {
+  return { backend: "postgresql", target: stateTarget(settings.stateUrl), instance: settings.instance };
+}
+
+function consentSection(settings: Settings, pending: number | null) {
+  return {
+    enabled: true,
+    allowed_signers: settings.consentAllowedSigners,
+    ledger: ledgerPath(settings.consentAllowedSigners),
+    ...(settings.consolePasskeys === ""
+      ? {}
+      : {
+          passkeys: {
+            file: settings.consolePasskeys,
+            rp_id: settings.consoleRpId,
+            origin: settings.consoleOrigin,
+          },
+        }),
+    db: settings.consentDb,
+    lease_mode: settings.consentLeaseMode,
+    lease_ttl: settings.consentLeaseTtl,
+    lease_budget: settings.consentLeaseBudget,
+    session_idle: settings.consentSessionIdle,
+    approval_ttl: settings.consentApprovalTtl,
+    wait: settings.consentWait,
+    pending,
+  };
+}
+
+function sshSection(settings: Settings, inventoryHosts: number | null) {
+  return {
+    known_hosts_default: settings.sshKnownHosts,
+    inventory_hosts: inventoryHosts,
+    ssh_config: settings.sshConfig,
+    connect_timeout: settings.sshConnectTimeout,
+    keepalive: settings.sshKeepalive,
+    idle_timeout: settings.sshIdleTimeout,
+  };
+}
+
+/** audit_tail's filters, as the audit log's tail takes them: only those the call sets. */
+function tailFilters(a: { tool: string; tier: number; denied: boolean | null }) {
+  return {
+    ...(a.tool !== "" ? { tool: a.tool } : {}),
+    ...(a.tier >= 0 ? { tier: a.tier } : {}),
+    ...(a.denied !== null ? { denied: a.denied } : {}),
+  };
+}
+
+function auditTailTool({ settings, audit }: DiagnosticsDeps): Tool {
+  return defineTool({
     name: "audit_tail",
     title: "Recent audit records",
     description:
@@ -185,15 +217,7 @@ export function createDiagnosticsTools(deps: DiagnosticsDeps): Tool[] {
       ...(a.denied !== null ? { denied_filter: a.denied } : {}),
     }),
     async run(a) {
-      const body = audit.tail({
-        lines: clamp(a.lines, 1, 1000),
-        ...(a.tool !== "" ? { tool: a.tool } : {}),
-        ...(a.tier >= 0 ? { tier: a.tier } : {}),
-        ...(a.denied !== null ? { denied: a.denied } : {}),
-      });
-      return { body };
+      return { body: audit.tail({ lines: clamp(a.lines, 1, 1000), ...tailFilters(a) }) };
     },
   });
-
-  return [serverInfo, auditTail];
 }

@@ -2,7 +2,7 @@ import type { Settings } from "../config/index.js";
 import { clamp, RelayError } from "../core/index.js";
 import { buildEnv, splitShellWords } from "../exec/index.js";
 import type { TierSpec } from "../policy/index.js";
-import { annotationsFor, defineTool, type TierFloor, type Tool } from "../runner/index.js";
+import { annotationsFor, defineTool, type TierFloor, type Tool, type ToolContext } from "../runner/index.js";
 import {
   assembleLine,
   clampTerminalSize,
@@ -71,11 +71,42 @@ function argvOf(command: string): string[] {
   return argv;
 }
 
-export function createSessionTools(deps: SessionToolDeps): Tool[] {
-  const { settings, sessions, baseEnv } = deps;
-  const clampRecvBytes = (n: number) => clamp(n, 256, settings.maxOutputHard);
+/** The line a send completes: what the terminal was given since its last Enter, and this (ADR 0034). */
+function pendingLineOf(
+  sessions: SessionRegistry,
+  a: { session_id: string; data: string; enter: boolean },
+  clientId: string,
+): LineAssembly {
+  return assembleLine(sessions.pendingLine(a.session_id, clientId), a.data, a.enter);
+}
 
-  const shellSpawn = defineTool({
+/**
+ * Whether the line moved on since admission judged it: another send changed
+ * it while this one waited for a gate, so what was judged is not what would run.
+ */
+function lineMoved(line: LineAssembly, judged: ToolContext["admitted"]): boolean {
+  if (judged === undefined) return false;
+  return line.text !== judged.policyText || (lineFloor(line)?.tier ?? 0) > judged.tier;
+}
+
+/** The most bytes one session_recv returns: 256..RELAY_SHELL_MAX_OUTPUT_HARD. */
+function recvBytes(maxBytes: number, settings: Settings): number {
+  return clamp(maxBytes, 256, settings.maxOutputHard);
+}
+
+export function createSessionTools(deps: SessionToolDeps): Tool[] {
+  return [
+    shellSpawnTool(deps),
+    sessionSendTool(deps),
+    sessionRecvTool(deps),
+    sessionResizeTool(deps),
+    sessionKillTool(deps),
+    sessionListTool(deps),
+  ];
+}
+
+function shellSpawnTool({ settings, sessions, baseEnv, reaper }: SessionToolDeps): Tool {
+  return defineTool({
     name: "shell_spawn",
     title: "Start a local terminal session",
     description:
@@ -137,10 +168,7 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       sessions.assertCapacity();
       const env = buildEnv(baseEnv, a.env_json);
       for (const name of TERMINAL_VARS) delete env[name];
-      const transport = openLocalPty(
-        { argv, cwd: a.cwd, env, cols: size.cols, rows: size.rows },
-        deps.reaper,
-      );
+      const transport = openLocalPty({ argv, cwd: a.cwd, env, cols: size.cols, rows: size.rows }, reaper);
       const title = argv.join(" ");
       const added = await sessions.add({
         kind: "local",
@@ -157,12 +185,10 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       };
     },
   });
+}
 
-  // The line a send completes, from what the terminal was given since its last Enter (ADR 0034).
-  const lineOf = (a: { session_id: string; data: string; enter: boolean }, clientId: string) =>
-    assembleLine(sessions.pendingLine(a.session_id, clientId), a.data, a.enter);
-
-  const sessionSend = defineTool({
+function sessionSendTool({ sessions }: SessionToolDeps): Tool {
+  return defineTool({
     name: "session_send",
     title: "Type into a session",
     description:
@@ -180,11 +206,11 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
     annotations: annotationsFor(COMMAND_TIER, { openWorld: true }),
     resultFields: { bytes: { type: "integer", description: "UTF-8 bytes written, newline included" } },
     budget: () => 2048,
-    policyText: (a, scope) => lineOf(a, scope.clientId).text,
-    tierFloor: (a, scope) => lineFloor(lineOf(a, scope.clientId)),
+    policyText: (a, scope) => pendingLineOf(sessions, a, scope.clientId).text,
+    tierFloor: (a, scope) => lineFloor(pendingLineOf(sessions, a, scope.clientId)),
     auditArgs: (a, scope) => {
       // The line as the terminal gets it, when it is more than this piece.
-      const line = lineOf(a, scope.clientId).raw;
+      const line = pendingLineOf(sessions, a, scope.clientId).raw;
       return { session_id: a.session_id, data: a.data, enter: a.enter, ...(line !== a.data ? { line } : {}) };
     },
     act: (a, ctx: BindContext) => ({
@@ -195,13 +221,8 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       enter: a.enter,
     }),
     async run(a, ctx) {
-      const line = lineOf(a, ctx.clientId);
-      // Another send moved the line on while this one waited for a gate: what was judged is not what would run.
-      const judged = ctx.admitted;
-      if (
-        judged !== undefined &&
-        (line.text !== judged.policyText || (lineFloor(line)?.tier ?? 0) > judged.tier)
-      ) {
+      const line = pendingLineOf(sessions, a, ctx.clientId);
+      if (lineMoved(line, ctx.admitted)) {
         throw new RelayError(
           "SessionError",
           `the line pending on ${a.session_id} changed while this send waited; nothing was sent`,
@@ -212,8 +233,10 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       return { body: `sent ${written} bytes to ${a.session_id}`, fields: { bytes: written } };
     },
   });
+}
 
-  const sessionRecv = defineTool({
+function sessionRecvTool({ settings, sessions }: SessionToolDeps): Tool {
+  return defineTool({
     name: "session_recv",
     title: "Read a session's output",
     description:
@@ -237,13 +260,13 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       session_exit_code: { type: ["integer", "null"], description: "exit status once the session has ended" },
       bytes: { type: "integer", description: "terminal bytes this read consumed" },
     },
-    budget: (a) => clampRecvBytes(a.max_bytes),
+    budget: (a) => recvBytes(a.max_bytes, settings),
     policyText: () => "",
     auditArgs: (a) => ({ session_id: a.session_id, timeout: a.timeout }),
     async run(a, ctx) {
       const result = await sessions.recv(a.session_id, ctx.clientId, {
         timeoutMs: clamp(a.timeout, 0, 60) * 1000,
-        maxBytes: clampRecvBytes(a.max_bytes),
+        maxBytes: recvBytes(a.max_bytes, settings),
         signal: ctx.signal,
       });
       return {
@@ -252,8 +275,10 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       };
     },
   });
+}
 
-  const sessionResize = defineTool({
+function sessionResizeTool({ sessions }: SessionToolDeps): Tool {
+  return defineTool({
     name: "session_resize",
     title: "Resize a session's terminal",
     description:
@@ -278,8 +303,10 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       return { body: `resized ${a.session_id} to ${size.cols}x${size.rows}` };
     },
   });
+}
 
-  const sessionKill = defineTool({
+function sessionKillTool({ sessions }: SessionToolDeps): Tool {
+  return defineTool({
     name: "session_kill",
     title: "Signal or close a session",
     description:
@@ -311,8 +338,10 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       return { body, fields: { signal: result.signal } };
     },
   });
+}
 
-  const sessionList = defineTool({
+function sessionListTool({ sessions }: SessionToolDeps): Tool {
+  return defineTool({
     name: "session_list",
     title: "List sessions",
     description:
@@ -344,6 +373,4 @@ export function createSessionTools(deps: SessionToolDeps): Tool[] {
       return { body: rows.length === 0 ? "[]" : JSON.stringify(rows, null, 2) };
     },
   });
-
-  return [shellSpawn, sessionSend, sessionRecv, sessionResize, sessionKill, sessionList];
 }

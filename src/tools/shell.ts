@@ -93,10 +93,28 @@ function scriptInput(a: { script: string; interpreter: string; env_json: string 
   return { language, program: a.script, stdin: language === "shell" ? a.script : "", env: a.env_json };
 }
 
-export function createShellTools(deps: ShellToolDeps): Tool[] {
-  const { settings, processes, baseEnv } = deps;
+/** The timeout a call runs under: the one it asks for, or the server's default, within 1..RELAY_SHELL_MAX_TIMEOUT. */
+function callTimeout(timeout: number | undefined, settings: Settings): number {
+  return clampTimeout(timeout ?? settings.defaultTimeout, settings);
+}
 
-  const shellExec = defineTool({
+/** What shell_exec starts: the line for /bin/sh -c, or its words run without a shell; never nothing. */
+function execTarget(command: string, useShell: boolean): { command: string } | { argv: string[] } {
+  if (useShell) {
+    if (command.trim() === "") throw RelayError.untyped("empty command");
+    return { command };
+  }
+  const argv = splitShellWords(command);
+  if (argv.length === 0) throw RelayError.untyped("empty command");
+  return { argv };
+}
+
+export function createShellTools(deps: ShellToolDeps): Tool[] {
+  return [shellExecTool(deps), shellScriptTool(deps)];
+}
+
+function shellExecTool({ settings, processes, baseEnv }: ShellToolDeps): Tool {
+  return defineTool({
     name: "shell_exec",
     title: "Run a local command",
     description:
@@ -136,7 +154,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     programInput: (a) => ({ language: "shell", program: a.command, stdin: a.stdin, env: a.env_json }),
     auditArgs: (a) => ({
       command: a.command,
-      timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
+      timeout: callTimeout(a.timeout, settings),
       cwd: a.cwd,
       use_shell: a.use_shell,
       stdin: a.stdin,
@@ -155,15 +173,8 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
       cwd: physicalPath(deps, a.cwd),
     }),
     async run(a, ctx) {
-      const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
-      let target: { command: string } | { argv: string[] } = { command: a.command };
-      if (!a.use_shell) {
-        const argv = splitShellWords(a.command);
-        if (argv.length === 0) throw RelayError.untyped("empty command");
-        target = { argv };
-      } else if (a.command.trim() === "") {
-        throw RelayError.untyped("empty command");
-      }
+      const timeout = callTimeout(a.timeout, settings);
+      const target = execTarget(a.command, a.use_shell);
       const result = await processes.run(
         {
           ...target,
@@ -179,8 +190,10 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
       return toOutcome(result, timeout);
     },
   });
+}
 
-  const shellScript = defineTool({
+function shellScriptTool({ settings, processes, baseEnv }: ShellToolDeps): Tool {
+  return defineTool({
     name: "shell_script",
     title: "Run a local script",
     description:
@@ -220,7 +233,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
       interpreter: a.interpreter,
       strict: a.strict,
       script: a.script,
-      timeout: clampTimeout(a.timeout ?? settings.defaultTimeout, settings),
+      timeout: callTimeout(a.timeout, settings),
       cwd: a.cwd,
       env_json: a.env_json,
     }),
@@ -243,7 +256,7 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
     async run(a, ctx) {
       const interpreter = interpreterOf(a.interpreter);
       if (!interpreter) throw RelayError.untyped(`unsupported interpreter: ${a.interpreter}`);
-      const timeout = clampTimeout(a.timeout ?? settings.defaultTimeout, settings);
+      const timeout = callTimeout(a.timeout, settings);
       const prefix = a.strict ? interpreter.strictPrefix : "";
       const result = await processes.run(
         {
@@ -261,6 +274,4 @@ export function createShellTools(deps: ShellToolDeps): Tool[] {
       return toOutcome(result, timeout);
     },
   });
-
-  return [shellExec, shellScript];
 }

@@ -34,26 +34,28 @@ function specOf(text: string): ForwardSpec | null {
   }
 }
 
+/** The listen address (on the relay host for L and D, on the SSH host for R) and the destination. */
+function forwardTargets(text: string, bindAny: boolean): PolicyTarget[] {
+  const spec = specOf(text);
+  if (spec === null) return [];
+  const out: PolicyTarget[] = [
+    { kind: "listen", value: `${bindAny ? "*" : "127.0.0.1"}:${spec.listenPort}` },
+  ];
+  if (spec.dest !== null) {
+    out.push(
+      { kind: "dest", value: `${spec.dest.host}:${spec.dest.port}` },
+      { kind: "host", value: spec.dest.host },
+    );
+  }
+  return withAddressForms(out);
+}
+
 export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
-  const { ssh, forwards, bindAny } = deps;
+  return [forwardTool(deps), forwardListTool(deps), forwardCloseTool(deps)];
+}
 
-  /** The listen address (on the relay host for L and D, on the SSH host for R) and the destination. */
-  const forwardTargets = (text: string): PolicyTarget[] => {
-    const spec = specOf(text);
-    if (spec === null) return [];
-    const out: PolicyTarget[] = [
-      { kind: "listen", value: `${bindAny ? "*" : "127.0.0.1"}:${spec.listenPort}` },
-    ];
-    if (spec.dest !== null) {
-      out.push(
-        { kind: "dest", value: `${spec.dest.host}:${spec.dest.port}` },
-        { kind: "host", value: spec.dest.host },
-      );
-    }
-    return withAddressForms(out);
-  };
-
-  const forward = defineTool({
+function forwardTool({ ssh, forwards, bindAny }: SshForwardToolDeps): Tool {
+  return defineTool({
     name: "ssh_forward",
     title: "Open an SSH port forward",
     description:
@@ -87,7 +89,7 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       const probe = sshProbe(ssh, `forward ${a.spec}\n${a.host}`, [a.host], a.jump);
       return dest ? widenHostTokens(probe, [dest]) : probe;
     },
-    targets: (a) => [...sshTargets(ssh, a.host, a), ...forwardTargets(a.spec)],
+    targets: (a) => [...sshTargets(ssh, a.host, a), ...forwardTargets(a.spec, bindAny)],
     auditArgs: (a) => ({ host: a.host, spec: a.spec, ...connectionAudit(ssh, a.host, a) }),
     act: (a, { deps }: BindContext) => {
       const spec = parseForwardSpec(a.spec);
@@ -121,8 +123,10 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       };
     },
   });
+}
 
-  const forwardList = defineTool({
+function forwardListTool({ forwards }: SshForwardToolDeps): Tool {
+  return defineTool({
     name: "ssh_forward_list",
     title: "List SSH port forwards",
     description:
@@ -141,8 +145,10 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       return { body: rows.length === 0 ? "[]" : JSON.stringify(rows, null, 2) };
     },
   });
+}
 
-  const forwardClose = defineTool({
+function forwardCloseTool({ forwards }: SshForwardToolDeps): Tool {
+  return defineTool({
     name: "ssh_forward_close",
     title: "Close an SSH port forward",
     description:
@@ -174,6 +180,4 @@ export function createSshForwardTools(deps: SshForwardToolDeps): Tool[] {
       return { body: `closed forward ${a.forward_id}` };
     },
   });
-
-  return [forward, forwardList, forwardClose];
 }

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { actDigest, type ConsentAct, openPgStore } from "../../src/consent/index.js";
 import { cryptoIds, systemClock } from "../../src/core/index.js";
 import { openPgState, type PgState } from "../../src/state/index.js";
-import { value } from "../helpers/consent-stores.js";
 import { POSTGRES_SKIP_REASON, type PostgresCluster, startPostgres } from "../helpers/postgres.js";
+import { value } from "../helpers/shared-state.js";
 
 const WORKER = join(import.meta.dirname, "pg-consume-worker.mjs");
 const ACT: ConsentAct = { tool: "shell_exec", tier: 2, bound: { command: "systemctl restart web" } };
