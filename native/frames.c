@@ -117,12 +117,19 @@ static char **get_strs(reader *r, uint32_t *got) {
   return v;
 }
 
+/*
+ * 'R': id u32, flags u8, then the command's timings as u64 milliseconds (timeout, kill grace, pipe
+ * grace, reap wait: the server's, never defaults of ours), the budget u64, file, cwd, argc and argv,
+ * envc and env, and a stdin flag u8 with its bytes. Exactly that long, or refused.
+ */
 int parse_run(reader *r, run_request *rq) {
   memset(rq, 0, sizeof *rq);
   rq->id = get_u32(r);
   rq->flags = get_u8(r);
   rq->timeout_ms = get_u64(r);
   rq->grace_ms = get_u64(r);
+  rq->pipe_grace_ms = get_u64(r);
+  rq->reap_wait_ms = get_u64(r);
   rq->budget = get_u64(r);
   rq->file = get_str(r);
   rq->cwd = get_str(r);

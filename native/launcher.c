@@ -36,10 +36,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PIPE_GRACE_MS 100.0
-#define REAP_WAIT_MS 3000.0
-#define CLOSE_DEADLINE_MS 5000.0
-
 static int closing;
 static double close_deadline = INFINITY;
 
@@ -95,7 +91,7 @@ static void kill_command(command *c) {
   c->kill_sent = 1;
   /* A process that escaped the group may be what holds the pipes open. */
   stop_descendants(c, SIGKILL);
-  c->t_reap_wait = now_ms() + REAP_WAIT_MS;
+  c->t_reap_wait = now_ms() + c->reap_wait_ms;
 }
 
 static void terminate(command *c) {
@@ -114,7 +110,7 @@ void on_exit_status(command *c, int status) {
   c->status = status;
   c->t_timeout = INFINITY;
   if (c->open_pipes == 0) finish(c);
-  else c->t_pipe_grace = now_ms() + PIPE_GRACE_MS;
+  else c->t_pipe_grace = now_ms() + c->pipe_grace_ms;
 }
 
 static void on_pipe_closed(command *c, int *fd) {
@@ -181,7 +177,10 @@ static void start_command(reader *r) {
   c->trace = (rq.flags & 1) != 0;
   /* The server asks for at most RELAY_SHELL_MAX_OUTPUT_HARD; whatever a frame says, no more is kept. */
   c->budget = rq.budget < MAX_BUDGET ? rq.budget : MAX_BUDGET;
+  /* The server owns the timings (src/core/limits.ts) and sends each command's in its frame. */
   c->kill_grace_ms = (double)rq.grace_ms;
+  c->pipe_grace_ms = (double)rq.pipe_grace_ms;
+  c->reap_wait_ms = (double)rq.reap_wait_ms;
   c->t_timeout = s.spawned_at + (double)rq.timeout_ms;
   c->t_term_grace = c->t_pipe_grace = c->t_reap_wait = INFINITY;
   c->spawn_us = s.spawn_us;
@@ -217,7 +216,7 @@ static void handle_frame(const unsigned char *p, size_t n) {
     case 'C':
       closing = 1;
       stop_all();
-      close_deadline = now_ms() + CLOSE_DEADLINE_MS;
+      close_deadline = now_ms() + (double)CLOSE_DEADLINE_MS;
       break;
     default:
       fprintf(stderr, "relay-launcher: unknown request kind %u\n", kind);

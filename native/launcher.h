@@ -12,17 +12,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * The launcher's own hard bounds. The timings of a command (its timeout, kill grace, pipe grace and
+ * reap wait) are not here: the server sends them in each run frame (src/core/limits.ts holds them,
+ * docs/adr/0039-process-limits-in-one-place-told-to-the-launcher.md). What stays bounds the
+ * launcher's memory and its own lifetime whatever a frame says; the same numbers are in
+ * src/core/limits.ts, and src/core/limits.test.ts fails when the two differ.
+ */
 /* The most processes one walk collects; the rest is found by the next walk. */
 #define WALK_LIMIT 4096
-/* The largest request frame read; a longer one means the server is out of step (exit 70). */
-#define MAX_FRAME (256u * 1024u * 1024u)
+/* The largest request frame read (256 MiB); a longer one means the server is out of step (exit 70). */
+#define MAX_FRAME 268435456u
 /*
  * The largest output budget a command gets, whatever a run frame asks for: the highest
  * RELAY_SHELL_MAX_OUTPUT_HARD allows (128 MiB). It bounds the launcher's memory per command and
  * keeps a done frame (its kept bytes and 54 bytes more) well inside the u32 lengths of the protocol;
  * src/exec/native-link.ts refuses a longer reply.
  */
-#define MAX_BUDGET (128u * 1024u * 1024u)
+#define MAX_BUDGET 134217728u
+/* After a close request, the launcher exits within this many ms even if a killed command never ends. */
+#define CLOSE_DEADLINE_MS 5000
+/* Delays of the follow-up passes after a stop (ms): reap what was killed, kill what it forked
+   meanwhile; after the last one nothing more is chased. */
+#define FOLLOW_UP_DELAYS_MS 10, 40, 150, 400, 1000
 
 void *xrealloc(void *p, size_t n);
 double now_ms(void);
@@ -90,7 +102,7 @@ uint32_t get_u32(reader *r);
 typedef struct {
   uint32_t id;
   uint8_t flags; /* 1 traced, 2 stderr merged into stdout */
-  uint64_t timeout_ms, grace_ms, budget;
+  uint64_t timeout_ms, grace_ms, pipe_grace_ms, reap_wait_ms, budget;
   char *file, *cwd;
   char **argv, **envp; /* NULL-terminated */
   uint32_t argc, envc; /* how many strings each holds */
@@ -140,7 +152,8 @@ typedef struct command {
   int exited, status;
   int timed_out, term_sent, kill_sent, done;
   double t_timeout, t_term_grace, t_pipe_grace, t_reap_wait;
-  double kill_grace_ms;
+  /* the timings the run frame gave */
+  double kill_grace_ms, pipe_grace_ms, reap_wait_ms;
   /* output under one budget */
   int merged;
   uint64_t budget, kept, total;

@@ -14,8 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Delays of the follow-up passes after a stop: reap what was killed, catch what it forked meanwhile. */
-static const double FOLLOW_UP_MS[] = {10, 40, 150, 400, 1000};
+static const double FOLLOW_UP_MS[] = {FOLLOW_UP_DELAYS_MS};
 #define FOLLOW_UPS (sizeof FOLLOW_UP_MS / sizeof FOLLOW_UP_MS[0])
 
 command *commands;

@@ -3,6 +3,17 @@ export { type Clock, isoTimestamp, systemClock } from "./clock.js";
 export { describeError, RelayError } from "./errors.js";
 export { foldHosts } from "./host-ranges.js";
 export { cryptoIds, type Ids } from "./ids.js";
+export {
+  FOLLOW_UP_MS,
+  KILL_GRACE_MS,
+  LAUNCHER_CLOSE_DEADLINE_MS,
+  MAX_OUTPUT_BYTES,
+  MAX_REQUEST_FRAME_BYTES,
+  MAX_TIMER_MS,
+  PIPE_GRACE_MS,
+  REAP_WAIT_MS,
+  WALK_LIMIT,
+} from "./limits.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isLoopbackHost } from "./loopback.js";
 export { isNonAsciiSeparator } from "./separators.js";

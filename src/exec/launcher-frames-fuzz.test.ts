@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LAUNCHER_KINDS } from "../../test/helpers/processes.js";
+import { MAX_OUTPUT_BYTES, MAX_REQUEST_FRAME_BYTES } from "../core/index.js";
 import { nativeLauncherPath } from "./native-link.js";
 import { decodeReply, type Reply, replyFrames } from "./native-replies.js";
 
@@ -16,8 +17,8 @@ const BINARY = nativeLauncherPath(import.meta.url);
 const NATIVE = LAUNCHER_KINDS.includes("native") && BINARY !== null;
 const EINVAL = 22;
 /** MAX_FRAME and MAX_BUDGET in native/launcher.h. */
-const MAX_FRAME = 256 * 1024 * 1024;
-const MAX_BUDGET = 128 * 1024 * 1024;
+const MAX_FRAME = MAX_REQUEST_FRAME_BYTES;
+const MAX_BUDGET = MAX_OUTPUT_BYTES;
 
 const u32 = (v: number): Buffer => {
   const b = Buffer.alloc(4);
@@ -40,6 +41,8 @@ interface Run {
   flags: number;
   timeout: bigint;
   grace: bigint;
+  pipeGrace: bigint;
+  reapWait: bigint;
   budget: bigint;
   file: string;
   cwd: string;
@@ -55,6 +58,8 @@ function runPayload(r: Run): Buffer {
     Buffer.from([r.flags]),
     u64(r.timeout),
     u64(r.grace),
+    u64(r.pipeGrace),
+    u64(r.reapWait),
     u64(r.budget),
     str(r.file),
     str(r.cwd),
@@ -120,6 +125,8 @@ const runs = fc
     flags: fc.nat({ max: 255 }),
     timeout: u64s,
     grace: u64s,
+    pipeGrace: u64s,
+    reapWait: u64s,
     budget: u64s,
     file: files,
     cwd: fc.constantFrom("", "/", "/nonexistent-relay-dir", "/tmp"),
@@ -173,10 +180,10 @@ function encode(step: Step, id: number): { frame: Buffer; owed: boolean } {
       let payload: Buffer;
       if (step.how === "cut") payload = whole.subarray(0, 1 + (step.at % (whole.length - 1)));
       else if (step.how === "extra") payload = Buffer.concat([whole, Buffer.from([step.at & 0xff])]);
-      // argc claims more strings than the frame could hold.
+      // argc claims more strings than the frame could hold: after kind, id, flags, five u64s, file and cwd.
       else
         payload = Buffer.concat([
-          whole.subarray(0, 38 + step.run.file.length + step.run.cwd.length),
+          whole.subarray(0, 1 + 4 + 1 + 8 * 5 + 4 + step.run.file.length + 4 + step.run.cwd.length),
           u32(step.at | (1 << 20)),
         ]);
       return { frame: framed(payload), owed: true };
@@ -259,6 +266,8 @@ describe.skipIf(!NATIVE)("the native launcher, fed random frames", () => {
       flags: 0,
       timeout: 60_000n,
       grace: 100n,
+      pipeGrace: 100n,
+      reapWait: 3000n,
       budget: 2n ** 64n - 1n,
       file: "/bin/sh",
       cwd: "",

@@ -1,5 +1,11 @@
 import { constants as osConstants } from "node:os";
-import { enableStageTrace, RelayError, type StageTimes, traceCall } from "../core/index.js";
+import {
+  enableStageTrace,
+  LAUNCHER_CLOSE_DEADLINE_MS,
+  RelayError,
+  type StageTimes,
+  traceCall,
+} from "../core/index.js";
 import { createSubreaper } from "../proc/index.js";
 import {
   decodeToLauncher,
@@ -12,12 +18,6 @@ import {
 import { nativeSpawnAvailable } from "./native-spawn.js";
 import { createProcessRunner } from "./process-runner.js";
 
-/**
- * How long a closing launcher waits for its killed children to be reaped and
- * their outcomes sent before it exits anyway (the supervisor's own waits are
- * bounded well below this).
- */
-const CLOSE_DEADLINE_MS = 5000;
 /** The exit status after a message of the server could not be read (EX_DATAERR). */
 const EXIT_OUT_OF_STEP = 65;
 
@@ -90,7 +90,7 @@ export function serveLauncher(host: NodeJS.Process): void {
   const close = (): void => {
     closing = true;
     stopAll();
-    setTimeout(() => host.exit(exitStatus), CLOSE_DEADLINE_MS).unref();
+    setTimeout(() => host.exit(exitStatus), LAUNCHER_CLOSE_DEADLINE_MS).unref();
     exitIfDone();
   };
 

@@ -88,6 +88,7 @@ const request = fc.record(
     maxBufferBytes: fc.nat(),
     mergeStderr: fc.boolean(),
     killGraceMs: fc.nat(),
+    pipeGraceMs: fc.nat(),
   },
   { requiredKeys: ["env", "timeoutMs", "maxBufferBytes", "mergeStderr"] },
 );

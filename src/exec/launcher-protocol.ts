@@ -1,4 +1,4 @@
-import { RelayError, type StageTimes } from "../core/index.js";
+import { MAX_OUTPUT_BYTES, RelayError, type StageTimes } from "../core/index.js";
 import type { ProcessOutcome, ProcessRequest } from "./types.js";
 
 /**
@@ -130,11 +130,8 @@ interface BadMessage {
   why: string;
 }
 
-/**
- * The most output a command may keep (the highest RELAY_SHELL_MAX_OUTPUT_HARD); decoded as UTF-8,
- * a byte is at most one UTF-16 unit, so no output is longer in characters.
- */
-const MAX_OUTPUT_CHARS = 128 * 1024 * 1024;
+/** Decoded as UTF-8, a kept byte is at most one UTF-16 unit, so no output is longer in characters. */
+const MAX_OUTPUT_CHARS = MAX_OUTPUT_BYTES;
 /** An error's message names a path or a program at most; a name, type or code is a word. */
 const MAX_MESSAGE_CHARS = 64 * 1024;
 const MAX_NAME_CHARS = 256;
@@ -344,7 +341,7 @@ function decodeCause(value: unknown): NonNullable<WireError["cause"]> {
 function decodeWireRequest(value: unknown): WireRequest {
   const where = "run.request";
   const r = plain(value, where);
-  const optional = ["command", "argv", "cwd", "stdin", "killGraceMs"];
+  const optional = ["command", "argv", "cwd", "stdin", "killGraceMs", "pipeGraceMs"];
   exactly(r, where, ["env", "timeoutMs", "maxBufferBytes", "mergeStderr", ...optional]);
   const request: WireRequest = {
     env: decodeEnv(field(r, "env")),
@@ -358,6 +355,7 @@ function decodeWireRequest(value: unknown): WireRequest {
   if (cwd !== undefined) request.cwd = cwd;
   if (field(r, "argv") !== undefined) request.argv = decodeArgv(field(r, "argv"));
   if (field(r, "killGraceMs") !== undefined) request.killGraceMs = amount(r, where, "killGraceMs");
+  if (field(r, "pipeGraceMs") !== undefined) request.pipeGraceMs = amount(r, where, "pipeGraceMs");
   const stdin = field(r, "stdin");
   if (stdin !== undefined) {
     if (!(stdin instanceof Uint8Array)) throw new Malformed(`${where}.stdin must be bytes`);

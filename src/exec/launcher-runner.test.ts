@@ -161,6 +161,10 @@ describe.each(LAUNCHER_KINDS)("the %s launcher", (kind) => {
       expect([denied.type, denied.message]).toEqual(["PermissionError", `permission denied: ${file}`]);
       expect((await rejection(runner.run({ ...base, argv: [] }))).type).toBe("ValueError");
       expect((await rejection(runner.run({ ...base }))).type).toBe("ValueError");
+      const nul = await rejection(
+        runner.run({ ...base, env: { ...base.env, A: "x\u0000y" }, command: "true" }),
+      );
+      expect([nul.type, nul.message]).toEqual(["ValueError", "an environment variable contains a NUL byte"]);
       expect(runner.active()).toBe(0);
     });
   });
@@ -187,6 +191,31 @@ describe.each(LAUNCHER_KINDS)("the %s launcher", (kind) => {
       expect(elapsed).toBeLessThan(3000);
       const [pid] = pidsIn(outcome.output);
       expect(await waitUntil(() => !isAlive(pid as number))).toBe(true);
+    });
+  });
+
+  describe("the timings a request gives the launcher (ADR 0039)", () => {
+    it("cut a background job holding the pipes after the pipe grace the server sent", async () => {
+      const timed = async (extra: { pipeGraceMs?: number }) => {
+        const t0 = performance.now();
+        const outcome = await runner.run(sh("sleep 30 & echo pid=$!", extra));
+        return { outcome, ms: performance.now() - t0 };
+      };
+      const quick = await timed({});
+      const told = await timed({ pipeGraceMs: 900 });
+      expect(quick.ms).toBeLessThan(800);
+      expect(told.ms).toBeGreaterThanOrEqual(900);
+      expect(told.ms).toBeLessThan(3000);
+      for (const { outcome } of [quick, told]) {
+        expect(outcome).toMatchObject({ exitCode: 0, timedOut: false, stoppedProcesses: 1 });
+        const [pid] = pidsIn(outcome.output);
+        expect(await waitUntil(() => !isAlive(pid as number))).toBe(true);
+      }
+    });
+
+    it("take an unbounded timeout as no bound, not as none", async () => {
+      const outcome = await runner.run(sh("sleep 0.2; echo done", { timeoutMs: Number.POSITIVE_INFINITY }));
+      expect(outcome).toMatchObject({ exitCode: 0, timedOut: false, output: "done\n" });
     });
   });
 

@@ -5,8 +5,11 @@ import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { runnerWithLauncher } from "../../test/helpers/launcher.js";
 import { rejection, shellRequests } from "../../test/helpers/requests.js";
+import { KILL_GRACE_MS, MAX_TIMER_MS, PIPE_GRACE_MS, REAP_WAIT_MS } from "../core/index.js";
 import { buildEnv } from "./env.js";
+import { encodeRun } from "./native-link.js";
 import { decodeReply, MAX_REPLY_BYTES, type Reply, replyFrames } from "./native-replies.js";
+import type { SpawnPlan } from "./spawn-plan.js";
 
 /** A 'D' payload as native/launcher.c writes it. */
 function doneFrame(f: {
@@ -157,6 +160,54 @@ describe("the native launcher's replies, decoded (native-link.ts)", () => {
       frames: [Buffer.from([0x59])],
     });
     expect(split(head.subarray(2)).error).toMatch(/more than any reply/);
+  });
+});
+
+describe("the run frame the server writes (native-link.ts)", () => {
+  const plan: SpawnPlan = {
+    file: "/bin/sh",
+    args: ["-c", "true"],
+    argv0: "/bin/sh",
+    cwd: undefined,
+    stdin: Buffer.from("in"),
+    programName: "/bin/sh",
+  };
+  const { sh } = shellRequests({ PATH: "/bin" });
+  /** The fixed fields of an 'R' frame, as native/frames.c reads them, and how long the frame says it is. */
+  const fields = (frame: Buffer) => ({
+    length: frame.readUInt32LE(0),
+    kind: String.fromCharCode(frame.readUInt8(4)),
+    id: frame.readUInt32LE(5),
+    flags: frame.readUInt8(9),
+    timings: [10, 18, 26, 34].map((at) => Number(frame.readBigUInt64LE(at))),
+    budget: Number(frame.readBigUInt64LE(42)),
+  });
+
+  it("carries every timing of the command, the limits' own where the request names none", () => {
+    const { killGraceMs: _, ...request } = sh("true", { timeoutMs: 1500, maxBufferBytes: 4096 });
+    const frame = encodeRun(9, plan, request, true);
+    expect(fields(frame)).toEqual({
+      length: frame.length - 4,
+      kind: "R",
+      id: 9,
+      flags: 3,
+      timings: [1500, KILL_GRACE_MS, PIPE_GRACE_MS, REAP_WAIT_MS],
+      budget: 4096,
+    });
+    const told = encodeRun(9, plan, sh("true", { killGraceMs: 250, pipeGraceMs: 750 }), false);
+    expect(fields(told).timings).toEqual([10_000, 250, 750, REAP_WAIT_MS]);
+  });
+
+  it("reads an unbounded timing as the longest a timer honours, as the in-process runner does", () => {
+    const frame = encodeRun(
+      1,
+      plan,
+      sh("true", { timeoutMs: Number.POSITIVE_INFINITY, pipeGraceMs: -5 }),
+      false,
+    );
+    expect(fields(frame).timings).toEqual([MAX_TIMER_MS, 200, 0, REAP_WAIT_MS]);
+    const odd = encodeRun(1, plan, sh("true", { timeoutMs: Number.NaN, killGraceMs: 2 ** 40 }), false);
+    expect(fields(odd).timings).toEqual([0, MAX_TIMER_MS, PIPE_GRACE_MS, REAP_WAIT_MS]);
   });
 });
 

@@ -4,7 +4,7 @@ import { constants as osConstants } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { launcherBinaryFromEnv } from "../config/index.js";
-import { RelayError } from "../core/index.js";
+import { KILL_GRACE_MS, MAX_TIMER_MS, PIPE_GRACE_MS, REAP_WAIT_MS, RelayError } from "../core/index.js";
 import { type FromLauncher, type LinkMessage, toWireError } from "./launcher-protocol.js";
 import { decodeReply, replyFrames } from "./native-replies.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
@@ -19,15 +19,10 @@ import type { ProcessOutcome, ProcessRequest } from "./types.js";
  * drains, bounds and stops.
  */
 
-/** The largest delay a timer of the launcher honours, as for setTimeout here. */
-const MAX_TIMER_MS = 2_147_483_647;
-const DEFAULT_KILL_GRACE_MS = 2000;
 const KIND_RUN = 0x52; // R
 const KIND_ABORT = 0x41; // A
 const KIND_KILL_ALL = 0x4b; // K
 const KIND_CLOSE = 0x43; // C
-
-/** Without `stream`, each decode starts afresh; ignoreBOM keeps a leading U+FEFF the child really printed. */
 
 const ERRNO_NAMES: Record<number, string> = Object.fromEntries(
   Object.entries(osConstants.errno).map(([name, value]) => [value, name]),
@@ -164,7 +159,6 @@ export function startNativeLink(
     let plan: SpawnPlan;
     try {
       plan = await planSpawn(request, process.cwd());
-      rejectNul(plan, request.env);
     } catch (err) {
       planning.delete(id);
       emit({ kind: "failed", id, error: toWireError(err) });
@@ -218,18 +212,6 @@ function emptyOutcome(): ProcessOutcome {
   return { exitCode: null, timedOut: false, output: "", totalBytes: 0, droppedBytes: 0, durationMs: 0 };
 }
 
-/** Text posix_spawn would cut at a NUL (planSpawn refuses it in the command, argv and cwd already). */
-function rejectNul(plan: SpawnPlan, env: Readonly<Record<string, string>>): void {
-  for (const key in env) {
-    if (key.includes("\0") || (env[key] ?? "").includes("\0")) {
-      throw new RelayError("ValueError", "an environment variable contains a NUL byte");
-    }
-  }
-  if (plan.args.some((a) => a.includes("\0")) || plan.argv0.includes("\0")) {
-    throw new RelayError("ValueError", "argv contains a NUL byte");
-  }
-}
-
 /** The error a failed posix_spawn stands for, named as the in-process runner names it. */
 async function spawnFailure(errno: number, plan: SpawnPlan | undefined): Promise<Error> {
   const code = ERRNO_NAMES[errno] ?? `errno ${errno}`;
@@ -247,17 +229,24 @@ async function spawnFailure(errno: number, plan: SpawnPlan | undefined): Promise
   return toSpawnError(failure, plan.programName);
 }
 
+/**
+ * A timing as the launcher takes it, whole milliseconds from 0 to the longest a timer honours, read
+ * as supervise.ts reads it: Infinity is no bound (the longest there is), NaN none at all (0).
+ */
 function clampMs(ms: number): bigint {
-  return BigInt(Math.floor(Math.min(Math.max(Number.isFinite(ms) ? ms : 0, 0), MAX_TIMER_MS)));
+  return BigInt(Math.floor(Number.isNaN(ms) ? 0 : Math.min(Math.max(ms, 0), MAX_TIMER_MS)));
 }
 
-/** A whole 'R' frame, its length first, written into one buffer. */
-function encodeRun(id: number, plan: SpawnPlan, request: ProcessRequest, trace: boolean): Buffer {
+/**
+ * A whole 'R' frame, its length first, written into one buffer. It carries every timing of the
+ * command (timeout, kill grace, pipe grace, reap wait), so the launcher owns none of them (ADR 0039).
+ */
+export function encodeRun(id: number, plan: SpawnPlan, request: ProcessRequest, trace: boolean): Buffer {
   const argv = [plan.argv0, ...plan.args];
   const env = Object.entries(request.env).map(([key, value]) => `${key}=${value}`);
   const texts = [plan.file, plan.cwd === undefined ? "" : resolve(process.cwd(), plan.cwd), ...argv, ...env];
   const stdin = plan.stdin;
-  let size = 4 + 1 + 4 + 1 + 8 * 3 + 4 + 4 + 1 + (stdin === undefined ? 0 : 4 + stdin.length);
+  let size = 4 + 1 + 4 + 1 + 8 * 5 + 4 + 4 + 1 + (stdin === undefined ? 0 : 4 + stdin.length);
   for (const text of texts) size += 4 + Buffer.byteLength(text, "utf8");
   const frame = Buffer.allocUnsafe(size);
   let at = frame.writeUInt32LE(size - 4, 0);
@@ -265,7 +254,9 @@ function encodeRun(id: number, plan: SpawnPlan, request: ProcessRequest, trace: 
   at = frame.writeUInt32LE(id, at);
   at = frame.writeUInt8((trace ? 1 : 0) | (request.mergeStderr ? 2 : 0), at);
   at = frame.writeBigUInt64LE(clampMs(request.timeoutMs), at);
-  at = frame.writeBigUInt64LE(clampMs(request.killGraceMs ?? DEFAULT_KILL_GRACE_MS), at);
+  at = frame.writeBigUInt64LE(clampMs(request.killGraceMs ?? KILL_GRACE_MS), at);
+  at = frame.writeBigUInt64LE(clampMs(request.pipeGraceMs ?? PIPE_GRACE_MS), at);
+  at = frame.writeBigUInt64LE(clampMs(REAP_WAIT_MS), at);
   const budget = Number.isFinite(request.maxBufferBytes)
     ? Math.max(0, Math.floor(request.maxBufferBytes))
     : 0;

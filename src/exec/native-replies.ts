@@ -1,4 +1,4 @@
-import type { StageTimes } from "../core/index.js";
+import { MAX_OUTPUT_BYTES, type StageTimes } from "../core/index.js";
 import type { ProcessOutcome } from "./types.js";
 
 /*
@@ -12,15 +12,14 @@ const REPLY_DONE = 0x44; // D
 const REPLY_FAILED = 0x46; // F
 const UTF8 = new TextDecoder("utf-8", { fatal: false, ignoreBOM: true });
 
-/**
- * The most output the launcher keeps for one command, whatever a run asks for (MAX_BUDGET in
- * native/launcher.h): the highest RELAY_SHELL_MAX_OUTPUT_HARD allows.
- */
-const MAX_KEPT_BYTES = 128 * 1024 * 1024;
 /** A 'D' reply without its kept output: the fields and the two lengths. */
 const DONE_FIXED = 54;
-/** No reply of the launcher is longer; a longer length means the stream is out of step. */
-export const MAX_REPLY_BYTES = DONE_FIXED + MAX_KEPT_BYTES;
+/**
+ * No reply of the launcher is longer, since it keeps at most MAX_OUTPUT_BYTES of a command
+ * whatever a run asks for (MAX_BUDGET in native/launcher.h); a longer length means the stream is
+ * out of step.
+ */
+export const MAX_REPLY_BYTES = DONE_FIXED + MAX_OUTPUT_BYTES;
 
 /** A reply frame decoded, or why it is not one. */
 export type Reply =

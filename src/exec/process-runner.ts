@@ -1,14 +1,19 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { resolve } from "node:path";
-import { type Clock, markStage, RelayError, systemClock } from "../core/index.js";
+import {
+  type Clock,
+  KILL_GRACE_MS,
+  markStage,
+  PIPE_GRACE_MS,
+  RelayError,
+  systemClock,
+} from "../core/index.js";
 import { createSubreaper, type Subreaper } from "../proc/index.js";
 import { NativeSpawnError, nativeSpawn, nativeSpawnAvailable, type SpawnedChild } from "./native-spawn.js";
 import { createOutputSink } from "./output-sink.js";
 import { checkCwd, planSpawn, type SpawnPlan, toSpawnError } from "./spawn-plan.js";
 import { superviseChild } from "./supervise.js";
 import type { ProcessOutcome, ProcessRequest, ProcessRunner } from "./types.js";
-
-const DEFAULT_KILL_GRACE_MS = 2000;
 
 export interface ProcessRunnerDeps {
   clock?: Clock;
@@ -18,6 +23,12 @@ export interface ProcessRunnerDeps {
    * still below a live leader, not what was reparented away.
    */
   subreaper?: Subreaper;
+  /**
+   * false: start children with Node's spawn, as where the posix_spawn binding cannot load (a C
+   * library without posix_spawn_file_actions_addclosefrom_np: glibc before 2.34, musl), so the
+   * tests hold that path to the same cases. By default posix_spawn wherever it loads.
+   */
+  posixSpawn?: boolean;
 }
 
 /**
@@ -49,12 +60,14 @@ export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner
     if (signal?.aborted) {
       return { exitCode: null, timedOut: false, ...sink.drained(), durationMs: clock.monotonic() - started };
     }
-    const child = await startChild(plan, request, serverCwd);
+    const posix = deps.posixSpawn !== false && nativeSpawnAvailable();
+    const child = await startChild(plan, request, serverCwd, posix);
     const pid = child.pid as number;
     markStage("spawn");
     const result = await superviseChild(child, pid, {
       timeoutMs: request.timeoutMs,
-      killGraceMs: request.killGraceMs ?? DEFAULT_KILL_GRACE_MS,
+      killGraceMs: request.killGraceMs ?? KILL_GRACE_MS,
+      pipeGraceMs: request.pipeGraceMs ?? PIPE_GRACE_MS,
       signal,
       sink,
       stdin: plan.stdin,
@@ -81,24 +94,19 @@ export function createProcessRunner(deps: ProcessRunnerDeps = {}): ProcessRunner
   };
 }
 
-/** Text posix_spawn would cut at a NUL: such a request goes to spawn(), which refuses it as before. */
-function hasNul(plan: SpawnPlan, env: Readonly<Record<string, string>>): boolean {
-  if (plan.args.some((a) => a.includes("\0")) || plan.argv0.includes("\0")) return true;
-  for (const key in env) if (key.includes("\0") || (env[key] ?? "").includes("\0")) return true;
-  return false;
-}
-
 /**
  * Spawn the planned child, or reject with a typed error; an 'error' event never goes unheard.
- * Where glibc offers it, the child is started with posix_spawn (native-spawn.ts): no copy of
- * this process's page tables, which is most of what a spawn costs a Node process.
+ * Where glibc offers it (`posix`), the child is started with posix_spawn (native-spawn.ts): no
+ * copy of this process's page tables, which is most of what a spawn costs a Node process, and no
+ * descriptor but 0, 1 and 2 inherited. planSpawn has refused every NUL a C string would cut.
  */
 async function startChild(
   plan: SpawnPlan,
   request: ProcessRequest,
   serverCwd: string,
+  posix: boolean,
 ): Promise<SpawnedChild> {
-  if (nativeSpawnAvailable() && !hasNul(plan, request.env)) {
+  if (posix) {
     try {
       return nativeSpawn({
         file: plan.file,

@@ -35,6 +35,7 @@ export async function planSpawn(request: ProcessRequest, serverCwd: string): Pro
   if ((command === undefined) === (argv === undefined)) {
     throw new RelayError("ValueError", "exactly one of command or argv must be given");
   }
+  rejectNulInEnv(request.env);
   const cwd = request.cwd ? request.cwd : undefined;
   if (cwd !== undefined) {
     rejectNul(cwd, "cwd");
@@ -146,4 +147,16 @@ export function toSpawnError(err: unknown, programName: string): RelayError {
 
 function rejectNul(text: string, what: string): void {
   if (text.includes("\0")) throw new RelayError("ValueError", `${what} contains a NUL byte`);
+}
+
+/**
+ * A C string ends at a NUL, so the child would get another environment than the one asked for.
+ * buildEnv already leaves such variables out; a caller that builds its own is refused here, on
+ * every path alike (posix_spawn, Node's spawn, the native launcher).
+ */
+function rejectNulInEnv(env: Readonly<Record<string, string>>): void {
+  for (const key in env) {
+    if (key.includes("\0") || (env[key] ?? "").includes("\0"))
+      throw new RelayError("ValueError", "an environment variable contains a NUL byte");
+  }
 }

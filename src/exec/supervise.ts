@@ -1,21 +1,13 @@
+import { MAX_TIMER_MS, REAP_WAIT_MS } from "../core/index.js";
 import { type CommandTracker, signalGroup, toExitCode } from "../proc/index.js";
 import type { SpawnedChild } from "./native-spawn.js";
 import type { OutputSink, StreamName } from "./output-sink.js";
 
-/** How long to wait for the reap (and the pipes) after SIGKILL before giving up on the child. */
-const REAP_WAIT_MS = 3000;
-/**
- * After the child exits, how long its pipes may stay open before the group is
- * killed: long enough to read what is still in flight, short enough that a
- * backgrounded grandchild holding stdout (`server &`) does not hold the call.
- */
-const PIPE_GRACE_MS = 100;
-/** The largest delay setTimeout honours; anything larger would fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 export interface SuperviseOptions {
   timeoutMs: number;
   killGraceMs: number;
+  /** After the child exits, how long its pipes may stay open before what holds them is killed. */
+  pipeGraceMs: number;
   signal: AbortSignal | undefined;
   sink: OutputSink;
   stdin: Buffer | undefined;
@@ -124,7 +116,7 @@ export function superviseChild(
       clearTimeout(timeoutTimer);
       timers.delete(timeoutTimer);
       if (openPipes === 0) finish();
-      else after(PIPE_GRACE_MS, kill);
+      else after(opts.pipeGraceMs, kill);
     });
 
     const drain = (name: StreamName, stream: NodeJS.ReadableStream | null): void => {

@@ -15,8 +15,10 @@ export interface ProcessRequest {
   maxBufferBytes: number;
   /** true: one interleaved stream; false: stdout text then stderr text. */
   mergeStderr: boolean;
-  /** Grace between SIGTERM and SIGKILL of the process group on timeout (default 2000). */
+  /** Grace between SIGTERM and SIGKILL of the process group on timeout (default KILL_GRACE_MS, core/limits.ts). */
   killGraceMs?: number;
+  /** How long the pipes may stay open after the child exits before their holders are killed (default PIPE_GRACE_MS). */
+  pipeGraceMs?: number;
 }
 
 /** One outcome shape for a process; a non-zero exit is data, not an exception. */

@@ -1,12 +1,8 @@
+import { FOLLOW_UP_MS, WALK_LIMIT } from "../core/index.js";
 import { becomeChildSubreaper, reapChild } from "./libc.js";
 import { signalPid } from "./signal.js";
 import { isSameProcess, type ProcInfo, readProc } from "./stat.js";
 import { childrenByScan, descendants, mainThreadChildren } from "./tree.js";
-
-/** The most processes one walk collects; the rest is found by the next walk. */
-const WALK_LIMIT = 4096;
-/** Delays of the follow-up passes after a stop: reap what was killed, catch what it forked meanwhile. */
-const FOLLOW_UP_MS = [10, 40, 150, 400, 1000];
 
 /** The processes one one-shot command started, from its spawn to its end. */
 export interface CommandTracker {
