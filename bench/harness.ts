@@ -131,32 +131,54 @@ export function treeRssBytes(root: number): number {
   return treeBytes(root, rssBytes);
 }
 
-/** `measure` summed over a process and every process below it. */
-export function treeBytes(root: number, measure: (pid: number) => number): number {
-  const children = new Map<number, number[]>();
+/** Each live process's parent and command name (`comm`), from one pass over /proc. */
+export function processTable(): Map<number, { ppid: number; comm: string }> {
+  const table = new Map<number, { ppid: number; comm: string }>();
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       // The command name may hold spaces and parentheses: the fields start after the last ')'.
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      const list = children.get(ppid) ?? [];
-      list.push(Number(entry));
-      children.set(ppid, list);
+      const close = stat.lastIndexOf(")");
+      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
+      table.set(Number(entry), { ppid, comm: stat.slice(stat.indexOf("(") + 1, close) });
     } catch {
       // The process ended while the table was read.
     }
   }
-  let total = 0;
-  const stack = [root];
+  return table;
+}
+
+/** `roots` and every process of `table` below them. */
+export function treeOf(table: Map<number, { ppid: number }>, roots: readonly number[]): number[] {
+  const children = new Map<number, number[]>();
+  for (const [pid, { ppid }] of table) {
+    const list = children.get(ppid) ?? [];
+    list.push(pid);
+    children.set(ppid, list);
+  }
+  const out: number[] = [];
+  const seen = new Set<number>();
+  const stack = [...roots];
   while (stack.length > 0) {
     const pid = stack.pop() as number;
+    if (seen.has(pid)) continue;
+    seen.add(pid);
+    out.push(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+/** `measure` summed over a process and every process below it. */
+export function treeBytes(root: number, measure: (pid: number) => number): number {
+  let total = 0;
+  for (const pid of treeOf(processTable(), [root])) {
     try {
       total += measure(pid);
     } catch {
       // Gone meanwhile.
     }
-    stack.push(...(children.get(pid) ?? []));
   }
   return total;
 }

@@ -1,6 +1,7 @@
 import { consentBench } from "./consent.bench.js";
 import { consoleBench } from "./console.bench.js";
 import { coreBench } from "./core.bench.js";
+import { fleetBench } from "./fleet.bench.js";
 import { httpBench } from "./http.bench.js";
 import { infraBench } from "./infra.bench.js";
 import { perfBench } from "./perf.bench.js";
@@ -23,6 +24,7 @@ const all: Bench[] = [
   consoleBench,
   perfBench,
   scaleBench,
+  fleetBench,
 ];
 const wanted = process.argv.slice(2).map((arg) => arg.toLowerCase());
 const benches =
