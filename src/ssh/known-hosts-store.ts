@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { readBoundedFile } from "../files/index.js";
 import {
@@ -30,7 +30,7 @@ export interface KnownHostsStoreConfig {
 
 export interface KnownHostsStore {
   readonly pinFile: string;
-  /** Look the offered key up in every file, freshly read (a pin written by another process counts). */
+  /** Look the offered key up in every file as it is now (a pin written by another process counts). */
   lookup(host: string, port: number, blob: Buffer): HostKeyVerdict;
   /** Key types already known for the host, so the dial can ask the server for those first. */
   knownKeyTypes(host: string, port: number): string[];
@@ -48,14 +48,32 @@ function readBounded(path: string): string {
   );
 }
 
+/** What identifies a file's content without reading it: a write, a rename over it or a truncation changes it. */
+function identityOf(path: string): string {
+  const st = statSync(path, { bigint: true, throwIfNoEntry: false });
+  return st ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : "";
+}
+
 export function createKnownHostsStore(config: KnownHostsStoreConfig): KnownHostsStore {
   const files = [config.pinFile, ...(config.readOnlyFiles ?? [])];
+  // Each file parsed once per version: a fan-out dials a thousand hosts against the same files.
+  const parsed = new Map<string, { identity: string; entries: readonly KnownHostEntry[] }>();
+
+  /** The file's entries as they are now: re-read whenever it changed since the last look. */
+  function entriesOf(file: string): readonly KnownHostEntry[] {
+    const identity = identityOf(file);
+    const cached = parsed.get(file);
+    if (cached && cached.identity === identity) return cached.entries;
+    const entries = identity === "" ? [] : parseKnownHosts(readBounded(file), file).entries;
+    parsed.set(file, { identity, entries });
+    return entries;
+  }
 
   function entriesFor(host: string, port: number): KnownHostEntry[] {
     const name = knownHostsName(host, port);
     const found: KnownHostEntry[] = [];
     for (const file of files) {
-      for (const entry of parseKnownHosts(readBounded(file), file).entries) {
+      for (const entry of entriesOf(file)) {
         if (entry.marker !== "cert-authority" && entryMatches(entry, name)) found.push(entry);
       }
     }

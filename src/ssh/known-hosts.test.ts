@@ -1,5 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
@@ -136,6 +144,23 @@ describe("known_hosts store and host-key guard", () => {
   const key = newKey();
   const other = newKey();
   const ecdsa = newKey("ecdsa");
+
+  it("sees every change another writer makes to a file it read before, even one of the same size", () => {
+    const k1 = newKey();
+    const k2 = newKey();
+    const pinFile = tempFile(`web1 ${k1.type} ${k1.b64}\n`);
+    const store = createKnownHostsStore({ pinFile });
+    expect(store.lookup("web1", 22, k1.blob).kind).toBe("match");
+    // Replaced by rename with a line of the same length: a new inode, the same size.
+    const next = tempFile(`web1 ${k2.type} ${k2.b64}\n`);
+    renameSync(next, pinFile);
+    expect(store.lookup("web1", 22, k1.blob).kind).toBe("changed");
+    expect(store.lookup("web1", 22, k2.blob).kind).toBe("match");
+    appendFileSync(pinFile, `web2 ${k1.type} ${k1.b64}\n`);
+    expect(store.lookup("web2", 22, k1.blob).kind).toBe("match");
+    rmSync(pinFile);
+    expect(store.lookup("web1", 22, k2.blob).kind).toBe("unknown");
+  });
 
   it("learns a key on first contact, pins it port-aware, then verifies it", () => {
     const pinFile = join(dir, "sub", "dir", "known_hosts");
