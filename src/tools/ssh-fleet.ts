@@ -78,7 +78,8 @@ async function runFanout(
     concurrency,
     async (host): Promise<KeptHostRun & { hostKey?: HostKeyReport }> => {
       // A cancelled call dials no further host; the ones in flight stop through the signal.
-      if (ctx.signal.aborted) return { host, error: new RelayError("CancelledError", "the call was cancelled") };
+      if (ctx.signal.aborted)
+        return { host, error: new RelayError("CancelledError", "the call was cancelled") };
       try {
         const result = await ssh.run({
           host,
