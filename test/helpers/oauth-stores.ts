@@ -64,9 +64,9 @@ export const fileBackend: OAuthBackend = {
 /** A pool on `url` with the OAuth tables in place. */
 export async function openMigratedState(url: string, instance: string): Promise<PgState> {
   const opened = openPgState(url, { instance, poolMax: 12 });
-  if (!opened.ok) throw new Error(opened.detail);
+  if (!opened.ok) throw new Error(opened.error.detail);
   const migrated = await migrate(opened.value, { migrations: OAUTH_MIGRATIONS });
-  if (!migrated.ok) throw new Error(migrated.detail);
+  if (!migrated.ok) throw new Error(migrated.error.detail);
   return opened.value;
 }
 

@@ -36,14 +36,14 @@ export async function startSharedCluster(): Promise<SharedCluster> {
       const opened: PgState[] = [];
       for (let i = 0; i < relays; i += 1) {
         const state = openPgState(url, { instance: `relay-${String.fromCharCode(97 + i)}`, poolMax: 12 });
-        if (!state.ok) throw new Error(state.detail);
+        if (!state.ok) throw new Error(state.error.detail);
         opened.push(state.value);
       }
       states.push(...opened);
       const first = opened[0];
       if (!first) throw new Error("a database needs at least one relay");
       const migrated = await migrate(first, { migrations: SHARED_MIGRATIONS });
-      if (!migrated.ok) throw new Error(`${migrated.failure}: ${migrated.detail}`);
+      if (!migrated.ok) throw new Error(`${migrated.error.failure}: ${migrated.error.detail}`);
       return opened;
     },
     async stop() {
