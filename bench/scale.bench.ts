@@ -208,16 +208,16 @@ const LEASE_BLOCK = 8;
  */
 async function storeCapacity(pg: PostgresCluster, options: ScaleOptions): Promise<BenchFigure[]> {
   const opened = openPgState(await pg.createDatabase("scale_store"), { instance: "bench", poolMax: 32 });
-  if (!opened.ok) throw new Error(opened.detail);
+  if (!opened.ok) throw new Error(opened.error.detail);
   const state = opened.value;
   try {
     const store = await openPgStore(state, { clock: systemClock, ids: cryptoIds });
-    if (!store.ok) throw new Error(store.detail);
+    if (!store.ok) throw new Error(store.error.detail);
     const consent = store.value;
     const sessions = Array.from({ length: options.clients }, (_, i) => `bench-${i}`);
     for (const session of sessions) {
       const touched = await consent.touchSession(session, "bench");
-      if (!touched.ok) throw new Error(touched.detail);
+      if (!touched.ok) throw new Error(touched.error.detail);
       const lease = await consent.openLease({
         session,
         openedBy: "bench",
@@ -226,7 +226,7 @@ async function storeCapacity(pg: PostgresCluster, options: ScaleOptions): Promis
         expiresAt: Number.MAX_SAFE_INTEGER,
         remaining: 100_000_000,
       });
-      if (!lease.ok) throw new Error(lease.detail);
+      if (!lease.ok) throw new Error(lease.error.detail);
     }
     let reads = 0;
     const end = performance.now() + options.seconds * 1000;
@@ -237,7 +237,7 @@ async function storeCapacity(pg: PostgresCluster, options: ScaleOptions): Promis
           if (!taken.ok || taken.value === null) throw new Error("no lease read");
           for (let i = 0; i < LEASE_BLOCK; i += 1) {
             const counter = await consent.changeCounter();
-            if (!counter.ok) throw new Error(counter.detail);
+            if (!counter.ok) throw new Error(counter.error.detail);
           }
           reads += LEASE_BLOCK;
         }

@@ -1,4 +1,4 @@
-import { decodeUtf8 } from "../core/index.js";
+import { decodeUtf8, fail } from "../core/index.js";
 import type { ChainAnchor } from "./chain.js";
 import type { FollowChain, FollowedLine, FollowPosition } from "./follow-types.js";
 import { checkLine, createWalkState, type ParsedLine, parseLine, type WalkState } from "./verify.js";
@@ -136,7 +136,7 @@ function overLongLine(cursor: LineCursor, length: number, at: number): FollowedL
     record: null,
     text: null,
     unreadable: `line of ${length} bytes, over the limit of ${cursor.maxLine}`,
-    chain: judge(cursor.walk, { ok: false }, at),
+    chain: judge(cursor.walk, fail("not-json"), at),
   };
 }
 

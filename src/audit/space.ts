@@ -1,9 +1,10 @@
 import { ftruncateSync, statfsSync, writeSync } from "node:fs";
 import { createRequire } from "node:module";
 import { constants as osConstants } from "node:os";
+import { fail, ok, type Result } from "../core/index.js";
 
 /** What an allocation attempt came to: done, or the errno name (`ENOSPC`, …) and its text. */
-export type AllocateOutcome = { ok: true } | { ok: false; code: string; message: string };
+export type AllocateOutcome = Result<void, { code: string; message: string }>;
 
 /**
  * The system calls the audit writer makes on its file, as a seam: production
@@ -78,14 +79,14 @@ export function createAuditFileIo(): AuditFileIo {
     allocate(fd, offset, length) {
       if (libc === undefined) libc = loadFallocate();
       if (libc === null) {
-        return { ok: false, code: "UNSUPPORTED", message: "fallocate is not available on this system" };
+        return fail({ code: "UNSUPPORTED", message: "fallocate is not available on this system" });
       }
       for (;;) {
-        if (libc.fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) === 0) return { ok: true };
+        if (libc.fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) === 0) return ok(undefined);
         const errno = libc.errno();
         if (errno === EINTR) continue;
         const code = ERRNO_NAMES.get(errno) ?? `errno ${errno}`;
-        return { ok: false, code, message: `fallocate: ${code} (${describeErrno(code)})` };
+        return fail({ code, message: `fallocate: ${code} (${describeErrno(code)})` });
       }
     },
     freeBytes(dir) {

@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync } from "node:fs";
-import { describeError } from "../core/index.js";
+import { describeError, fail, ok, type Result } from "../core/index.js";
 import { chainFields, chainHash, GENESIS } from "./chain.js";
 import { parseJsonLossless } from "./json-text.js";
 import { forEachLine } from "./read-lines.js";
@@ -41,7 +41,7 @@ export interface WalkState {
 }
 
 /** A line as parsed for the walk: invalid JSON is a value, not an exception. */
-export type ParsedLine = { ok: true; value: unknown } | { ok: false };
+export type ParsedLine = Result<unknown, "not-json">;
 
 /** The state of a walk that has seen no line yet. */
 export function createWalkState(): WalkState {
@@ -58,9 +58,9 @@ export function createWalkState(): WalkState {
 
 export function parseLine(line: string): ParsedLine {
   try {
-    return { ok: true, value: parseJsonLossless(line) };
+    return ok(parseJsonLossless(line));
   } catch {
-    return { ok: false }; // invalid JSON: the caller decides whether that is a legacy line or a break
+    return fail("not-json"); // the caller decides whether that is a legacy line or a break
   }
 }
 

@@ -196,7 +196,10 @@ describe("reserving room before the work", () => {
   it("refuses while there is no space, says why, and the first reserve after space returns succeeds", () => {
     const { io, state } = faultyIo();
     const log = open({}, io);
-    state.allocate = { ok: false, code: "ENOSPC", message: "fallocate: ENOSPC (no space left on device)" };
+    state.allocate = {
+      ok: false,
+      error: { code: "ENOSPC", message: "fallocate: ENOSPC (no space left on device)" },
+    };
     expect(log.reserve()).toBe(false);
     expect(log.status()).toMatchObject({ degraded: true, writeFailures: 0 });
     expect(log.status().degradedReason).toMatch(/cannot reserve room for audit records in .*ENOSPC/);
@@ -208,7 +211,7 @@ describe("reserving room before the work", () => {
   it("on a file system that cannot preallocate, checks free space instead", () => {
     const { io, state } = faultyIo();
     const log = open({}, io);
-    state.allocate = { ok: false, code: "EOPNOTSUPP", message: "fallocate: EOPNOTSUPP" };
+    state.allocate = { ok: false, error: { code: "EOPNOTSUPP", message: "fallocate: EOPNOTSUPP" } };
     state.freeBytes = RESERVE_MIN - 1;
     expect(log.reserve()).toBe(false);
     expect(log.status().degradedReason).toMatch(

@@ -51,15 +51,15 @@ function allocate(io: AuditFileIo, path: string, file: Held, size: number, need:
     return true;
   }
   // A nearly full disk may still hold the minimum when it cannot hold a chunk.
-  if (NO_SPACE_CODES.has(outcome.code) && want > need) {
+  if (NO_SPACE_CODES.has(outcome.error.code) && want > need) {
     outcome = io.allocate(file.fd, size, need);
     if (outcome.ok) {
       file.reservedEnd = size + need;
       return true;
     }
   }
-  if (!UNSUPPORTED_CODES.has(outcome.code)) {
-    throw new ReserveError(`cannot reserve room for audit records in ${path}: ${outcome.message}`);
+  if (!UNSUPPORTED_CODES.has(outcome.error.code)) {
+    throw new ReserveError(`cannot reserve room for audit records in ${path}: ${outcome.error.message}`);
   }
   file.cannotAllocate = true;
   return false;

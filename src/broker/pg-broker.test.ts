@@ -39,7 +39,7 @@ describe("a confirmation store that cannot be used", () => {
       instance: "t",
       connectTimeoutMs: 2000,
     });
-    if (!opened.ok) throw new Error(opened.detail);
+    if (!opened.ok) throw new Error(opened.error.detail);
     const broker = brokerOn(opened.value);
     try {
       const expected = `the Tier-3 confirmation store cannot be used: PostgreSQL at 127.0.0.1:${port} is unreachable (ECONNREFUSED)`;

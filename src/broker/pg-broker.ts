@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { type Clock, type Ids, RelayError } from "../core/index.js";
+import { type Clock, fail, type Ids, ok, RelayError, type Result } from "../core/index.js";
 import type { PgState } from "../state/index.js";
 import { armedPlan, maxTokensOf, TOKEN_BYTES, ttlMsOf } from "./broker.js";
 import { FINGERPRINT_HEX, foldFollowUps, opHash, tokenKey } from "./op-key.js";
@@ -62,11 +62,12 @@ function readPlan(text: string | null): FollowUpPlan | null | undefined {
   }
 }
 
-function readArgs(text: string): { ok: true; args: unknown } | { ok: false } {
+/** The stored arguments; any JSON value, null included, so a failure is told apart by its result. */
+function readArgs(text: string): Result<unknown, "not-json"> {
   try {
-    return { ok: true, args: JSON.parse(text) };
+    return ok(JSON.parse(text));
   } catch {
-    return { ok: false };
+    return fail("not-json");
   }
 }
 
@@ -171,11 +172,12 @@ async function inspect(b: Broker, token: string): Promise<TokenView | null> {
     ),
   );
   const row = found.rows[0];
-  const args = row ? readArgs(row.args) : { ok: false as const };
-  const followUps = row ? readPlan(row.follow_ups) : undefined;
+  if (!row) return null;
+  const args = readArgs(row.args);
+  const followUps = readPlan(row.follow_ups);
   // A row this broker did not write (edited by hand) is no token.
-  if (!row || !args.ok || followUps === undefined) return null;
-  return { tool: row.tool, args: args.args, armed: row.armed, followUps };
+  if (!args.ok || followUps === undefined) return null;
+  return { tool: row.tool, args: args.value, armed: row.armed, followUps };
 }
 
 async function arm(b: Broker, token: string, followUps: FollowUpPlan | null): Promise<ArmOutcome> {

@@ -8,7 +8,7 @@ import {
   requestPayload,
   verifyConsentSignature,
 } from "../consent/index.js";
-import { systemClock } from "../core/index.js";
+import { fail, type Result, systemClock } from "../core/index.js";
 import { buildEnv, createProcessRunner } from "../exec/index.js";
 import { parseAllowedSigners, parsePublicKey, signerAllowsNamespace } from "../sshsig/index.js";
 import { signPayload } from "./consent-sign.js";
@@ -54,15 +54,12 @@ function checkSigner(
   allowedSigners: string,
   signature: string,
   payload: string,
-): { ok: true; principal: string } | { ok: false; reason: string } {
+): Result<{ principal: string }, string> {
   let signers: ReturnType<typeof parseAllowedSigners>["signers"];
   try {
     signers = parseAllowedSigners(readFileSync(allowedSigners, "utf8")).signers;
   } catch (err) {
-    return {
-      ok: false,
-      reason: `the allowed-signers file ${allowedSigners} cannot be read (${String(err)})`,
-    };
+    return fail(`the allowed-signers file ${allowedSigners} cannot be read (${String(err)})`);
   }
   return verifyConsentSignature(signers, signature, payload, systemClock.now());
 }
@@ -145,19 +142,19 @@ export async function approveRequest(
   );
   const runner = createProcessRunner();
   const signed = await signPayload(runner, buildEnv(snapshotEnvironment(), ""), options.key, payload);
-  if (!signed.ok) throw new Refused(`not approved: ${visible(signed.detail)}`);
-  const signer = checkSigner(options.allowedSigners, signed.signature, payload);
+  if (!signed.ok) throw new Refused(`not approved: ${visible(signed.error)}`);
+  const signer = checkSigner(options.allowedSigners, signed.value.signature, payload);
   if (!signer.ok) {
     throw new Refused(
-      `not approved: the key ${visible(options.key)} (${signed.fingerprint}) would be refused by the relay: ${visible(signer.reason)}; nothing was stored`,
+      `not approved: the key ${visible(options.key)} (${signed.value.fingerprint}) would be refused by the relay: ${visible(signer.error)}; nothing was stored`,
     );
   }
   const approved = await store.approve(request.id, {
     channel: "sshsig",
-    proof: signed.signature,
-    claimedSigner: signed.fingerprint,
+    proof: signed.value.signature,
+    claimedSigner: signed.value.fingerprint,
     at: systemClock.now(),
   });
-  if (!approved.ok) throw new Refused(`${approved.failure}: ${visible(approved.detail)}`);
-  return `approved ${approved.value.id} (signed by ${signer.principal}, ${signed.fingerprint})`;
+  if (!approved.ok) throw new Refused(`${approved.error.failure}: ${visible(approved.error.detail)}`);
+  return `approved ${approved.value.id} (signed by ${signer.value.principal}, ${signed.value.fingerprint})`;
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { CONSENT_NAMESPACE } from "../consent/index.js";
+import { fail, ok, type Result } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 
 /** A FIDO key waits for a touch; a human needs time to find it. */
@@ -7,7 +8,8 @@ const SIGN_TIMEOUT_MS = 120_000;
 const SIGN_OUTPUT_BYTES = 64 * 1024;
 const ARMOR = /-----BEGIN SSH SIGNATURE-----\n[A-Za-z0-9+/=\n]+-----END SSH SIGNATURE-----\n?/;
 
-export type Signed = { ok: true; signature: string; fingerprint: string } | { ok: false; detail: string };
+/** The armored signature and the fingerprint of the key that made it, or why there is none. */
+type Signed = Result<{ signature: string; fingerprint: string }, string>;
 
 /**
  * The SHA256 fingerprint of the key inside an armored SSHSIG, in the form
@@ -50,10 +52,7 @@ export async function signPayload(
       mergeStderr: false,
     }));
   } catch (err) {
-    return {
-      ok: false,
-      detail: `cannot run ssh-keygen: ${err instanceof Error ? err.message : String(err)}`,
-    };
+    return fail(`cannot run ssh-keygen: ${err instanceof Error ? err.message : String(err)}`);
   }
   const armored = ARMOR.exec(output)?.[0];
   // Without the armor, what ssh-keygen printed is its stderr: the reason.
@@ -61,15 +60,11 @@ export async function signPayload(
     .replace(ARMOR, "")
     .replace(/^Signing data on standard input\n?/m, "")
     .trim();
-  if (timedOut) return { ok: false, detail: `ssh-keygen did not finish within ${SIGN_TIMEOUT_MS / 1000}s` };
+  if (timedOut) return fail(`ssh-keygen did not finish within ${SIGN_TIMEOUT_MS / 1000}s`);
   if (exitCode !== 0 || armored === undefined) {
-    return {
-      ok: false,
-      detail: `ssh-keygen failed (exit ${String(exitCode)})${said === "" ? "" : `: ${said}`}`,
-    };
+    return fail(`ssh-keygen failed (exit ${String(exitCode)})${said === "" ? "" : `: ${said}`}`);
   }
   const fingerprint = signatureFingerprint(armored);
-  if (fingerprint === null)
-    return { ok: false, detail: "ssh-keygen printed a signature that cannot be read" };
-  return { ok: true, signature: armored.endsWith("\n") ? armored : `${armored}\n`, fingerprint };
+  if (fingerprint === null) return fail("ssh-keygen printed a signature that cannot be read");
+  return ok({ signature: armored.endsWith("\n") ? armored : `${armored}\n`, fingerprint });
 }

@@ -65,7 +65,7 @@ export async function openConsent(
       });
   if (!opened.ok) {
     const where = deps.shared ? `on PostgreSQL at ${deps.shared.target}` : settings.consentDb;
-    throw new Error(`the consent store ${where} cannot be opened: ${opened.detail}`);
+    throw new Error(`the consent store ${where} cannot be opened: ${opened.error.detail}`);
   }
   // The database is writable by this process's own user: withdrawals and spent nonces are also in
   // the operator's append-only ledger beside the allowed-signers file (whose directory the
@@ -73,7 +73,7 @@ export async function openConsent(
   const ledger = openLedger(ledgerPath(settings.consentAllowedSigners), { clock: deps.clock });
   if (!ledger.ok) {
     await opened.value.close();
-    throw new Error(`the consent ledger cannot be used: ${ledger.detail}`);
+    throw new Error(`the consent ledger cannot be used: ${ledger.error}`);
   }
   const store = withLedger(rememberConsumedNonces(opened.value, deps.clock), ledger.value);
   const gate = createConsentGate({

@@ -8,6 +8,7 @@ import {
   openLedger,
   openPgStore,
   openSqliteStore,
+  type StoreResult,
   withLedger,
 } from "../consent/index.js";
 import { cryptoIds, silentLogger, systemClock } from "../core/index.js";
@@ -191,7 +192,7 @@ function openStore(
     busyTimeoutMs: BUSY_TIMEOUT_MS,
     ...(owner ? { euid: owner.uid } : {}),
   });
-  if (!opened.ok) throw new Usage(`cannot open the consent database: ${visible(opened.detail)}`);
+  if (!opened.ok) throw new Usage(`cannot open the consent database: ${visible(opened.error.detail)}`);
   if (allowedSigners === "") {
     void opened.value.close();
     throw new Usage(
@@ -201,7 +202,7 @@ function openStore(
   const ledger = openLedger(ledgerPath(allowedSigners), { clock: systemClock });
   if (!ledger.ok) {
     void opened.value.close();
-    throw new Usage(`cannot use the consent ledger: ${visible(ledger.detail)}`);
+    throw new Usage(`cannot use the consent ledger: ${visible(ledger.error)}`);
   }
   return withLedger(opened.value, ledger.value);
 }
@@ -210,7 +211,7 @@ function openStore(
 async function openSharedStore(shared: PgState | null, allowedSigners: string): Promise<ConsentStore> {
   if (shared === null) throw new Usage("RELAY_SHELL_STATE_URL is not set");
   const opened = await openPgStore(shared, { clock: systemClock, ids: cryptoIds });
-  if (!opened.ok) throw new Usage(`cannot open the shared consent store: ${visible(opened.detail)}`);
+  if (!opened.ok) throw new Usage(`cannot open the shared consent store: ${visible(opened.error.detail)}`);
   if (allowedSigners === "") {
     await opened.value.close();
     throw new Usage(
@@ -220,13 +221,13 @@ async function openSharedStore(shared: PgState | null, allowedSigners: string): 
   const ledger = openLedger(ledgerPath(allowedSigners), { clock: systemClock });
   if (!ledger.ok) {
     await opened.value.close();
-    throw new Usage(`cannot use the consent ledger: ${visible(ledger.detail)}`);
+    throw new Usage(`cannot use the consent ledger: ${visible(ledger.error)}`);
   }
   return withLedger(opened.value, ledger.value);
 }
 
-function must<T>(result: { ok: true; value: T } | { ok: false; failure: string; detail: string }): T {
-  if (!result.ok) throw new Refused(`${result.failure}: ${visible(result.detail)}`);
+function must<T>(result: StoreResult<T>): T {
+  if (!result.ok) throw new Refused(`${result.error.failure}: ${visible(result.error.detail)}`);
   return result.value;
 }
 

@@ -107,10 +107,12 @@ export async function runConsoleCli(argv: readonly string[], settings: Settings)
     clock: systemClock,
   });
   if (!outcome.ok) {
-    process.stderr.write(`relay_shell: console enrol: ${outcome.message}\n`);
+    process.stderr.write(`relay_shell: console enrol: ${outcome.error}\n`);
     return 1;
   }
-  process.stdout.write(`Added passkey "${outcome.passkey.name}" to ${resolve(passkeys)}:\n${outcome.line}\n`);
+  process.stdout.write(
+    `Added passkey "${outcome.value.passkey.name}" to ${resolve(passkeys)}:\n${outcome.value.line}\n`,
+  );
   return 0;
 }
 

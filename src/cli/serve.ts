@@ -132,8 +132,8 @@ export function httpEdgeOptions(
     health: () => {
       const audit = built.audit.status();
       return settings.auditFailClosed && audit.degraded
-        ? { ok: false, reason: `the audit log fails closed: ${audit.degradedReason}` }
-        : { ok: true, reason: "" };
+        ? { ok: false, error: `the audit log fails closed: ${audit.degradedReason}` }
+        : { ok: true, value: undefined };
     },
   };
 }

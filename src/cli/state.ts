@@ -26,11 +26,11 @@ export async function openSharedState(
     poolMax: options.role === "cli" ? CLI_POOL : RELAY_POOL,
     logger: options.logger,
   });
-  if (!opened.ok) throw new Error(`RELAY_SHELL_STATE_URL: ${opened.detail}`);
+  if (!opened.ok) throw new Error(`RELAY_SHELL_STATE_URL: ${opened.error.detail}`);
   const migrated = await migrate(opened.value);
   if (!migrated.ok) {
     await opened.value.close();
-    throw new Error(`the shared state at ${opened.value.target} cannot be used: ${migrated.detail}`);
+    throw new Error(`the shared state at ${opened.value.target} cannot be used: ${migrated.error.detail}`);
   }
   return opened.value;
 }

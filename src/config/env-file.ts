@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { fail, ok, type Result } from "../core/index.js";
 import { FILE_TOO_LARGE, readBoundedFile } from "../files/index.js";
 
 /**
@@ -19,7 +20,8 @@ const MAX_ENV_FILE_BYTES = 1024 * 1024;
 const PREFIX = "RELAY_SHELL_";
 const KEY = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 
-type LineResult = { key: string; value: string } | { error: string } | null;
+/** A setting line read as its name and value, or why it cannot be; null for a blank line or a comment. */
+type LineResult = Result<{ key: string; value: string }, string> | null;
 
 // Only the usual escapes are decoded; any other backslash stays, so a quoted
 // regex such as "rm\s+-rf" keeps its meaning.
@@ -35,20 +37,20 @@ function unescapeDouble(body: string): string {
   return body.replace(/\\(.)/gs, (whole, ch: string) => DOUBLE_QUOTE_ESCAPES[ch] ?? whole);
 }
 
-function parseValue(text: string): { value: string } | { error: string } {
+function parseValue(text: string): Result<string, string> {
   const quote = text[0];
   if (quote === '"' || quote === "'") {
     let end = 1;
     while (end < text.length && text[end] !== quote) end += quote === '"' && text[end] === "\\" ? 2 : 1;
-    if (end >= text.length) return { error: `unterminated ${quote} quote` };
+    if (end >= text.length) return fail(`unterminated ${quote} quote`);
     const rest = text.slice(end + 1).trim();
-    if (rest !== "" && !rest.startsWith("#")) return { error: "text after the closing quote" };
+    if (rest !== "" && !rest.startsWith("#")) return fail("text after the closing quote");
     const body = text.slice(1, end);
-    return { value: quote === '"' ? unescapeDouble(body) : body };
+    return ok(quote === '"' ? unescapeDouble(body) : body);
   }
   // An unquoted value ends at a " #" comment, as in shell.
   const comment = text.search(/\s#/);
-  return { value: (comment === -1 ? text : text.slice(0, comment)).trim() };
+  return ok((comment === -1 ? text : text.slice(0, comment)).trim());
 }
 
 function parseLine(line: string): LineResult {
@@ -56,11 +58,11 @@ function parseLine(line: string): LineResult {
   if (text === "" || text.startsWith("#")) return null;
   if (/^export\s/.test(text)) text = text.slice(6).trimStart();
   const eq = text.indexOf("=");
-  if (eq === -1) return { error: "expected KEY=VALUE" };
+  if (eq === -1) return fail("expected KEY=VALUE");
   const key = text.slice(0, eq).trim();
-  if (!KEY.test(key)) return { error: "expected KEY=VALUE" };
+  if (!KEY.test(key)) return fail("expected KEY=VALUE");
   const parsed = parseValue(text.slice(eq + 1).trimStart());
-  return "error" in parsed ? parsed : { key, value: parsed.value };
+  return parsed.ok ? ok({ key, value: parsed.value }) : parsed;
 }
 
 function looksLikeOurs(line: string): boolean {
@@ -79,12 +81,13 @@ export function parseEnvFile(text: string, label: string): Omit<EnvFile, "path">
   lines.forEach((line, index) => {
     const result = parseLine(line);
     if (result === null) return;
-    if ("error" in result) {
+    if (!result.ok) {
       if (looksLikeOurs(line)) problems.push(`${label}:${index + 1}: cannot parse setting: ${result.error}`);
       return;
     }
-    const upper = result.key.toUpperCase();
-    if (upper.startsWith(PREFIX)) values.set(upper, { name: result.key, value: result.value });
+    const { key, value } = result.value;
+    const upper = key.toUpperCase();
+    if (upper.startsWith(PREFIX)) values.set(upper, { name: key, value });
   });
   return { values, problems };
 }

@@ -48,8 +48,8 @@ describe("findPythonOnlySyntax", () => {
 describe("compilePolicyRegex", () => {
   it("compiles with flags iu", () => {
     const compiled = compilePolicyRegex("^SHELL_EXEC rm");
-    expect(compiled.ok && compiled.regex.flags).toBe("iu");
-    expect(compiled.ok && compiled.regex.test("shell_exec RM -rf")).toBe(true);
+    expect(compiled.ok && compiled.value.flags).toBe("iu");
+    expect(compiled.ok && compiled.value.test("shell_exec RM -rf")).toBe(true);
   });
 
   it("returns the engine's message, including what the u flag refuses", () => {

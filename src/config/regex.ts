@@ -5,9 +5,9 @@
  * gets a fix-it message, and so no Node version reinterprets it silently.
  */
 
-const POLICY_REGEX_FLAGS = "iu";
+import { fail, ok, type Result } from "../core/index.js";
 
-export type CompiledRegex = { ok: true; regex: RegExp } | { ok: false; error: string };
+const POLICY_REGEX_FLAGS = "iu";
 
 const FLAG_LETTERS = /^[aiLmsux]+$/;
 const JS_MODIFIER_LETTERS = /^[ims]*$/;
@@ -111,17 +111,17 @@ export function findPythonOnlySyntax(source: string): string | null {
 }
 
 /** Compile an operator regex, or explain why it cannot be used. */
-export function compilePolicyRegex(source: string): CompiledRegex {
+export function compilePolicyRegex(source: string): Result<RegExp, string> {
   const python = findPythonOnlySyntax(source);
-  if (python) return { ok: false, error: python };
+  if (python) return fail(python);
   try {
-    return { ok: true, regex: new RegExp(source, POLICY_REGEX_FLAGS) };
+    return ok(new RegExp(source, POLICY_REGEX_FLAGS));
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     // Python accepts needless escapes such as \- outside a class; the u flag does not.
     const hint = /Invalid escape$/.test(message)
       ? " (with the u flag only syntax characters may be escaped: write - not \\- outside [...])"
       : "";
-    return { ok: false, error: `${message}${hint}` };
+    return fail(`${message}${hint}`);
   }
 }

@@ -1,5 +1,6 @@
 import { isAbsolute, join, resolve } from "node:path";
 import { z } from "zod";
+import { fail, ok, type Result } from "../core/index.js";
 import { compilePolicyRegex } from "./regex.js";
 
 /** Where relative and `~` paths point, and where the embedded defaults live (docs/wire-contract.md §14.16). */
@@ -15,7 +16,13 @@ export type RawValue = string | undefined;
 
 export type SettingSchema<T> = z.ZodType<T, RawValue>;
 
-type Parsed<T> = { ok: true; value: T } | { ok: false; expected: string; detail?: string };
+/** Why a value is refused: what was expected, and what is wrong with it when that says more. */
+interface Refused {
+  expected: string;
+  detail?: string;
+}
+
+type Parsed<T> = Result<T, Refused>;
 
 const MAX_SHOWN = 200;
 
@@ -39,7 +46,10 @@ function setting<T>(env: string, fallback: () => T, parse: (raw: string) => Pars
       if (raw === undefined) return fallback();
       const parsed = parse(raw);
       if (parsed.ok) return parsed.value;
-      ctx.addIssue({ code: "custom", message: problemLine(env, parsed.expected, raw, parsed.detail) });
+      ctx.addIssue({
+        code: "custom",
+        message: problemLine(env, parsed.error.expected, raw, parsed.error.detail),
+      });
       return z.NEVER;
     });
 }
@@ -59,10 +69,10 @@ export function integerSetting(
     () => fallback,
     (raw) => {
       const text = raw.trim();
-      if (!DECIMAL.test(text)) return { ok: false, expected };
+      if (!DECIMAL.test(text)) return fail({ expected });
       const value = Number(text);
-      if (!Number.isSafeInteger(value) || value < min || value > max) return { ok: false, expected };
-      return { ok: true, value: value === 0 ? 0 : value }; // "-0" becomes 0
+      if (!Number.isSafeInteger(value) || value < min || value > max) return fail({ expected });
+      return ok(value === 0 ? 0 : value); // "-0" becomes 0
     },
   );
 }
@@ -76,9 +86,9 @@ export function booleanSetting(env: string, fallback: boolean): SettingSchema<bo
     () => fallback,
     (raw) => {
       const word = raw.trim().toLowerCase();
-      if (TRUE_WORDS.has(word)) return { ok: true, value: true };
-      if (FALSE_WORDS.has(word)) return { ok: true, value: false };
-      return { ok: false, expected: "boolean (true/false, 1/0, yes/no, on/off)" };
+      if (TRUE_WORDS.has(word)) return ok(true);
+      if (FALSE_WORDS.has(word)) return ok(false);
+      return fail({ expected: "boolean (true/false, 1/0, yes/no, on/off)" });
     },
   );
 }
@@ -95,7 +105,7 @@ export function enumSetting<const T extends string>(
     (raw) => {
       const word = raw.trim().toLowerCase();
       const found = values.find((v) => v === word);
-      return found === undefined ? { ok: false, expected } : { ok: true, value: found };
+      return found === undefined ? fail({ expected }) : ok(found);
     },
   );
 }
@@ -123,7 +133,7 @@ export function lenientEnumSetting<const T extends string>(spec: LenientEnum<T>)
   return setting(
     spec.env,
     () => spec.fallback,
-    (raw) => ({ ok: true, value: lenientWord(raw, spec.values) ?? spec.fallback }),
+    (raw) => ok(lenientWord(raw, spec.values) ?? spec.fallback),
   );
 }
 
@@ -141,17 +151,13 @@ export function lenientWarning<T extends string>(
  * rather than looked up: the loader does no account lookups.
  */
 function expandPath(value: string, ctx: PathContext): Parsed<string> {
-  if (value === "~") return { ok: true, value: ctx.home };
-  if (value.startsWith("~/")) return { ok: true, value: join(ctx.home, value.slice(2)) };
+  if (value === "~") return ok(ctx.home);
+  if (value.startsWith("~/")) return ok(join(ctx.home, value.slice(2)));
   if (value.startsWith("~")) {
-    return {
-      ok: false,
-      expected: "a file path",
-      detail: "the ~user form is not supported, write the path out",
-    };
+    return fail({ expected: "a file path", detail: "the ~user form is not supported, write the path out" });
   }
-  if (value.includes("\0")) return { ok: false, expected: "a file path", detail: "NUL byte in path" };
-  return { ok: true, value: isAbsolute(value) ? resolve(value) : resolve(ctx.cwd, value) };
+  if (value.includes("\0")) return fail({ expected: "a file path", detail: "NUL byte in path" });
+  return ok(isAbsolute(value) ? resolve(value) : resolve(ctx.cwd, value));
 }
 
 /**
@@ -167,7 +173,7 @@ export function pathSetting(env: string, ctx: PathContext, fallback: () => strin
   };
   return setting(env, fallbackPath, (raw) => {
     const text = raw.trim();
-    return text === "" ? { ok: true, value: fallbackPath() } : expandPath(text, ctx);
+    return text === "" ? ok(fallbackPath()) : expandPath(text, ctx);
   });
 }
 
@@ -179,8 +185,8 @@ export function hostSetting(env: string, fallback: string): SettingSchema<string
     () => fallback,
     (raw) => {
       const text = raw.trim();
-      if (!HOST.test(text)) return { ok: false, expected: "a host name or IP address to bind" };
-      return { ok: true, value: text };
+      if (!HOST.test(text)) return fail({ expected: "a host name or IP address to bind" });
+      return ok(text);
     },
   );
 }
@@ -194,9 +200,9 @@ export function urlPathSetting(env: string, fallback: string): SettingSchema<str
     (raw) => {
       const text = raw.trim();
       if (!URL_PATH.test(text)) {
-        return { ok: false, expected: 'a URL path starting with "/" (no blanks, "?" or "#")' };
+        return fail({ expected: 'a URL path starting with "/" (no blanks, "?" or "#")' });
       }
-      return { ok: true, value: text };
+      return ok(text);
     },
   );
 }
@@ -238,8 +244,8 @@ export function instanceSetting(env: string): SettingSchema<string> {
     () => "",
     (raw) => {
       const text = raw.trim();
-      if (text === "" || INSTANCE.test(text)) return { ok: true, value: text };
-      return { ok: false, expected: "1-32 lowercase letters, digits and inner hyphens" };
+      if (text === "" || INSTANCE.test(text)) return ok(text);
+      return fail({ expected: "1-32 lowercase letters, digits and inner hyphens" });
     },
   );
 }
@@ -251,11 +257,11 @@ export function urlSetting(env: string, fallback: string): SettingSchema<string>
     () => fallback,
     (raw) => {
       const text = raw.trim();
-      if (!URL.canParse(text)) return { ok: false, expected };
+      if (!URL.canParse(text)) return fail({ expected });
       const url = new URL(text);
-      const ok =
+      const valid =
         (url.protocol === "https:" || url.protocol === "http:") && url.search === "" && url.hash === "";
-      return ok ? { ok: true, value: text } : { ok: false, expected };
+      return valid ? ok(text) : fail({ expected });
     },
   );
 }
@@ -268,10 +274,10 @@ export function originSetting(env: string, fallback: string): SettingSchema<stri
     () => fallback,
     (raw) => {
       const text = raw.trim();
-      if (text === "") return { ok: true, value: fallback };
-      if (!URL.canParse(text)) return { ok: false, expected };
+      if (text === "") return ok(fallback);
+      if (!URL.canParse(text)) return fail({ expected });
       const url = new URL(text);
-      const ok =
+      const valid =
         (url.protocol === "https:" || url.protocol === "http:") &&
         url.username === "" &&
         url.password === "" &&
@@ -280,7 +286,7 @@ export function originSetting(env: string, fallback: string): SettingSchema<stri
         url.hash === "" &&
         !text.endsWith("?") &&
         !text.endsWith("#");
-      return ok ? { ok: true, value: url.origin } : { ok: false, expected };
+      return valid ? ok(url.origin) : fail({ expected });
     },
   );
 }
@@ -291,10 +297,10 @@ export function regexSetting(env: string): SettingSchema<RegExp | null> {
     env,
     () => null,
     (raw) => {
-      if (raw === "") return { ok: true, value: null };
+      if (raw === "") return ok(null);
       const compiled = compilePolicyRegex(raw);
-      if (compiled.ok) return { ok: true, value: compiled.regex };
-      return { ok: false, expected: 'a JavaScript regular expression (flags "iu")', detail: compiled.error };
+      if (compiled.ok) return ok(compiled.value);
+      return fail({ expected: 'a JavaScript regular expression (flags "iu")', detail: compiled.error });
     },
   );
 }
@@ -313,18 +319,17 @@ export function socketPathSetting(env: string, ctx: PathContext): SettingSchema<
     () => "",
     (raw) => {
       const text = raw.trim();
-      if (text === "") return { ok: true, value: "" };
+      if (text === "") return ok("");
       const expanded = expandPath(text, ctx);
       if (!expanded.ok) return expanded;
       const bytes = Buffer.byteLength(expanded.value, "utf8");
       if (bytes > MAX_SOCKET_PATH_BYTES) {
-        return {
-          ok: false,
+        return fail({
           expected: `a Unix socket path of at most ${MAX_SOCKET_PATH_BYTES} bytes`,
           detail: `it resolves to ${bytes} bytes`,
-        };
+        });
       }
-      return { ok: true, value: expanded.value };
+      return ok(expanded.value);
     },
   );
 }

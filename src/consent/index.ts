@@ -25,6 +25,7 @@ export type {
   ConsentRequest,
   ConsentSession,
   ConsentStore,
+  StoreError,
   StoreResult,
 } from "./types.js";
-export { type ApprovalVerifier, channelVerifier } from "./verifier.js";
+export { type ApprovalVerifier, type Approver, channelVerifier } from "./verifier.js";

@@ -1,3 +1,4 @@
+import { fail, ok } from "../core/index.js";
 import type { ConsentLedger, LedgerResult } from "./ledger.js";
 import type { ConsentLease, ConsentRequest, ConsentStore, StoreResult } from "./types.js";
 
@@ -12,11 +13,11 @@ import type { ConsentLease, ConsentRequest, ConsentStore, StoreResult } from "./
  * - a nonce is spent in the ledger after the database agreed, and only the first claim there wins.
  */
 export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentStore {
-  const unreadable = (result: LedgerResult<unknown>): StoreResult<never> => ({
-    ok: false,
-    failure: "unavailable",
-    detail: `the consent ledger cannot be used: ${result.ok ? "" : result.detail}`,
-  });
+  const unreadable = (result: LedgerResult<unknown>): StoreResult<never> =>
+    fail({
+      failure: "unavailable",
+      detail: `the consent ledger cannot be used: ${result.ok ? "" : result.error}`,
+    });
 
   function asDenied(request: ConsentRequest): ConsentRequest {
     const denial = ledger.denial(request.id);
@@ -34,7 +35,7 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
     if (!result.ok) return result;
     const fresh = ledger.refresh();
     if (!fresh.ok) return unreadable(fresh);
-    return { ok: true, value: map(result.value) };
+    return ok(map(result.value));
   }
   /** The ledger's record first (what the account cannot undo), then the database's. */
   async function withdraw<T>(
@@ -64,8 +65,7 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
       const fresh = ledger.refresh();
       if (!fresh.ok) return unreadable(fresh);
       const denial = ledger.denial(id);
-      if (denial)
-        return { ok: false, failure: "withdrawn", detail: `request ${id} was denied by ${denial.by}` };
+      if (denial) return fail({ failure: "withdrawn", detail: `request ${id} was denied by ${denial.by}` });
       return store.approve(id, approval);
     },
     deny: (id, by, reason) => withdraw(ledger.deny(id, by, reason), () => store.deny(id, by, reason)),
@@ -73,21 +73,19 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
       const fresh = ledger.refresh();
       if (!fresh.ok) return unreadable(fresh);
       const denial = ledger.denial(id);
-      if (denial)
-        return { ok: false, failure: "withdrawn", detail: `request ${id} was denied by ${denial.by}` };
-      if (ledger.spent(nonce))
-        return { ok: false, failure: "consumed", detail: `request ${id} was already used` };
+      if (denial) return fail({ failure: "withdrawn", detail: `request ${id} was denied by ${denial.by}` });
+      if (ledger.spent(nonce)) return fail({ failure: "consumed", detail: `request ${id} was already used` });
       const taken = await store.consume(id, nonce);
       if (!taken.ok) return taken;
       const claimed = ledger.spend(nonce, id);
       if (!claimed.ok) return unreadable(claimed);
-      if (!claimed.value) return { ok: false, failure: "consumed", detail: `request ${id} was already used` };
+      if (!claimed.value) return fail({ failure: "consumed", detail: `request ${id} was already used` });
       return taken;
     },
     async consumeNonce(nonce, expiresAt) {
       const fresh = ledger.refresh();
       if (!fresh.ok) return unreadable(fresh);
-      if (ledger.spent(nonce)) return { ok: true, value: false };
+      if (ledger.spent(nonce)) return ok(false);
       const recorded = await store.consumeNonce(nonce, expiresAt);
       if (!recorded.ok || !recorded.value) return recorded;
       const claimed = ledger.spend(nonce, "");
@@ -100,7 +98,7 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
       if (!ledger.leaseRevoked(taken.value.id, taken.value.session, taken.value.createdAt)) return taken;
       // The ledger revoked it and the database forgot: tell the database again, hand out nothing.
       await store.revoke(taken.value.id);
-      return { ok: true, value: null };
+      return ok(null);
     },
     getLease: (id) => read(store.getLease(id), (lease) => (lease ? asRevoked(lease) : null)),
     async changeCounter() {
@@ -113,7 +111,7 @@ export function withLedger(store: ConsentStore, ledger: ConsentLedger): ConsentS
         lastLedger = ledger.version();
         epoch += 1;
       }
-      return { ok: true, value: epoch };
+      return ok(epoch);
     },
     listLeases: () => read(store.listLeases(), (leases) => leases.map(asRevoked)),
     revoke: (idOrSession) => withdraw(ledger.revoke(idOrSession), () => store.revoke(idOrSession)),

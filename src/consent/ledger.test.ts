@@ -4,13 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { manualClock } from "../../test/helpers/clock.js";
-import { type ConsentLedger, openLedger } from "./ledger.js";
+import { type ConsentLedger, type LedgerResult, openLedger } from "./ledger.js";
 
 // Setting the append-only flag needs CAP_LINUX_IMMUTABLE: these run as root (as CI does).
 const ROOT = process.geteuid?.() === 0;
 
-function must<T>(result: { ok: true; value: T } | { ok: false; detail: string }): T {
-  if (!result.ok) throw new Error(result.detail);
+function must<T>(result: LedgerResult<T>): T {
+  if (!result.ok) throw new Error(result.error);
   return result.value;
 }
 
@@ -40,20 +40,20 @@ describe.skipIf(!ROOT)("the consent ledger", () => {
 
   it("refuses a missing file, a link, and a file without the append-only flag, saying how to make one", () => {
     const missing = openLedger(join(dir, "none"), { clock });
-    expect(missing.ok === false && missing.detail).toMatch(
+    expect(missing.ok === false && missing.error).toMatch(
       /does not exist; as root: install .* chattr \+a FILE/,
     );
     const link = join(dir, "link");
     symlinkSync(path, link);
     expect(openLedger(link, { clock })).toMatchObject({
       ok: false,
-      detail: expect.stringContaining("symbolic link"),
+      error: expect.stringContaining("symbolic link"),
     });
     const plain = join(dir, "plain");
     writeFileSync(plain, "");
     expect(openLedger(plain, { clock })).toMatchObject({
       ok: false,
-      detail: expect.stringContaining("is not append-only"),
+      error: expect.stringContaining("is not append-only"),
     });
   });
 

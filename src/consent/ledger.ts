@@ -11,7 +11,7 @@ import {
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { StringDecoder } from "node:string_decoder";
-import type { Clock } from "../core/index.js";
+import { type Clock, fail, ok, type Result } from "../core/index.js";
 import { isAppendOnly } from "../proc/index.js";
 
 /**
@@ -53,7 +53,8 @@ interface LedgerDenial {
   at: number;
 }
 
-export type LedgerResult<T> = { ok: true; value: T } | { ok: false; detail: string };
+/** What the ledger answered, or why it cannot be used now (a sentence naming the file). */
+export type LedgerResult<T> = Result<T, string>;
 
 /** Where the ledger lives: beside the operator's allowed-signers file, in the same protected directory. */
 export function ledgerPath(allowedSigners: string): string {
@@ -127,7 +128,7 @@ function fold(index: Index, line: string): void {
  * Everything already in it is read.
  */
 export function openLedger(path: string, deps: { clock: Clock }): LedgerResult<ConsentLedger> {
-  const problem = (why: string): LedgerResult<ConsentLedger> => ({ ok: false, detail: `${path} ${why}` });
+  const problem = (why: string): LedgerResult<ConsentLedger> => fail(`${path} ${why}`);
   const st = lstatSync(path, { throwIfNoEntry: false });
   if (st === undefined) return problem(ledgerSetupHint("does not exist"));
   if (st.isSymbolicLink()) return problem("is a symbolic link; the ledger must be the file itself");
@@ -139,16 +140,16 @@ export function openLedger(path: string, deps: { clock: Clock }): LedgerResult<C
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     return problem(`cannot be opened for reading and appending by the relay's account (${code})`);
   }
-  const fail = (why: string): LedgerResult<ConsentLedger> => {
+  const refuse = (why: string): LedgerResult<ConsentLedger> => {
     closeSync(fd);
     return problem(why);
   };
   const opened = fstatSync(fd);
-  if (opened.ino !== st.ino || opened.dev !== st.dev) return fail("changed while it was opened");
+  if (opened.ino !== st.ino || opened.dev !== st.dev) return refuse("changed while it was opened");
   const flag = isAppendOnly(fd);
-  if (flag === null) return fail("cannot be checked for the append-only flag here (no libc binding)");
-  if (!flag.ok) return fail(`is on a file system without the append-only flag (errno ${flag.errno})`);
-  if (!flag.value) return fail(ledgerSetupHint("is not append-only"));
+  if (flag === null) return refuse("cannot be checked for the append-only flag here (no libc binding)");
+  if (!flag.ok) return refuse(`is on a file system without the append-only flag (errno ${flag.error})`);
+  if (!flag.value) return refuse(ledgerSetupHint("is not append-only"));
 
   const index: Index = { denials: new Map(), revoked: new Set(), revokedAllAt: 0, spentBy: new Map() };
   let offset = 0;
@@ -157,19 +158,16 @@ export function openLedger(path: string, deps: { clock: Clock }): LedgerResult<C
   const decoder = new StringDecoder("utf8");
 
   function refresh(): LedgerResult<void> {
-    if (closed) return { ok: false, detail: `${path} is closed` };
+    if (closed) return fail(`${path} is closed`);
     let size: number;
     try {
       size = fstatSync(fd).size;
     } catch (err) {
-      return { ok: false, detail: `${path} cannot be examined: ${String(err)}` };
+      return fail(`${path} cannot be examined: ${String(err)}`);
     }
-    if (size < offset) return { ok: false, detail: `${path} shrank: it is no longer append-only` };
+    if (size < offset) return fail(`${path} shrank: it is no longer append-only`);
     if (size > MAX_LEDGER_BYTES) {
-      return {
-        ok: false,
-        detail: `${path} is larger than ${MAX_LEDGER_BYTES} bytes; rotate it (docs/consent.md)`,
-      };
+      return fail(`${path} is larger than ${MAX_LEDGER_BYTES} bytes; rotate it (docs/consent.md)`);
     }
     const buffer = Buffer.alloc(Math.min(READ_CHUNK, Math.max(0, size - offset)));
     while (offset < size) {
@@ -181,20 +179,20 @@ export function openLedger(path: string, deps: { clock: Clock }): LedgerResult<C
       if (partial.length > MAX_LINE) partial = partial.slice(-MAX_LINE - 1);
       for (const line of lines) fold(index, line);
     }
-    return { ok: true, value: undefined };
+    return ok(undefined);
   }
 
   function append(record: Record<string, unknown>): LedgerResult<void> {
-    if (closed) return { ok: false, detail: `${path} is closed` };
+    if (closed) return fail(`${path} is closed`);
     // The leading newline ends any unfinished line someone else left, so this record is a line
     // of its own whatever was written before it.
     const bytes = Buffer.from(`\n${JSON.stringify({ v: 1, ...record, at: deps.clock.now() })}\n`, "utf8");
     try {
       const written = writeSync(fd, bytes);
-      if (written !== bytes.length) return { ok: false, detail: `${path}: a short write (${written} bytes)` };
+      if (written !== bytes.length) return fail(`${path}: a short write (${written} bytes)`);
       fsyncSync(fd);
     } catch (err) {
-      return { ok: false, detail: `${path} cannot be appended to: ${String(err)}` };
+      return fail(`${path} cannot be appended to: ${String(err)}`);
     }
     return refresh();
   }
@@ -205,35 +203,32 @@ export function openLedger(path: string, deps: { clock: Clock }): LedgerResult<C
     return first;
   }
 
-  return {
-    ok: true,
-    value: {
-      path,
-      refresh,
-      denial: (request) => index.denials.get(request) ?? null,
-      leaseRevoked: (lease, session, createdAt) =>
-        index.revoked.has(lease) || index.revoked.has(session) || createdAt <= index.revokedAllAt,
-      spent: (nonce) => index.spentBy.has(nonce),
-      spend(nonce, request) {
-        const fresh = refresh();
-        if (!fresh.ok) return fresh;
-        if (index.spentBy.has(nonce)) return { ok: true, value: false };
-        const claim = randomBytes(12).toString("hex");
-        const done = append({ kind: "spend", nonce, request, claim, pid: process.pid });
-        if (!done.ok) return done;
-        return { ok: true, value: index.spentBy.get(nonce) === claim };
-      },
-      deny: (request, by, reason) => append({ kind: "deny", request, by, reason }),
-      revoke: (id) => append({ kind: "revoke", id }),
-      revokeAll: () => append({ kind: "revoke_all" }),
-      version: () => offset,
-      close() {
-        if (closed) return;
-        closed = true;
-        closeSync(fd);
-      },
+  return ok({
+    path,
+    refresh,
+    denial: (request) => index.denials.get(request) ?? null,
+    leaseRevoked: (lease, session, createdAt) =>
+      index.revoked.has(lease) || index.revoked.has(session) || createdAt <= index.revokedAllAt,
+    spent: (nonce) => index.spentBy.has(nonce),
+    spend(nonce, request) {
+      const fresh = refresh();
+      if (!fresh.ok) return fresh;
+      if (index.spentBy.has(nonce)) return ok(false);
+      const claim = randomBytes(12).toString("hex");
+      const done = append({ kind: "spend", nonce, request, claim, pid: process.pid });
+      if (!done.ok) return done;
+      return ok(index.spentBy.get(nonce) === claim);
     },
-  };
+    deny: (request, by, reason) => append({ kind: "deny", request, by, reason }),
+    revoke: (id) => append({ kind: "revoke", id }),
+    revokeAll: () => append({ kind: "revoke_all" }),
+    version: () => offset,
+    close() {
+      if (closed) return;
+      closed = true;
+      closeSync(fd);
+    },
+  });
 }
 
 /** What to run to create the ledger, for the sentence that refuses a missing or plain file. */

@@ -12,7 +12,7 @@ import type { ConsentAct, ConsentStore, StoreResult } from "./types.js";
 const T0 = Date.UTC(2026, 11, 1, 12);
 
 function value<T>(result: StoreResult<T>): T {
-  if (!result.ok) throw new Error(`expected ok, got ${result.failure}: ${result.detail}`);
+  if (!result.ok) throw new Error(`expected ok, got ${result.error.failure}: ${result.error.detail}`);
   return result.value;
 }
 
@@ -61,7 +61,7 @@ describe("the in-process memory of consumed nonces", () => {
 
     const replay = await store.consume(r.id, r.nonce);
     expect(replay.ok).toBe(false);
-    if (!replay.ok) expect(replay.failure).toBe("consumed");
+    if (!replay.ok) expect(replay.error.failure).toBe("consumed");
     expect(value(await store.consumeNonce(r.nonce, r.expiresAt))).toBe(false);
     expect(value(await store.getRequest(r.id)).status).toBe("approved");
   });

@@ -1,4 +1,4 @@
-import type { Clock } from "../core/index.js";
+import { type Clock, fail, ok } from "../core/index.js";
 import type { ConsentStore } from "./types.js";
 
 /**
@@ -54,16 +54,15 @@ export function rememberConsumedNonces(store: ConsentStore, clock: Clock): Conse
     prune: (graceMs) => store.prune(graceMs),
     close: () => store.close(),
     async consume(id, nonce) {
-      if (seen(nonce))
-        return { ok: false, failure: "consumed", detail: `request ${id} was already used here` };
-      if (full()) return { ok: false, failure: "unavailable", detail: "too many approvals in use at once" };
+      if (seen(nonce)) return fail({ failure: "consumed", detail: `request ${id} was already used here` });
+      if (full()) return fail({ failure: "unavailable", detail: "too many approvals in use at once" });
       const result = await store.consume(id, nonce);
       if (result.ok) remembered.set(nonce, result.value.expiresAt);
       return result;
     },
     async consumeNonce(nonce, expiresAt) {
-      if (seen(nonce)) return { ok: true, value: false };
-      if (full()) return { ok: false, failure: "unavailable", detail: "too many approvals in use at once" };
+      if (seen(nonce)) return ok(false);
+      if (full()) return fail({ failure: "unavailable", detail: "too many approvals in use at once" });
       const result = await store.consumeNonce(nonce, expiresAt);
       if (result.ok && result.value) remembered.set(nonce, expiresAt);
       return result;

@@ -168,9 +168,11 @@ describe.each(ALGORITHMS)("a passkey approval with COSE algorithm %i", (algorith
     const { verifier } = verifierFor([k]);
     expect(await verifier.verify(approval(k.assert()), PAYLOAD, 0)).toEqual({
       ok: true,
-      signer: k.name,
-      key: `passkey:${k.credentialId}`,
-      channel: "passkey",
+      value: {
+        signer: k.name,
+        key: `passkey:${k.credentialId}`,
+        channel: "passkey",
+      },
     });
   });
 
@@ -179,7 +181,7 @@ describe.each(ALGORITHMS)("a passkey approval with COSE algorithm %i", (algorith
     const { verifier } = verifierFor([k]);
     const stranger = authenticator(algorithm);
     const forged = await verifier.verify(approval(k.assert({ signWith: stranger.privateKey })), PAYLOAD, 0);
-    expect(forged).toEqual({ ok: false, reason: `the signature does not verify with passkey ${k.name}` });
+    expect(forged).toEqual({ ok: false, error: `the signature does not verify with passkey ${k.name}` });
     const proof = JSON.parse(k.assert()) as Record<string, string>;
     const sig = Buffer.from(proof.signature as string, "base64url");
     sig[sig.length - 1] = (sig[sig.length - 1] ?? 0) ^ 0x01;
@@ -196,7 +198,7 @@ describe("what a passkey approval binds", () => {
     const other = PAYLOAD.replace("touch canary", "rm -f canary");
     expect(await verifier.verify(approval(k.assert({ payload: other })), PAYLOAD, 0)).toEqual({
       ok: false,
-      reason: "the assertion's challenge is not the digest of this act's payload",
+      error: "the assertion's challenge is not the digest of this act's payload",
     });
     // The challenge is the digest's exact base64url: padded or hex spellings are other strings.
     const digest = createHash("sha256").update(PAYLOAD).digest();
@@ -220,11 +222,11 @@ describe("what a passkey approval binds", () => {
     ];
     const refusals = await Promise.all(proofs.map((proof) => verifier.verify(approval(proof), PAYLOAD, 0)));
     expect(refusals).toEqual([
-      { ok: false, reason: `the assertion was made at origin "http://localhost:8444", not ${ORIGIN}` },
-      { ok: false, reason: `the assertion was made at origin "https://localhost:8443", not ${ORIGIN}` },
-      { ok: false, reason: "the assertion was made in a cross-origin frame" },
-      { ok: false, reason: "the assertion was made in an embedded frame (topOrigin)" },
-      { ok: false, reason: 'clientDataJSON type is "webauthn.create", not "webauthn.get"' },
+      { ok: false, error: `the assertion was made at origin "http://localhost:8444", not ${ORIGIN}` },
+      { ok: false, error: `the assertion was made at origin "https://localhost:8443", not ${ORIGIN}` },
+      { ok: false, error: "the assertion was made in a cross-origin frame" },
+      { ok: false, error: "the assertion was made in an embedded frame (topOrigin)" },
+      { ok: false, error: 'clientDataJSON type is "webauthn.create", not "webauthn.get"' },
     ]);
   });
 
@@ -232,15 +234,15 @@ describe("what a passkey approval binds", () => {
     const { verifier } = verifierFor([k]);
     expect(await verifier.verify(approval(k.assert({ rpId: "evil.example" })), PAYLOAD, 0)).toEqual({
       ok: false,
-      reason: `the assertion is not for relying party ${RP_ID}`,
+      error: `the assertion is not for relying party ${RP_ID}`,
     });
     expect(await verifier.verify(approval(k.assert({ flags: 0x04 })), PAYLOAD, 0)).toEqual({
       ok: false,
-      reason: "the authenticator did not see the user (UP unset)",
+      error: "the authenticator did not see the user (UP unset)",
     });
     expect(await verifier.verify(approval(k.assert({ flags: 0x01 })), PAYLOAD, 0)).toEqual({
       ok: false,
-      reason: "the authenticator did not verify the user (UV unset)",
+      error: "the authenticator did not verify the user (UV unset)",
     });
     expect((await verifier.verify(approval(k.assert({ flags: 0x45 })), PAYLOAD, 0)).ok).toBe(true);
   });
@@ -251,7 +253,7 @@ describe("what a passkey approval binds", () => {
     const unknown = await verifier.verify(approval(stranger.assert()), PAYLOAD, 0);
     expect(unknown).toEqual({
       ok: false,
-      reason: `credential ${stranger.credentialId} is not in the passkeys file (never enrolled or revoked)`,
+      error: `credential ${stranger.credentialId} is not in the passkeys file (never enrolled or revoked)`,
     });
     const proof = k.assert();
     table.delete(k.credentialId);
@@ -262,7 +264,7 @@ describe("what a passkey approval binds", () => {
     const { verifier } = verifierFor([k]);
     expect(await verifier.verify(approval(k.assert(), "sshsig"), PAYLOAD, 0)).toEqual({
       ok: false,
-      reason: "an approval given by sshsig is not a passkey assertion",
+      error: "an approval given by sshsig is not a passkey assertion",
     });
   });
 });
@@ -278,7 +280,7 @@ describe("the sign counter", () => {
     expect((await verify(5, 1)).ok).toBe(true);
     expect(await verify(5, 2)).toEqual({
       ok: false,
-      reason: `the sign counter of passkey ${k.name} did not increase (5, last seen 5): a copy of the authenticator may be in use`,
+      error: `the sign counter of passkey ${k.name} did not increase (5, last seen 5): a copy of the authenticator may be in use`,
     });
     expect((await verify(4, 3)).ok).toBe(false);
     expect((await verify(0, 4)).ok).toBe(false);
@@ -322,13 +324,13 @@ describe("the sign counter", () => {
       await second.verify(approval(k.assert({ counter: 7, payload: otherAct })), otherAct, 0),
     ).toMatchObject({
       ok: false,
-      reason: expect.stringContaining("did not increase (7, last seen 7)"),
+      error: expect.stringContaining("did not increase (7, last seen 7)"),
     });
     writeFileSync(path, "{not json");
     const refused = await second.verify(approval(k.assert({ counter: 8 })), PAYLOAD, 0);
     expect(refused).toEqual({
       ok: false,
-      reason: `the passkey sign counters cannot be used: the passkey counters file ${path} is not JSON`,
+      error: `the passkey sign counters cannot be used: the passkey counters file ${path} is not JSON`,
     });
   });
 
@@ -344,7 +346,7 @@ describe("the sign counter", () => {
     // b's bytes to sign are now exactly a's (same rpId, flags, counter, client data): still b's counter 5 decides.
     expect(await verifier.verify(approval(b.assert({ counter: 3 })), PAYLOAD, 0)).toMatchObject({
       ok: false,
-      reason: expect.stringContaining("did not increase (3, last seen 5)"),
+      error: expect.stringContaining("did not increase (3, last seen 5)"),
     });
   });
 });
@@ -385,7 +387,7 @@ describe("hostile proofs", () => {
 
   it("refuse a proof too large to be one before parsing it", async () => {
     const result = await verifier.verify(approval(" ".repeat(70_000)), PAYLOAD, 0);
-    expect(result).toEqual({ ok: false, reason: "the proof is over 65536 characters" });
+    expect(result).toEqual({ ok: false, error: "the proof is over 65536 characters" });
   });
 });
 
@@ -514,34 +516,37 @@ describe.skipIf(NOBODY_SKIP !== null)("the passkeys file, read by a relay runnin
     const relay = verifierAsNobody(path);
     try {
       expect(await relay.next()).toEqual({ started: true });
-      expect(await relay.verify(alice.assert())).toMatchObject({ ok: true, signer: "alice-laptop" });
+      expect(await relay.verify(alice.assert())).toMatchObject({
+        ok: true,
+        value: { signer: "alice-laptop" },
+      });
       writeFileSync(path, `${bob.line()}\n`);
       expect(await relay.verify(alice.assert())).toMatchObject({
         ok: false,
-        reason: expect.stringContaining("revoked"),
+        error: expect.stringContaining("revoked"),
       });
-      expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, signer: "bob-phone" });
+      expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, value: { signer: "bob-phone" } });
       chownSync(path, 65534, 65534);
       expect(await relay.verify(bob.assert())).toEqual({
         ok: false,
-        reason: `the passkeys file cannot be trusted now: ${path} is owned by the relay's own uid 65534, which could rewrite it; ${path} is writable by the relay's process (uid 65534)`,
+        error: `the passkeys file cannot be trusted now: ${path} is owned by the relay's own uid 65534, which could rewrite it; ${path} is writable by the relay's process (uid 65534)`,
       });
       chownSync(path, 0, 0);
       chmodSync(path, 0o666);
       expect(await relay.verify(bob.assert())).toMatchObject({
         ok: false,
-        reason: expect.stringContaining("is writable by group and others (mode 0666)"),
+        error: expect.stringContaining("is writable by group and others (mode 0666)"),
       });
       chmodSync(path, 0o644);
-      expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, signer: "bob-phone" });
+      expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, value: { signer: "bob-phone" } });
       // The file itself is untouched; the directory holding it became writable by everyone.
       chmodSync(dir, 0o777);
       expect(await relay.verify(bob.assert())).toMatchObject({
         ok: false,
-        reason: expect.stringContaining(`directory ${dir} is writable by group and others`),
+        error: expect.stringContaining(`directory ${dir} is writable by group and others`),
       });
       chmodSync(dir, 0o755);
-      expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, signer: "bob-phone" });
+      expect(await relay.verify(bob.assert())).toMatchObject({ ok: true, value: { signer: "bob-phone" } });
     } finally {
       relay.close();
     }

@@ -1,5 +1,6 @@
 import { constants, createHash, verify as cryptoVerify, timingSafeEqual } from "node:crypto";
 import { statSync } from "node:fs";
+import { fail, ok, type Result } from "../core/index.js";
 import { trustAnchorProblems } from "../files/index.js";
 import type { PasskeyCounters } from "./passkey-counters.js";
 import { fromBase64url, loadPasskeys, type Passkey } from "./passkeys.js";
@@ -129,6 +130,13 @@ function stampOf(path: string): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
+/** An assertion that verified: the passkey that made it, its sign counter, and its digest. */
+interface Checked {
+  passkey: Passkey;
+  counter: number;
+  assertion: string;
+}
+
 /** Where the enrolled passkeys come from: by credential id, or why none can be trusted now. */
 export interface PasskeySource {
   current(): Map<string, Passkey> | string;
@@ -184,68 +192,63 @@ export function passkeyVerifierOver(
 ): ApprovalVerifier {
   const rpIdHash = sha256(config.rpId);
 
-  function check(proofText: string, payload: string) {
+  function check(proofText: string, payload: string): Result<Checked, string> {
     const proof = parseProof(proofText);
-    if (typeof proof === "string") return { ok: false as const, reason: proof };
+    if (typeof proof === "string") return fail(proof);
     const byId = source.current();
-    if (typeof byId === "string") return { ok: false as const, reason: byId };
+    if (typeof byId === "string") return fail(byId);
     const passkey = byId.get(proof.credentialId);
     if (!passkey) {
-      return {
-        ok: false as const,
-        reason: `credential ${proof.credentialId.slice(0, 43)} is not in the passkeys file (never enrolled or revoked)`,
-      };
+      return fail(
+        `credential ${proof.credentialId.slice(0, 43)} is not in the passkeys file (never enrolled or revoked)`,
+      );
     }
     const client = clientDataProblem(proof.clientDataJson, passkeyChallenge(payload), config.origin);
-    if (client) return { ok: false as const, reason: client };
+    if (client) return fail(client);
     const auth = proof.authenticatorData;
-    if (auth.length < AUTH_DATA_MIN) return { ok: false as const, reason: "authenticatorData is too short" };
+    if (auth.length < AUTH_DATA_MIN) return fail("authenticatorData is too short");
     if (!timingSafeEqual(auth.subarray(0, 32), rpIdHash)) {
-      return { ok: false as const, reason: `the assertion is not for relying party ${config.rpId}` };
+      return fail(`the assertion is not for relying party ${config.rpId}`);
     }
     const flags = auth[32] ?? 0;
-    if ((flags & FLAG_UP) === 0)
-      return { ok: false as const, reason: "the authenticator did not see the user (UP unset)" };
+    if ((flags & FLAG_UP) === 0) return fail("the authenticator did not see the user (UP unset)");
     if ((flags & FLAG_UV) === 0) {
-      return { ok: false as const, reason: "the authenticator did not verify the user (UV unset)" };
+      return fail("the authenticator did not verify the user (UV unset)");
     }
     const signed = Buffer.concat([auth, sha256(proof.clientDataJson)]);
     if (!signatureVerifies(passkey, signed, proof.signature)) {
-      return { ok: false as const, reason: `the signature does not verify with passkey ${passkey.name}` };
+      return fail(`the signature does not verify with passkey ${passkey.name}`);
     }
-    return {
-      ok: true as const,
+    return ok({
       passkey,
       counter: auth.readUInt32BE(33),
       // One credential's assertion over these exact bytes; the signature itself may be randomized.
       assertion: createHash("sha256").update(`${passkey.credentialId}\n`).update(signed).digest("hex"),
-    };
+    });
   }
 
   return {
     async verify(approval, payload) {
       if (approval.channel !== "passkey") {
-        return { ok: false, reason: `an approval given by ${approval.channel} is not a passkey assertion` };
+        return fail(`an approval given by ${approval.channel} is not a passkey assertion`);
       }
       const checked = check(approval.proof, payload);
       if (!checked.ok) return checked;
-      const { passkey, counter, assertion } = checked;
+      const { passkey, counter, assertion } = checked.value;
       try {
         // Passkeys that always report 0 are not compared (many synced passkeys keep no counter).
         const counted = await config.counters.countAssertion(passkey.credentialId, counter, assertion);
         if (!counted.accepted) {
-          return {
-            ok: false,
-            reason: `the sign counter of passkey ${passkey.name} did not increase (${counter}, last seen ${counted.last}): a copy of the authenticator may be in use`,
-          };
+          return fail(
+            `the sign counter of passkey ${passkey.name} did not increase (${counter}, last seen ${counted.last}): a copy of the authenticator may be in use`,
+          );
         }
       } catch (err) {
-        return {
-          ok: false,
-          reason: `the passkey sign counters cannot be used: ${err instanceof Error ? err.message : String(err)}`,
-        };
+        return fail(
+          `the passkey sign counters cannot be used: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
-      return { ok: true, signer: passkey.name, key: `passkey:${passkey.credentialId}`, channel: "passkey" };
+      return ok({ signer: passkey.name, key: `passkey:${passkey.credentialId}`, channel: "passkey" });
     },
   };
 }

@@ -100,7 +100,7 @@ async function requireRequest(db: Db, id: string, lock: boolean): Promise<Consen
 /** The move the rules allow (consent/transitions.ts), or the refusal that rolls the transaction back. */
 function allowed(request: ConsentRequest, event: RequestEvent, at: number): void {
   const move = transition(request, event, at);
-  if (!move.ok) refuse(move.failure, move.detail);
+  if (!move.ok) refuse(move.error.failure, move.error.detail);
 }
 
 function createRequest(ctx: PgRequestContext, request: NewRequest): Promise<StoreResult<ConsentRequest>> {

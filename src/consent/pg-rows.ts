@@ -1,9 +1,9 @@
 import type pg from "pg";
-import type { Ids } from "../core/index.js";
+import { fail, type Ids } from "../core/index.js";
 import type { PgState } from "../state/index.js";
 import { toFailure } from "./store-errors.js";
 import { rowToLease, rowToRequest, rowToSession, UnreadableRow } from "./store-rows.js";
-import type { ConsentLease, ConsentRequest, ConsentSession, StoreFailure, StoreResult } from "./types.js";
+import type { ConsentLease, ConsentRequest, ConsentSession, StoreResult } from "./types.js";
 
 /**
  * Row access of the PostgreSQL consent store (src/consent/pg-store.ts): the tables of migration 1
@@ -114,17 +114,14 @@ export async function instanceIdOf(db: Db, ids: Ids): Promise<string> {
  * their own words (store-errors.ts); a lock or statement past its timeout, or transactions that
  * kept conflicting, are `locked`; anything else the server or the connection says is `unavailable`.
  */
-export function pgFailure(
-  state: PgState,
-  err: unknown,
-): { ok: false; failure: StoreFailure; detail: string } {
+export function pgFailure(state: PgState, err: unknown): StoreResult<never> {
   const known = state.classify(err);
   if (known === null) return toFailure(err);
-  if (known.failure === "locked") return { ok: false, failure: "locked", detail: known.detail };
-  return { ok: false, failure: "unavailable", detail: known.detail };
+  if (known.failure === "locked") return fail({ failure: "locked", detail: known.detail });
+  return fail({ failure: "unavailable", detail: known.detail });
 }
 
 /** The failure of opening, from the state layer's words: a newer schema, a lock held, a server away. */
 export function openFailure(failure: string, detail: string): StoreResult<never> {
-  return { ok: false, failure: failure === "locked" ? "locked" : "unavailable", detail };
+  return fail({ failure: failure === "locked" ? "locked" : "unavailable", detail });
 }

@@ -69,7 +69,7 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)(
         );
         expect(results.filter((result) => result.ok)).toHaveLength(1);
         // The others were refused by the rules, not by a lock or an error.
-        expect(new Set(results.filter((r) => !r.ok).map((r) => (r.ok ? "" : r.failure)))).toEqual(
+        expect(new Set(results.filter((r) => !r.ok).map((r) => (r.ok ? "" : r.error.failure)))).toEqual(
           new Set(["consumed"]),
         );
       }
@@ -105,7 +105,7 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)(
         Array.from({ length: 24 }, (_, i) => stores[i % 3]!.createRequest(bounded)),
       );
       expect(results.filter((result) => result.ok)).toHaveLength(7);
-      expect(results.filter((result) => !result.ok && result.failure === "full")).toHaveLength(17);
+      expect(results.filter((result) => !result.ok && result.error.failure === "full")).toHaveLength(17);
     });
 
     it("creates one consent session when relays touch a new one at once", async () => {
@@ -129,7 +129,9 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)(
       expect(value(await reader!.takeLeaseRead("s1", 60_000))).toBeNull();
       expect(await reader!.openLease({ ...base, expiresAt: now + 60_000, remaining: 5 })).toMatchObject({
         ok: false,
-        failure: "expired",
+        error: {
+          failure: "expired",
+        },
       });
     });
 
@@ -142,7 +144,7 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)(
         await holder.query("BEGIN");
         await holder.query("SELECT 1 FROM consent_requests WHERE id = $1 FOR UPDATE", [request.id]);
         const held = await store!.consume(request.id, request.nonce);
-        expect(held).toMatchObject({ ok: false, failure: "locked" });
+        expect(held).toMatchObject({ ok: false, error: { failure: "locked" } });
         await holder.query("ROLLBACK");
       } finally {
         holder.release();
@@ -165,9 +167,11 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)(
         for (const answer of answers) {
           expect(answer.ok).toBe(false);
           if (!answer.ok) {
-            expect(answer.failure).toBe("unavailable");
-            expect(answer.detail).toMatch(new RegExp(`^PostgreSQL at 127\\.0\\.0\\.1:${cluster.port} `));
-            expect(answer.detail).not.toContain(cluster.password);
+            expect(answer.error.failure).toBe("unavailable");
+            expect(answer.error.detail).toMatch(
+              new RegExp(`^PostgreSQL at 127\\.0\\.0\\.1:${cluster.port} `),
+            );
+            expect(answer.error.detail).not.toContain(cluster.password);
           }
         }
       } finally {

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Clock, Ids } from "../core/index.js";
+import { type Clock, fail, type Ids, ok } from "../core/index.js";
 import { migrate, type PgState } from "../state/index.js";
 import { leaseMethods } from "./pg-leases.js";
 import { requestMethods } from "./pg-requests.js";
@@ -27,10 +27,10 @@ export async function openPgStore(
   options: PgStoreOptions,
 ): Promise<StoreResult<ConsentStore>> {
   const migrated = await migrate(state);
-  if (!migrated.ok) return openFailure(migrated.failure, migrated.detail);
+  if (!migrated.ok) return openFailure(migrated.error.failure, migrated.error.detail);
   try {
     const instanceId = await instanceIdOf(state.pool, options.ids);
-    return { ok: true, value: createStore(state, instanceId, options) };
+    return ok(createStore(state, instanceId, options));
   } catch (err) {
     return pgFailure(state, err);
   }
@@ -48,9 +48,9 @@ function createStore(state: PgState, instanceId: string, options: PgStoreOptions
   let ownBumps = 0;
 
   async function attempt<T>(work: () => Promise<T>): Promise<StoreResult<T>> {
-    if (closed) return { ok: false, failure: "unavailable", detail: "the consent store is closed" };
+    if (closed) return fail({ failure: "unavailable", detail: "the consent store is closed" });
     try {
-      return { ok: true, value: await work() };
+      return ok(await work());
     } catch (err) {
       return pgFailure(state, err);
     }

@@ -1,4 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
+import { fail, ok, type Result } from "../core/index.js";
 import { trustAnchorProblems } from "../files/index.js";
 import {
   type AllowedSigner,
@@ -56,11 +57,11 @@ export function createSshsigVerifier(path: string, selfUid: number): ApprovalVer
         if (stampOf(path) !== loaded.stamp) loaded = loadSigners(path, selfUid);
       } catch (err) {
         const why = err instanceof Error ? err.message : String(err);
-        return { ok: false, reason: `the allowed-signers file cannot be trusted now: ${why}` };
+        return fail(`the allowed-signers file cannot be trusted now: ${why}`);
       }
       const result = verifyConsentSignature(loaded.signers, approval.proof, payload, now);
       if (!result.ok) return result;
-      return { ok: true, signer: result.principal, key: result.key, channel: "sshsig" };
+      return ok({ signer: result.value.principal, key: result.value.key, channel: "sshsig" });
     },
   };
 }
@@ -75,13 +76,13 @@ export function verifyConsentSignature(
   signature: string,
   payload: string,
   now: number,
-): { ok: true; principal: string; key: string } | { ok: false; reason: string } {
+): Result<{ principal: string; key: string }, string> {
   const result = verifySshsig(signature, Buffer.from(payload, "utf8"), {
     namespace: CONSENT_NAMESPACE,
     signers: [...signers],
     now,
   });
   return result.ok
-    ? { ok: true, principal: result.principal, key: result.key.fingerprint }
-    : { ok: false, reason: result.reason };
+    ? ok({ principal: result.value.principal, key: result.value.key.fingerprint })
+    : fail(result.error.reason);
 }

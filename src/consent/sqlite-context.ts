@@ -109,5 +109,5 @@ export function allowed(
   at = ctx.now(),
 ): void {
   const move = transition(request, event, at);
-  if (!move.ok) refuse(move.failure, move.detail);
+  if (!move.ok) refuse(move.error.failure, move.error.detail);
 }

@@ -31,13 +31,13 @@ function countingIds(): Ids & { replay(hex: string): void } {
 }
 
 function value<T>(result: StoreResult<T>): T {
-  if (!result.ok) throw new Error(`expected ok, got ${result.failure}: ${result.detail}`);
+  if (!result.ok) throw new Error(`expected ok, got ${result.error.failure}: ${result.error.detail}`);
   return result.value;
 }
 
 function failure<T>(result: StoreResult<T>): string {
   if (result.ok) throw new Error("expected a refusal, got ok");
-  return result.failure;
+  return result.error.failure;
 }
 
 const ACT: ConsentAct = { tool: "shell_exec", tier: 2, bound: { command: "touch /tmp/x", cwd: "/srv" } };
@@ -95,7 +95,7 @@ describe("the SQLite consent store (what both stores share is in store-contract.
       chmodSync(loose, 0o644);
       const r1 = open(loose);
       expect(r1.ok).toBe(false);
-      if (!r1.ok) expect(r1.detail).toMatch(/readable or writable by group or others \(mode 0644\)/);
+      if (!r1.ok) expect(r1.error.detail).toMatch(/readable or writable by group or others \(mode 0644\)/);
       chmodSync(loose, 0o660);
       expect(failure(open(loose))).toBe("unavailable");
 
@@ -103,18 +103,18 @@ describe("the SQLite consent store (what both stores share is in store-contract.
       symlinkSync(path, link);
       const r2 = open(link);
       expect(r2.ok).toBe(false);
-      if (!r2.ok) expect(r2.detail).toMatch(/symbolic link/);
+      if (!r2.ok) expect(r2.error.detail).toMatch(/symbolic link/);
 
       mkdirSync(join(dir, "dir.db"));
       const r3 = open(join(dir, "dir.db"));
-      if (!r3.ok) expect(r3.detail).toMatch(/not a regular file/);
+      if (!r3.ok) expect(r3.error.detail).toMatch(/not a regular file/);
       expect(r3.ok).toBe(false);
 
       const shared = join(dir, "shared");
       mkdirSync(shared);
       chmodSync(shared, 0o777);
       const r4 = open(join(shared, "c.db"));
-      if (!r4.ok) expect(r4.detail).toMatch(/writable by group or others \(mode 0777\)/);
+      if (!r4.ok) expect(r4.error.detail).toMatch(/writable by group or others \(mode 0777\)/);
       expect(r4.ok).toBe(false);
     });
 
@@ -126,7 +126,7 @@ describe("the SQLite consent store (what both stores share is in store-contract.
       });
       const r1 = open(junk);
       expect(r1.ok).toBe(false);
-      if (!r1.ok) expect(r1.detail).toMatch(/junk\.db is not a usable consent database/);
+      if (!r1.ok) expect(r1.error.detail).toMatch(/junk\.db is not a usable consent database/);
 
       const foreign = join(dir, "foreign.db");
       writeFileSync(foreign, "", { mode: 0o600 });
@@ -134,7 +134,7 @@ describe("the SQLite consent store (what both stores share is in store-contract.
       raw.exec("CREATE TABLE t (x)");
       await raw.close();
       const r2 = open(foreign);
-      if (!r2.ok) expect(r2.detail).toMatch(/not a relay-shell consent database/);
+      if (!r2.ok) expect(r2.error.detail).toMatch(/not a relay-shell consent database/);
       expect(r2.ok).toBe(false);
 
       await store.close();
@@ -143,7 +143,7 @@ describe("the SQLite consent store (what both stores share is in store-contract.
       edit.close();
       const r3 = open(path);
       if (!r3.ok)
-        expect(r3.detail).toMatch(/schema version 99 is newer than this relay-shell understands \(1\)/);
+        expect(r3.error.detail).toMatch(/schema version 99 is newer than this relay-shell understands \(1\)/);
       expect(r3.ok).toBe(false);
     });
 

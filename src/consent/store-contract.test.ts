@@ -27,7 +27,7 @@ function countingIds(): Ids & { replay(hex: string): void } {
 async function failure<T>(pending: Promise<StoreResult<T>>): Promise<string> {
   const result = await pending;
   if (result.ok) throw new Error("expected a refusal, got ok");
-  return result.failure;
+  return result.error.failure;
 }
 
 const ACT: ConsentAct = { tool: "shell_exec", tier: 2, bound: { command: "touch /tmp/x", cwd: "/srv" } };
@@ -142,7 +142,7 @@ for (const backend of [localBackend(), postgresBackend()]) {
         expect(await failure(store.createRequest(bounded("s1")))).toBe("full");
         value(await store.createRequest(bounded("s2")));
         const full = await store.createRequest(bounded("s3"));
-        expect(full.ok ? "" : full.detail).toBe(
+        expect(full.ok ? "" : full.error.detail).toBe(
           "the relay already has 3 requests waiting for a decision (at most 3)",
         );
         // A decision frees a place.
@@ -175,8 +175,10 @@ for (const backend of [localBackend(), postgresBackend()]) {
         const wrong = await store.consume(r.id, "f".repeat(32));
         expect(wrong).toEqual({
           ok: false,
-          failure: "not-found",
-          detail: `request ${r.id} has another nonce`,
+          error: {
+            failure: "not-found",
+            detail: `request ${r.id} has another nonce`,
+          },
         });
         expect(await failure(store.consume("abcdefabcd", r.nonce))).toBe("not-found");
         expect(value(await store.getRequest(r.id)).status).toBe("approved");
@@ -233,8 +235,8 @@ for (const backend of [localBackend(), postgresBackend()]) {
         const r = value(await store.createRequest(newRequest()));
         await world.corruptAct(r.id);
         const result = await store.getRequest(r.id);
-        expect(result.ok ? "" : result.failure).toBe("unavailable");
-        if (!result.ok) expect(result.detail).toMatch(/damaged: the act of request .* is not JSON/);
+        expect(result.ok ? "" : result.error.failure).toBe("unavailable");
+        if (!result.ok) expect(result.error.detail).toMatch(/damaged: the act of request .* is not JSON/);
       });
     });
 

@@ -9,9 +9,13 @@ import {
   type Stats,
 } from "node:fs";
 import { dirname, resolve } from "node:path";
+import { fail, ok, type Result } from "../core/index.js";
 
-/** What a check of the database's file or directory found wrong, for the operator. */
-export type FileCheck = { ok: true; path: string; identity: FileIdentity } | { ok: false; detail: string };
+/**
+ * The database file, checked and ready to open (its absolute path and the inode seen), or what a
+ * check of it or its directory found wrong, for the operator.
+ */
+type FileCheck = Result<{ path: string; identity: FileIdentity }, string>;
 
 /** The inode a check saw, compared again once SQLite has the file open. */
 export interface FileIdentity {
@@ -90,14 +94,13 @@ function checkFile(path: string, stats: Stats, euid: number): string | null {
 export function prepareDatabaseFile(path: string, euid: number): FileCheck {
   const absolute = resolve(path);
   const dirProblem = prepareDirectory(dirname(absolute));
-  if (dirProblem !== null) return { ok: false, detail: dirProblem };
+  if (dirProblem !== null) return fail(dirProblem);
   for (let attempt = 0; attempt < 2; attempt += 1) {
     let stats: Stats;
     try {
       stats = lstatSync(absolute);
     } catch (err) {
-      if (errorCode(err) !== "ENOENT")
-        return { ok: false, detail: `cannot read ${absolute}: ${message(err)}` };
+      if (errorCode(err) !== "ENOENT") return fail(`cannot read ${absolute}: ${message(err)}`);
       try {
         const fd = openSync(
           absolute,
@@ -112,15 +115,15 @@ export function prepareDatabaseFile(path: string, euid: number): FileCheck {
       } catch (createErr) {
         // Another process created it first: check what it made, once.
         if (errorCode(createErr) === "EEXIST") continue;
-        return { ok: false, detail: `cannot create ${absolute}: ${message(createErr)}` };
+        return fail(`cannot create ${absolute}: ${message(createErr)}`);
       }
       continue;
     }
     const problem = checkFile(absolute, stats, euid);
-    if (problem !== null) return { ok: false, detail: problem };
-    return { ok: true, path: absolute, identity: { dev: stats.dev, ino: stats.ino } };
+    if (problem !== null) return fail(problem);
+    return ok({ path: absolute, identity: { dev: stats.dev, ino: stats.ino } });
   }
-  return { ok: false, detail: `${absolute} changed while it was being created` };
+  return fail(`${absolute} changed while it was being created`);
 }
 
 /** Whether the path still names the file that was checked (a swap between check and open is refused). */

@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import type Database from "better-sqlite3";
-import type { Ids } from "../core/index.js";
+import { fail, type Ids, ok } from "../core/index.js";
 import { sqliteCode, toFailure } from "./store-errors.js";
 import { prepareDatabaseFile, sameFile } from "./store-file.js";
 import { SCHEMA_SQL, SCHEMA_VERSION, UnreadableRow } from "./store-rows.js";
@@ -32,7 +32,7 @@ function refuseOpen(db: Database.Database, detail: string): StoreResult<never> {
   } catch {
     // Closing what never became usable; the refusal already says why.
   }
-  return { ok: false, failure: "unavailable", detail };
+  return fail({ failure: "unavailable", detail });
 }
 
 /**
@@ -88,34 +88,34 @@ export function openDatabase(
   options: { ids: Ids; busyTimeoutMs: number; euid: number },
 ): StoreResult<OpenedDatabase> {
   const file = prepareDatabaseFile(path, options.euid);
-  if (!file.ok) return { ok: false, failure: "unavailable", detail: file.detail };
+  if (!file.ok) return fail({ failure: "unavailable", detail: file.error });
   let db: Database.Database;
   try {
-    db = new (sqlite())(file.path, { fileMustExist: true, timeout: options.busyTimeoutMs });
+    db = new (sqlite())(file.value.path, { fileMustExist: true, timeout: options.busyTimeoutMs });
   } catch (err) {
-    return { ok: false, failure: "unavailable", detail: `cannot open ${file.path}: ${String(err)}` };
+    return fail({ failure: "unavailable", detail: `cannot open ${file.value.path}: ${String(err)}` });
   }
-  if (!sameFile(file.path, file.identity))
-    return refuseOpen(db, `${file.path} was replaced while it was opened`);
+  if (!sameFile(file.value.path, file.value.identity))
+    return refuseOpen(db, `${file.value.path} was replaced while it was opened`);
   let instanceId: string;
   try {
     db.pragma("foreign_keys = ON");
     db.pragma("trusted_schema = OFF");
     const journal = db.pragma("journal_mode = WAL", { simple: true });
     if (journal !== "wal")
-      return refuseOpen(db, `${file.path} cannot use write-ahead logging (${String(journal)})`);
+      return refuseOpen(db, `${file.value.path} cannot use write-ahead logging (${String(journal)})`);
     db.pragma("synchronous = FULL");
     instanceId = initialize(db, options.ids);
   } catch (err) {
     if (sqliteCode(err) === "SQLITE_NOTADB" || err instanceof UnreadableRow) {
       return refuseOpen(
         db,
-        `${file.path} is not a usable consent database: ${err instanceof Error ? err.message : String(err)}`,
+        `${file.value.path} is not a usable consent database: ${err instanceof Error ? err.message : String(err)}`,
       );
     }
     const failure = toFailure(err);
     refuseOpen(db, "");
-    return { ...failure, detail: `${file.path}: ${failure.detail}` };
+    return fail({ ...failure.error, detail: `${file.value.path}: ${failure.error.detail}` });
   }
-  return { ok: true, value: { db, instanceId } };
+  return ok({ db, instanceId });
 }

@@ -30,15 +30,15 @@ describe("the life of a consent request", () => {
       [AFTER, after],
     ] as const) {
       const move = transition(request, event, now);
-      expect(move.ok ? move.to : move.failure).toBe(want);
-      if (!move.ok) expect(move.detail).toContain("0123456789");
+      expect(move.ok ? move.value : move.error.failure).toBe(want);
+      if (!move.ok) expect(move.error.detail).toContain("0123456789");
     }
   });
 
   it("never moves a request out of consumed, nor back to pending", () => {
     for (const [status, event] of TABLE.map(([s, e]) => [s, e] as const)) {
       const move = transition({ id: "x", status, expiresAt: AFTER }, event, LIVE);
-      if (move.ok) expect(move.to).not.toBe("pending");
+      if (move.ok) expect(move.value).not.toBe("pending");
       if (status === "consumed") expect(move.ok).toBe(false);
     }
   });

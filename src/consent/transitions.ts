@@ -1,3 +1,4 @@
+import { fail, ok, type Result } from "../core/index.js";
 import { actDigest } from "./payload.js";
 import type {
   ConsentLease,
@@ -5,6 +6,7 @@ import type {
   ConsentSession,
   NewRequest,
   StoredApproval,
+  StoreError,
   StoreFailure,
 } from "./types.js";
 
@@ -12,9 +14,7 @@ import type {
 export type RequestEvent = "approve" | "deny" | "consume";
 
 /** The status a request moves to, or the rule that refuses the move. */
-export type Transition =
-  | { ok: true; to: ConsentRequest["status"] }
-  | { ok: false; failure: StoreFailure; detail: string };
+export type Transition = Result<ConsentRequest["status"], StoreError>;
 
 /**
  * The rules of a request's life (docs/adr/0024-consent-store-and-approval-lifetime.md), pure, so
@@ -32,22 +32,22 @@ export function transition(
   now: number,
 ): Transition {
   const { id, status } = request;
-  const refuse = (failure: StoreFailure, detail: string): Transition => ({ ok: false, failure, detail });
+  const refuse = (failure: StoreFailure, detail: string): Transition => fail({ failure, detail });
   if (status === "consumed") return refuse("consumed", `request ${id} was already used`);
   switch (event) {
     case "approve":
       if (status !== "pending" && status !== "approved")
         return refuse("not-pending", `request ${id} is ${status}, not pending`);
       if (now >= request.expiresAt) return refuse("expired", `request ${id} expired`);
-      return { ok: true, to: "approved" };
+      return ok("approved");
     case "deny":
       if (status === "denied") return refuse("not-pending", `request ${id} is already denied`);
       if (now >= request.expiresAt) return refuse("expired", `request ${id} expired`);
-      return { ok: true, to: "denied" };
+      return ok("denied");
     case "consume":
       if (status !== "approved") return refuse("not-approved", `request ${id} is ${status}, not approved`);
       if (now >= request.expiresAt) return refuse("expired", `the approval of request ${id} expired`);
-      return { ok: true, to: "consumed" };
+      return ok("consumed");
   }
 }
 

@@ -1,4 +1,4 @@
-import type { Tier } from "../core/index.js";
+import type { Result, Tier } from "../core/index.js";
 
 /**
  * What a call really does, as a human approves it: the tool, its tier and the
@@ -98,7 +98,13 @@ export type StoreFailure =
   | "full" // too many requests wait for a decision already
   | "unavailable"; // the database cannot be opened, read or written
 
-export type StoreResult<T> = { ok: true; value: T } | { ok: false; failure: StoreFailure; detail: string };
+/** Why the store refused an operation or could not answer: a token to act on, and the words for a human. */
+export interface StoreError {
+  failure: StoreFailure;
+  detail: string;
+}
+
+export type StoreResult<T> = Result<T, StoreError>;
 
 export interface NewRequest {
   act: ConsentAct;

@@ -1,9 +1,15 @@
+import { fail, type Result } from "../core/index.js";
 import type { StoredApproval } from "./types.js";
 
 /** Who approved, once the relay checked the proof itself. */
-type VerifiedApproval =
-  | { ok: true; signer: string; key: string; channel: StoredApproval["channel"] }
-  | { ok: false; reason: string };
+export interface Approver {
+  signer: string;
+  key: string;
+  channel: StoredApproval["channel"];
+}
+
+/** The approver, or why the proof does not hold. */
+type VerifiedApproval = Result<Approver, string>;
 
 /**
  * Checks an approval's proof over the payload the relay rebuilt from the
@@ -27,7 +33,7 @@ export function channelVerifier(
     verify(approval, payload, now) {
       const verifier = byChannel[approval.channel];
       if (!verifier) {
-        return { ok: false, reason: `no verifier for approvals given by ${approval.channel} on this relay` };
+        return fail(`no verifier for approvals given by ${approval.channel} on this relay`);
       }
       return verifier.verify(approval, payload, now);
     },

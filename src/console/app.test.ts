@@ -27,7 +27,7 @@ function app(origin: string) {
     origin,
     rpId: new URL(origin).hostname,
     sessionTtlSeconds: 900,
-    passkeys: { current: () => ({ ok: true, keys: [] }) },
+    passkeys: { current: () => ({ ok: true, value: [] }) },
     counters: memoryCounters(),
     assets: loadAssets(),
     posture: async () => POSTURE,

@@ -160,7 +160,7 @@ async function operatorOf(
   const login = await logins.use(id);
   if (!login) return null;
   const keys = passkeys.current();
-  if (!keys.ok || !keys.keys.some((k) => k.credentialId === login.credentialId)) {
+  if (!keys.ok || !keys.value.some((k) => k.credentialId === login.credentialId)) {
     await logins.end(id);
     return null;
   }

@@ -44,10 +44,10 @@ describe("the console's approval routes", () => {
     now = T0;
     const clock = { now: () => now, monotonic: () => now };
     const opened = openSqliteStore(join(dir, "consent.db"), { clock, ids: cryptoIds, busyTimeoutMs: 100 });
-    if (!opened.ok) throw new Error(opened.detail);
+    if (!opened.ok) throw new Error(opened.error.detail);
     store = opened.value;
     verified = [];
-    verdict = { ok: false, reason: "the signature does not verify with passkey alice-laptop" };
+    verdict = { ok: false, error: "the signature does not verify with passkey alice-laptop" };
     app = new Hono();
     registerApprovals(app, {
       channel: {
@@ -63,7 +63,7 @@ describe("the console's approval routes", () => {
       passkeys: {
         current: () => ({
           ok: true,
-          keys: [
+          value: [
             {
               name: "alice-laptop",
               credentialId: SESSION.credentialId,
@@ -95,7 +95,7 @@ describe("the console's approval routes", () => {
       clientId: "c1",
       ttlSeconds,
     });
-    if (!created.ok) throw new Error(created.detail);
+    if (!created.ok) throw new Error(created.error.detail);
     return created.value;
   }
 
@@ -149,7 +149,7 @@ describe("the console's approval routes", () => {
       "pending",
     );
 
-    verdict = { ok: true, signer: "alice-laptop", key: "passkey:Y3JlZA", channel: "passkey" };
+    verdict = { ok: true, value: { signer: "alice-laptop", key: "passkey:Y3JlZA", channel: "passkey" } };
     const approved = await post(`/console/approvals/${request.id}/approve`, APPROVAL);
     expect(approved.status).toBe(200);
     expect(verified.at(-1)?.payload).toBe(request.payload);
@@ -230,7 +230,7 @@ describe("the console's approval routes", () => {
       request.id,
     );
     db.close();
-    verdict = { ok: true, signer: "alice-laptop", key: "passkey:Y3JlZA", channel: "passkey" };
+    verdict = { ok: true, value: { signer: "alice-laptop", key: "passkey:Y3JlZA", channel: "passkey" } };
     const options = await post(`/console/approvals/${request.id}/options`, { digest: shown });
     expect(options.status).toBe(409);
     expect(await error(options)).toContain(`Request ${request.id} now holds another act than the one shown`);

@@ -155,7 +155,7 @@ async function pendingRequest(
   const id = c.req.param("id") ?? "";
   if (!REQUEST_ID.test(id)) return { refusal: refuse(c, 400, "Malformed request id") };
   const got = await deps.channel.store.getRequest(id);
-  if (!got.ok) return { refusal: storeRefusal(c, got.failure, got.detail) };
+  if (!got.ok) return { refusal: storeRefusal(c, got.error.failure, got.error.detail) };
   const request = got.value;
   if (request.status !== "pending")
     return { refusal: refuse(c, 409, `Request ${id} is ${request.status}, not pending`) };
@@ -197,7 +197,7 @@ async function listRoute(deps: ApprovalsDeps, c: Context): Promise<Response> {
   const { store } = deps.channel;
   if (!(await deps.operator(c))) return refuse(c, 401, "Not logged in; log in again");
   const requests = await store.listRequests();
-  if (!requests.ok) return storeRefusal(c, requests.failure, requests.detail);
+  if (!requests.ok) return storeRefusal(c, requests.error.failure, requests.error.detail);
   const now = deps.clock.now();
   const pending = requests.value.filter((r) => r.status === "pending" && r.expiresAt > now);
   return c.json({ requests: pending.map((r) => listed(store, r, now)) });
@@ -211,11 +211,11 @@ async function optionsRoute(deps: ApprovalsDeps, c: Context): Promise<Response> 
   const body = await readJson(c);
   if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown");
   const sent = decodeBody(optionsBodySchema, body.value);
-  if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
+  if (!sent.ok) return refuse(c, 400, approvalProblem(sent.error));
   const shown = asShown(deps, c, pending.request, sent.value.digest);
   if ("refusal" in shown) return shown.refusal;
   const keys = deps.passkeys.current();
-  const key = keys.ok ? keys.keys.find((k) => k.credentialId === who.login.credentialId) : undefined;
+  const key = keys.ok ? keys.value.find((k) => k.credentialId === who.login.credentialId) : undefined;
   if (!key) return refuse(c, 403, "Your passkey is no longer enrolled");
   // Only the logged-in operator's passkey may answer, and its signature is over the payload's digest.
   return c.json({
@@ -236,7 +236,7 @@ async function approveRoute(deps: ApprovalsDeps, c: Context): Promise<Response> 
   const body = await readJson(c);
   if (!body.ok) return refuse(c, 400, "Expected a JSON body with the digest shown and the assertion");
   const sent = decodeBody(approvalBodySchema, body.value);
-  if (!sent.ok) return refuse(c, 400, approvalProblem(sent));
+  if (!sent.ok) return refuse(c, 400, approvalProblem(sent.error));
   const shown = asShown(deps, c, pending.request, sent.value.digest);
   if ("refusal" in shown) return shown.refusal;
   const { assertion } = sent.value;
@@ -254,15 +254,21 @@ async function approveRoute(deps: ApprovalsDeps, c: Context): Promise<Response> 
   const verified = await channel.verifier.verify(approval, shown.payload, approval.at);
   if (!verified.ok) {
     logger.warn(
-      { request: request.id, passkey: who.login.passkey, reason: verified.reason },
+      { request: request.id, passkey: who.login.passkey, reason: verified.error },
       "console approval refused",
     );
-    return refuse(c, 403, `Approval refused: ${verified.reason}`);
+    return refuse(c, 403, `Approval refused: ${verified.error}`);
   }
-  const stored = await channel.store.approve(request.id, { ...approval, claimedSigner: verified.signer });
-  if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
-  logger.info({ request: request.id, passkey: verified.signer }, "consent request approved in the console");
-  return c.json({ ok: true, id: request.id, status: "approved", by: verified.signer });
+  const stored = await channel.store.approve(request.id, {
+    ...approval,
+    claimedSigner: verified.value.signer,
+  });
+  if (!stored.ok) return storeRefusal(c, stored.error.failure, stored.error.detail);
+  logger.info(
+    { request: request.id, passkey: verified.value.signer },
+    "consent request approved in the console",
+  );
+  return c.json({ ok: true, id: request.id, status: "approved", by: verified.value.signer });
 }
 
 /** The passkey assertion as the proof the store keeps and the verifier reads. */
@@ -293,11 +299,11 @@ async function denyRoute(deps: ApprovalsDeps, c: Context): Promise<Response> {
   const body = await readJson(c);
   if (!body.ok) return refuse(c, 400, "Expected a JSON body with a reason");
   const sent = decodeBody(denialBodySchema, body.value);
-  if (!sent.ok) return refuse(c, 400, denialProblem(sent));
+  if (!sent.ok) return refuse(c, 400, denialProblem(sent.error));
   const reason = sent.value.reason;
   const by = `${who.login.passkey} (console)`;
   const stored = await deps.channel.store.deny(pending.request.id, by, reason.trim());
-  if (!stored.ok) return storeRefusal(c, stored.failure, stored.detail);
+  if (!stored.ok) return storeRefusal(c, stored.error.failure, stored.error.detail);
   deps.logger.info(
     { request: pending.request.id, passkey: who.login.passkey },
     "consent request denied in the console",

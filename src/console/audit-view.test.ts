@@ -15,7 +15,8 @@ describe("the audit page's filter query", () => {
         until: "2026-12-01T11:00:00.000Z",
       }),
     ).toEqual({
-      filter: {
+      ok: true,
+      value: {
         tool: "ssh_exec",
         tier: 3,
         outcome: "denied",
@@ -26,11 +27,14 @@ describe("the audit page's filter query", () => {
         until: Date.parse("2026-12-01T11:00:00Z"),
       },
     });
-    expect(parseAuditFilter({ tool: "  ", denied: "false" })).toEqual({ filter: { denied: false } });
+    expect(parseAuditFilter({ tool: "  ", denied: "false" })).toEqual({ ok: true, value: { denied: false } });
   });
 
   it("refuses what it cannot read instead of showing everything", () => {
-    const error = (q: Record<string, string>) => (parseAuditFilter(q) as { error?: string }).error;
+    const error = (q: Record<string, string>) => {
+      const parsed = parseAuditFilter(q);
+      return parsed.ok ? null : parsed.error;
+    };
     expect(error({ tier: "4" })).toMatch(/^tier:/);
     expect(error({ tier: "1.0" })).toMatch(/^tier:/);
     expect(error({ outcome: "fine" })).toMatch(/^outcome:/);

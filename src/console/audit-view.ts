@@ -9,7 +9,7 @@ import {
   matchesFilter,
   outcomeOf,
 } from "../audit/index.js";
-import type { Logger } from "../core/index.js";
+import { fail, type Logger, ok, type Result } from "../core/index.js";
 import { refuse } from "./http-rules.js";
 import { auditPage, type Nav } from "./pages.js";
 import { createStreamPace } from "./stream-pace.js";
@@ -45,7 +45,7 @@ interface SentLine {
  * The filter of the event stream's query, or why it cannot be read. Unknown
  * parameters are refused too, so a typo does not silently show everything.
  */
-export function parseAuditFilter(query: Record<string, string>): { filter: AuditFilter } | { error: string } {
+export function parseAuditFilter(query: Record<string, string>): Result<AuditFilter, string> {
   const filter: AuditFilter = {};
   for (const [key, raw] of Object.entries(query)) {
     const value = raw.trim();
@@ -54,39 +54,37 @@ export function parseAuditFilter(query: Record<string, string>): { filter: Audit
       case "tool":
       case "client":
       case "host":
-        if (value.length > 256) return { error: `${key}: at most 256 characters` };
+        if (value.length > 256) return fail(`${key}: at most 256 characters`);
         filter[key] = value;
         break;
       case "tier":
-        if (!/^[0-3]$/.test(value))
-          return { error: `tier: expected 0, 1, 2 or 3, got "${value.slice(0, 40)}"` };
+        if (!/^[0-3]$/.test(value)) return fail(`tier: expected 0, 1, 2 or 3, got "${value.slice(0, 40)}"`);
         filter.tier = Number(value);
         break;
       case "outcome":
         if (!OUTCOMES.has(value))
-          return { error: `outcome: expected ok, denied, error or challenge, got "${value.slice(0, 40)}"` };
+          return fail(`outcome: expected ok, denied, error or challenge, got "${value.slice(0, 40)}"`);
         filter.outcome = value as NonNullable<AuditFilter["outcome"]>;
         break;
       case "denied":
         if (value !== "true" && value !== "false")
-          return { error: `denied: expected true or false, got "${value.slice(0, 40)}"` };
+          return fail(`denied: expected true or false, got "${value.slice(0, 40)}"`);
         filter.denied = value === "true";
         break;
       case "since":
       case "until": {
         const ms = Date.parse(value);
-        if (Number.isNaN(ms))
-          return { error: `${key}: expected a date and time, got "${value.slice(0, 40)}"` };
+        if (Number.isNaN(ms)) return fail(`${key}: expected a date and time, got "${value.slice(0, 40)}"`);
         filter[key] = ms;
         break;
       }
       default:
-        return { error: `unknown filter "${key.slice(0, 40)}"` };
+        return fail(`unknown filter "${key.slice(0, 40)}"`);
     }
   }
   if (filter.since !== undefined && filter.until !== undefined && filter.since >= filter.until)
-    return { error: "since: must be before until" };
-  return { filter };
+    return fail("since: must be before until");
+  return ok(filter);
 }
 
 /** A line passes when it is a record matching the filter; an unreadable line shows only unfiltered. */
@@ -128,12 +126,12 @@ export function registerAuditView(app: Hono, options: AuditViewOptions): void {
   app.get("/console/audit/events", async (c) => {
     if (!(await options.operator(c))) return refuse(c, 401, "Not logged in");
     const parsed = parseAuditFilter(c.req.query());
-    if ("error" in parsed) return refuse(c, 400, `Invalid filter: ${parsed.error}`);
+    if (!parsed.ok) return refuse(c, 400, `Invalid filter: ${parsed.error}`);
     if (open >= MAX_AUDIT_STREAMS) {
       c.header("Retry-After", "5");
       return refuse(c, 429, `Too many open audit views (at most ${MAX_AUDIT_STREAMS}); close one`);
     }
-    const { filter } = parsed;
+    const filter = parsed.value;
     const filtered = Object.keys(filter).length > 0;
     open += 1;
     return streamSSE(

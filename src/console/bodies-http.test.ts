@@ -58,7 +58,7 @@ let requestId: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "console-bodies-"));
   const opened = openSqliteStore(join(dir, "consent.db"), { clock, ids: cryptoIds, busyTimeoutMs: 100 });
-  if (!opened.ok) throw new Error(opened.detail);
+  if (!opened.ok) throw new Error(opened.error.detail);
   store = opened.value;
   const created = await store.createRequest({
     act: ACT,
@@ -68,7 +68,7 @@ beforeAll(async () => {
     clientId: "c1",
     ttlSeconds: 300,
   });
-  if (!created.ok) throw new Error(created.detail);
+  if (!created.ok) throw new Error(created.error.detail);
   requestId = created.value.id;
   const logins = createLoginStore(3600, clock);
   const login = await logins.create("alice-laptop", CREDENTIAL);
@@ -80,7 +80,7 @@ beforeAll(async () => {
     passkeys: {
       current: () => ({
         ok: true,
-        keys: [
+        value: [
           {
             name: "alice-laptop",
             credentialId: CREDENTIAL,
@@ -100,7 +100,7 @@ beforeAll(async () => {
     approvals: {
       store,
       verifier: {
-        verify: () => ({ ok: false, reason: "the signature does not verify with passkey alice-laptop" }),
+        verify: () => ({ ok: false, error: "the signature does not verify with passkey alice-laptop" }),
       },
     },
     sessions: {
@@ -198,7 +198,7 @@ function expectJudged(
   const json = jsonOf(body);
   const decoded = json === undefined ? undefined : decodeBody(schema, json);
   if (decoded === undefined) expect([answer.status, error]).toEqual([400, notJson]);
-  else if (!decoded.ok) expect([answer.status, error]).toEqual([400, words(decoded)]);
+  else if (!decoded.ok) expect([answer.status, error]).toEqual([400, words(decoded.error)]);
   else expect(answer.status).not.toBe(400);
 }
 

@@ -1,5 +1,6 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { z } from "zod";
+import { fail, ok, type Result } from "../core/index.js";
 
 /**
  * Read the body of every POST once, here, at most `maxBytes` of it, whether
@@ -47,33 +48,37 @@ export function boundedBody(maxBytes: number, tooLarge: (c: Context) => Response
   };
 }
 
-/** The JSON of a POST's body (read once by boundedBody), or not ok when the body is not JSON. */
-export async function readJson(c: Context): Promise<{ ok: true; value: unknown } | { ok: false }> {
+/** The JSON of a POST's body (read once by boundedBody); any JSON value, null included. */
+export async function readJson(c: Context): Promise<Result<unknown, "not-json">> {
   try {
     const value: unknown = await c.req.json();
-    return { ok: true, value };
+    return ok(value);
   } catch {
-    return { ok: false };
+    return fail("not-json");
   }
 }
 
-/** A body decoded, or the first thing wrong with it: the field's path ("" for the body) and why. */
-type Decoded<T> = { ok: true; value: T } | { ok: false; field: string; why: string };
+/** The first thing wrong with a body: the field's path ("" for the body) and why. */
+interface BodyProblem {
+  field: string;
+  why: string;
+}
 
 /**
- * Decode `value` with `schema`. The schema's messages are phrases that follow the field's name (see
- * webauthn-schema.ts); the first problem is the one the refusal names.
+ * Decode `value` with `schema`: the body, or the first thing wrong with it. The schema's messages
+ * are phrases that follow the field's name (see webauthn-schema.ts); the first problem is the one
+ * the refusal names.
  */
-export function decodeBody<T>(schema: z.ZodType<T>, value: unknown): Decoded<T> {
+export function decodeBody<T>(schema: z.ZodType<T>, value: unknown): Result<T, BodyProblem> {
   const parsed = schema.safeParse(value);
-  if (parsed.success) return { ok: true, value: parsed.data };
+  if (parsed.success) return ok(parsed.data);
   const issue = parsed.error.issues[0];
-  if (issue === undefined) return { ok: false, field: "", why: "is not what was expected" };
-  return { ok: false, field: fieldPath(issue.path), why: issue.message };
+  if (issue === undefined) return fail({ field: "", why: "is not what was expected" });
+  return fail({ field: fieldPath(issue.path), why: issue.message });
 }
 
 /** The refusal's text of a problem: "response.signature is missing", "the body must be an object". */
-export function problemText(problem: { field: string; why: string }): string {
+export function problemText(problem: BodyProblem): string {
   return `${problem.field === "" ? "the body" : problem.field} ${problem.why}`;
 }
 

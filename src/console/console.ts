@@ -95,10 +95,10 @@ export function createOperatorConsole(settings: ConsoleSettings, deps: ConsoleDe
   const read = passkeys.current();
   if (!read.ok) {
     throw new Error(
-      `RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be used: ${read.problems.join("; ")}`,
+      `RELAY_SHELL_CONSOLE_PASSKEYS: the passkeys file cannot be used: ${read.error.join("; ")}`,
     );
   }
-  if (read.keys.length === 0) {
+  if (read.value.length === 0) {
     deps.logger.warn(
       { file: settings.consolePasskeys },
       "the console's passkeys file names no passkey: nobody can log in",

@@ -111,7 +111,7 @@ describe("console enrol's registration body", () => {
           if (decoded.ok) expect(answer.error).toMatch(/^Enrolment refused: /);
           else
             expect(answer.error).toBe(
-              `Expected a JSON WebAuthn registration: ${problemText({ ...decoded, field: `response${decoded.field === "" ? "" : "."}${decoded.field}` })}`,
+              `Expected a JSON WebAuthn registration: ${problemText({ ...decoded.error, field: `response${decoded.error.field === "" ? "" : "."}${decoded.error.field}` })}`,
             );
         },
       ),
@@ -134,7 +134,7 @@ describe("console enrol's registration body", () => {
       );
       expect(wrong).toEqual({ status: 403, error: "Wrong code" });
     }
-    expect(await outcome).toEqual({ ok: false, message: "5 wrong codes were typed; enrolment stopped" });
+    expect(await outcome).toEqual({ ok: false, error: "5 wrong codes were typed; enrolment stopped" });
     expect(existsSync(passkeysFile)).toBe(false);
   }, 60_000);
 });

@@ -4,7 +4,7 @@ import { generateRegistrationOptions, verifyRegistrationResponse } from "@simple
 import { cose, decodeCredentialPublicKey, isoBase64URL } from "@simplewebauthn/server/helpers";
 import { type Context, Hono } from "hono";
 import { z } from "zod";
-import type { Clock, Logger } from "../core/index.js";
+import { type Clock, fail, type Logger, ok, type Result } from "../core/index.js";
 import { loadAssets } from "./assets.js";
 import { boundedBody, decodeBody, problemText, readJson } from "./body.js";
 import { guardRequests, refuse, securityHeaders } from "./http-rules.js";
@@ -53,7 +53,8 @@ export interface EnrolOptions {
   clock: Clock;
 }
 
-export type EnrolOutcome = { ok: true; passkey: Passkey; line: string } | { ok: false; message: string };
+/** The passkey enrolled and the line added for it, or why none was. */
+type EnrolOutcome = Result<{ passkey: Passkey; line: string }, string>;
 
 /** A one-time code of 8 characters from an alphabet without look-alikes, shown as XXXX-XXXX. */
 function oneTimeCode(): string {
@@ -66,7 +67,7 @@ function oneTimeCode(): string {
 function existingKeys(path: string): Passkey[] | string {
   if (!existsSync(path)) return [];
   const read = parsePasskeys(readFileSync(path, "utf8"), path);
-  return read.ok ? read.keys : `the passkeys file has problems; fix them first: ${read.problems.join("; ")}`;
+  return read.ok ? read.value : `the passkeys file has problems; fix them first: ${read.error.join("; ")}`;
 }
 
 /** Append the line, after a newline when the file does not end with one; a new file is made 0644. */
@@ -88,7 +89,7 @@ function appendLine(path: string, line: string): void {
  */
 export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome> {
   const before = enrolmentProblem(options);
-  if (typeof before === "string") return { ok: false, message: before };
+  if (typeof before === "string") return fail(before);
   let finish: (outcome: EnrolOutcome) => void = () => undefined;
   const finished = new Promise<EnrolOutcome>((resolve) => {
     finish = resolve;
@@ -109,7 +110,7 @@ export async function runEnrolment(options: EnrolOptions): Promise<EnrolOutcome>
   options.say(`Open ${e.origin}/console/enrol in a browser on this machine and type the code ${e.code}`);
   options.say(`(the page listens on 127.0.0.1:${listener.port} for ${options.timeoutSeconds} s)`);
   const timer = setTimeout(
-    () => finish({ ok: false, message: `no passkey was enrolled within ${options.timeoutSeconds} s` }),
+    () => finish(fail(`no passkey was enrolled within ${options.timeoutSeconds} s`)),
     options.timeoutSeconds * 1000,
   );
   const outcome = await finished;
@@ -177,11 +178,11 @@ async function admitted(e: Enrolment, c: Context): Promise<{ body: unknown } | {
   const body = await readJson(c);
   if (!body.ok) return { refusal: refuse(c, 400, "Expected a JSON body") };
   const sent = decodeBody(enrolCodeSchema, body.value);
-  if (!sent.ok && sent.field === "") return { refusal: refuse(c, 400, "Expected a JSON body") };
+  if (!sent.ok && sent.error.field === "") return { refusal: refuse(c, 400, "Expected a JSON body") };
   if (!sent.ok || !sameSecret(sent.value.code.toUpperCase(), e.code)) {
     e.wrongCodes++;
     if (e.wrongCodes >= MAX_WRONG_CODES) {
-      e.finish({ ok: false, message: `${MAX_WRONG_CODES} wrong codes were typed; enrolment stopped` });
+      e.finish(fail(`${MAX_WRONG_CODES} wrong codes were typed; enrolment stopped`));
     }
     return { refusal: refuse(c, 403, "Wrong code") };
   }
@@ -213,11 +214,11 @@ async function verifyRoute(e: Enrolment, c: Context): Promise<Response> {
   e.challenge = null;
   if (issued === null) return refuse(c, 400, "Ask for a challenge first");
   const sent = decodeBody(enrolVerifySchema, admission.body);
-  if (!sent.ok) return refuse(c, 400, `Expected a JSON WebAuthn registration: ${problemText(sent)}`);
+  if (!sent.ok) return refuse(c, 400, `Expected a JSON WebAuthn registration: ${problemText(sent.error)}`);
   try {
     const passkey = await registeredPasskey(e, sent.value.response, issued);
     const line = appendPasskey(e.options.passkeysFile, passkey);
-    e.finish({ ok: true, passkey, line });
+    e.finish(ok({ passkey, line }));
     return c.json({ ok: true, name: passkey.name });
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -139,7 +139,7 @@ async function verifyRoute(r: LoginRoutes, c: Context): Promise<Response> {
   const body = await readJson(c);
   if (!body.ok) return refuse(c, 400, "Expected a JSON WebAuthn response");
   const decoded = decodeBody(authenticationResponseSchema, body.value);
-  if (!decoded.ok) return refuse(c, 400, `Expected a JSON WebAuthn response: ${problemText(decoded)}`);
+  if (!decoded.ok) return refuse(c, 400, `Expected a JSON WebAuthn response: ${problemText(decoded.error)}`);
   const key = enrolledKey(r, c, decoded.value.id);
   if ("refusal" in key) return key.refusal;
   const checked = await checkAssertion(r, c, key.passkey, decoded.value, challenge);
@@ -160,10 +160,10 @@ function enrolledKey(
 ): { passkey: Passkey } | { refusal: Response } {
   const keys = r.passkeys.current();
   if (!keys.ok) {
-    r.logger.error({ problems: keys.problems }, "console passkeys file unusable; nobody can log in");
+    r.logger.error({ problems: keys.error }, "console passkeys file unusable; nobody can log in");
     return { refusal: refuse(c, 403, "The passkeys file cannot be used; see the relay's log") };
   }
-  const key = keys.keys.find((k) => k.credentialId === credentialId);
+  const key = keys.value.find((k) => k.credentialId === credentialId);
   if (!key) {
     r.logger.warn(
       { credential: credentialId.slice(0, 100) },

@@ -1,5 +1,6 @@
 import { statSync } from "node:fs";
-import { loadPasskeys, type Passkey } from "./passkeys.js";
+import { fail } from "../core/index.js";
+import { loadPasskeys, type PasskeysRead } from "./passkeys.js";
 
 /**
  * The operator's passkeys file, re-read whenever it changes, so deleting a
@@ -8,12 +9,12 @@ import { loadPasskeys, type Passkey } from "./passkeys.js";
  */
 export interface PasskeyFile {
   /** The keys now, or the problems that make the file unusable (then no one gets in). */
-  current(): { ok: true; keys: Passkey[] } | { ok: false; problems: string[] };
+  current(): PasskeysRead;
 }
 
 export function watchPasskeyFile(path: string, selfUid: number): PasskeyFile {
   let stamp = "";
-  let cached: ReturnType<PasskeyFile["current"]> = { ok: false, problems: ["not read yet"] };
+  let cached: PasskeysRead = fail(["not read yet"]);
   return {
     current() {
       let now: string;

@@ -31,7 +31,7 @@ describe("the passkeys file as the console reads it", () => {
     const read = parsePasskeys(`# operators\n\n${JSON.stringify(LINE)}\n`, "/f");
     expect(read).toEqual({
       ok: true,
-      keys: [
+      value: [
         {
           name: "alice-laptop",
           credentialId: "AbC_-123",
@@ -42,7 +42,7 @@ describe("the passkeys file as the console reads it", () => {
         },
       ],
     });
-    if (read.ok && read.keys[0]) expect(JSON.parse(passkeyLine(read.keys[0]))).toEqual(LINE);
+    if (read.ok && read.value[0]) expect(JSON.parse(passkeyLine(read.value[0]))).toEqual(LINE);
   });
 
   it.each([
@@ -55,19 +55,17 @@ describe("the passkeys file as the console reads it", () => {
     const text = `# a comment\n${typeof line === "string" ? line : JSON.stringify(line)}\n`;
     const read = parsePasskeys(text, "/etc/passkeys");
     expect(read.ok).toBe(false);
-    if (!read.ok) expect(read.problems[0]).toContain(`/etc/passkeys:2: ${problem}`);
+    if (!read.ok) expect(read.error[0]).toContain(`/etc/passkeys:2: ${problem}`);
   });
 
   it("refuses a credential or a name that appears twice", () => {
     const twice = parsePasskeys(`${JSON.stringify(LINE)}\n${JSON.stringify({ ...LINE, name: "b" })}\n`, "/f");
-    expect(twice.ok === false && twice.problems[0]).toContain(
-      "/f:2: credential_id already enrolled on line 1",
-    );
+    expect(twice.ok === false && twice.error[0]).toContain("/f:2: credential_id already enrolled on line 1");
     const sameName = parsePasskeys(
       `${JSON.stringify(LINE)}\n${JSON.stringify({ ...LINE, credential_id: "xyzw" })}\n`,
       "/f",
     );
-    expect(sameName.ok === false && sameName.problems[0]).toContain('/f:2: name "alice-laptop" already used');
+    expect(sameName.ok === false && sameName.error[0]).toContain('/f:2: name "alice-laptop" already used');
   });
 
   it("accepts passkey names an operator would type and nothing that could confuse a log line", () => {

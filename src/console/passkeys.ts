@@ -3,6 +3,7 @@ import {
   loadPasskeys as loadConsentPasskeys,
   parsePasskeys as parseConsentPasskeys,
 } from "../consent/index.js";
+import { fail, ok, type Result } from "../core/index.js";
 
 /** COSE algorithms a passkey of the console may use: ES256, EdDSA, RS256. */
 export const PASSKEY_ALGORITHMS = [-7, -8, -257] as const;
@@ -22,7 +23,7 @@ export interface Passkey {
 }
 
 /** A passkeys file, read and checked: the keys, or every problem found. */
-export type PasskeysRead = { ok: true; keys: Passkey[] } | { ok: false; problems: string[] };
+export type PasskeysRead = Result<Passkey[], string[]>;
 
 /** The text of a valid operator name, for `console enrol --name`; null when it is valid. */
 export function passkeyNameProblem(name: string): string | null {
@@ -34,9 +35,8 @@ export function passkeyNameProblem(name: string): string | null {
 /** Turn the reader's answer (or the problems it threw) into the console's shape. */
 function read(load: () => { passkeys: ConsentPasskey[] }): PasskeysRead {
   try {
-    return {
-      ok: true,
-      keys: load().passkeys.map((p) => ({
+    return ok(
+      load().passkeys.map((p) => ({
         name: p.name,
         credentialId: p.credentialId,
         publicKey: p.publicKeyCose,
@@ -44,9 +44,9 @@ function read(load: () => { passkeys: ConsentPasskey[] }): PasskeysRead {
         transports: p.transports,
         created: p.created,
       })),
-    };
+    );
   } catch (err) {
-    return { ok: false, problems: [err instanceof Error ? err.message : String(err)] };
+    return fail([err instanceof Error ? err.message : String(err)]);
   }
 }
 

@@ -32,7 +32,7 @@ function consoleOf(logins: LoginStore) {
     origin: ORIGIN,
     rpId: "localhost",
     sessionTtlSeconds: 900,
-    passkeys: { current: () => ({ ok: true, keys: [{ ...key, transports: [], created: "" }] }) },
+    passkeys: { current: () => ({ ok: true, value: [{ ...key, transports: [], created: "" }] }) },
     counters: memoryCounters(),
     logins,
     assets: loadAssets(),
@@ -129,7 +129,7 @@ describe("a login store that cannot be used", () => {
       instance: "t",
       connectTimeoutMs: 1000,
     });
-    if (!opened.ok) throw new Error(opened.detail);
+    if (!opened.ok) throw new Error(opened.error.detail);
     const store = createPgLoginStore(opened.value, 900, systemClock);
     try {
       await expect(store.use("abc")).rejects.toThrow(

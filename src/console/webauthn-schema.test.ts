@@ -101,10 +101,10 @@ describe.each(SCHEMAS)("the schema of $name", ({ schema, body }) => {
         expect(answer.value, named(path)).toEqual(cut);
         continue;
       }
-      expectClear(answer);
+      expectClear(answer.error);
       // A cut list entry leaves the list short, never a hole; anything else is missing.
       if (typeof path.at(-1) !== "number")
-        expect(answer, named(path)).toEqual({ ok: false, field: named(path), why: "is missing" });
+        expect(answer, named(path)).toEqual({ ok: false, error: { field: named(path), why: "is missing" } });
     }
   });
 
@@ -112,10 +112,10 @@ describe.each(SCHEMAS)("the schema of $name", ({ schema, body }) => {
     for (const path of paths(body)) {
       const over = decodeBody(schema, edited(body, path, { to: "A".repeat(70_000) }));
       if (over.ok) throw new Error(`${named(path)} took 70,000 characters`);
-      expectClear(over);
-      const bound = /^is over (\d+) characters/.exec(over.why);
+      expectClear(over.error);
+      const bound = /^is over (\d+) characters/.exec(over.error.why);
       if (bound === null) continue; // not a text field: it is refused for its type
-      expect(over.field).toBe(named(path));
+      expect(over.error.field).toBe(named(path));
       const max = Number(bound[1]);
       expect(decodeBody(schema, edited(body, path, { to: "A".repeat(max) })).ok, named(path)).toBe(true);
       expect(decodeBody(schema, edited(body, path, { to: "A".repeat(max + 1) })).ok).toBe(false);
@@ -127,8 +127,10 @@ describe.each(SCHEMAS)("the schema of $name", ({ schema, body }) => {
       fc.property(fc.constantFrom(...paths(body)), fc.jsonValue({ maxDepth: 3 }), (path, junk) => {
         const answer = decodeBody(schema, edited(body, path, { to: junk }));
         if (answer.ok) return;
-        expectClear(answer);
-        expect(named(path).startsWith(answer.field) || answer.field.startsWith(named(path))).toBe(true);
+        expectClear(answer.error);
+        expect(named(path).startsWith(answer.error.field) || answer.error.field.startsWith(named(path))).toBe(
+          true,
+        );
       }),
       { numRuns: 500 },
     );
@@ -138,7 +140,7 @@ describe.each(SCHEMAS)("the schema of $name", ({ schema, body }) => {
     fc.assert(
       fc.property(fc.oneof(fc.jsonValue(), fc.anything({ withMap: true, withTypedArray: true })), (junk) => {
         const answer = decodeBody(schema, junk);
-        if (!answer.ok) expectClear(answer);
+        if (!answer.ok) expectClear(answer.error);
       }),
       { numRuns: 500 },
     );
@@ -163,7 +165,7 @@ describe("what reaches @simplewebauthn", () => {
   it("is base64url text, a known type and attachment, and a bounded list of transports", () => {
     const refused = (body: unknown) => {
       const answer = decodeBody(registrationResponseSchema, body);
-      return answer.ok ? "taken" : problemText(answer);
+      return answer.ok ? "taken" : problemText(answer.error);
     };
     expect(refused({ ...REGISTRATION, id: "a+b/c=" })).toBe("id is not base64url text");
     expect(refused({ ...REGISTRATION, id: "" })).toBe("id is empty");
@@ -192,7 +194,7 @@ describe("the approvals page's bodies", () => {
     words: (p: { field: string; why: string }) => string,
   ) => {
     const answer = decodeBody(schema, body);
-    return answer.ok ? "taken" : words(answer);
+    return answer.ok ? "taken" : words(answer.error);
   };
 
   it("are refused in the words the page shows, naming the field", () => {

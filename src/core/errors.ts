@@ -1,22 +1,75 @@
 /**
+ * The type tokens the relay writes into `[ERROR: <type>: <message>]` (docs/wire-contract.md §1.2,
+ * ADR 0040): the error grammar, one closed list. Python's class names where the contract keeps
+ * them (the errno family, `ValueError`, `TimeoutError`, `SessionError`, `ForwardError`), the SSH
+ * layer's names for what ssh2 reports (see translateDialError in ssh/errors.ts), and the INFRA
+ * client's own. `""` is the untyped form, `[ERROR: <message>]` (see {@link RelayError.untyped}).
+ * A foreign error (one the relay did not build) keeps its own name; {@link describeError} reads it.
+ */
+export type ErrorType =
+  | ""
+  // Operating-system failures, as Python names their errno values.
+  | "OSError"
+  | "FileNotFoundError"
+  | "FileExistsError"
+  | "PermissionError"
+  | "NotADirectoryError"
+  | "IsADirectoryError"
+  | "TimeoutError"
+  | "ConnectionError"
+  | "ConnectionRefusedError"
+  | "ConnectionResetError"
+  // The caller's input, and the relay's own state.
+  | "ValueError"
+  | "RuntimeError"
+  | "CancelledError"
+  | "AbortError"
+  | "ConfigError"
+  | "InventoryError"
+  | "TransferLimitError"
+  // Terminals, forwards and SSH.
+  | "SessionError"
+  | "ForwardError"
+  | "FanoutError"
+  | "HostNotFoundError"
+  | "HostKeyNotVerifiable"
+  | "PermissionDenied"
+  | "ProtocolError"
+  | "ChannelError"
+  | "ChannelOpenError"
+  | "ChannelListenError"
+  | "SFTPError"
+  // The INFRA-1 broker's client.
+  | "InfraProtocolError";
+
+/**
+ * What the constructor takes as `type`: a literal must be a token of {@link ErrorType}, so a
+ * misspelt one does not compile. A plain `string` is the one escape: a token passed on as text from
+ * where it was built with this same type, today the launcher's reply (exec/launcher-protocol.ts
+ * rebuilds the error its runner threw); it is taken as it came.
+ */
+type TokenArgument<T extends string> = string extends T ? string : T extends ErrorType ? T : ErrorType;
+
+/**
  * A typed, expected failure. `type` is the token shown to the caller in
  * `[ERROR: <type>: <message>]` (docs/wire-contract.md §1.2); `code` is stable for tests.
  * A failure the contract shows without a type token, `[ERROR: <message>]`, is made
- * with {@link RelayError.untyped}.
+ * with {@link RelayError.untyped}. `T` only checks the constructor's token (see TokenArgument).
  */
-export class RelayError extends Error {
+export class RelayError<T extends string = ErrorType> extends Error {
   /** The type token; empty only for an untyped error (see {@link RelayError.untyped}). */
-  readonly type: string;
+  readonly type: ErrorType;
   readonly code: string;
 
   /**
    * `type` names the failure; an empty `type` is the untyped form, kept so an
    * error rebuilt from its parts (across the launcher's pipe) stays what it was.
    */
-  constructor(type: string, message: string, options?: { code?: string; cause?: unknown }) {
+  constructor(type: TokenArgument<T>, message: string, options?: { code?: string; cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "RelayError";
-    this.type = type;
+    // A literal was checked against ErrorType above; a passed-on string is one built with it.
+    this.type = type as ErrorType;
     this.code = options?.code ?? type;
   }
 
@@ -31,7 +84,7 @@ export class RelayError extends Error {
   }
 }
 
-/** The type token and message of any thrown value, for the error grammar. */
+/** The type token and message of any thrown value, for the error grammar; a foreign error keeps its name. */
 export function describeError(err: unknown): { type: string; message: string } {
   if (err instanceof RelayError) return { type: err.type, message: err.message.trim() || err.type };
   if (err instanceof Error) {

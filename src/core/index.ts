@@ -1,6 +1,6 @@
 export { canonicalJson, compactJson, JsonNumberText, pythonJson } from "./canonical-json.js";
 export { type Clock, isoTimestamp, systemClock } from "./clock.js";
-export { describeError, RelayError } from "./errors.js";
+export { describeError, type ErrorType, RelayError } from "./errors.js";
 export { foldHosts } from "./host-ranges.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export {
@@ -16,6 +16,8 @@ export {
 } from "./limits.js";
 export { type Logger, silentLogger } from "./logger.js";
 export { isLoopbackHost } from "./loopback.js";
+export { fail, ok, type Result } from "./result.js";
+export type { RunOutcome } from "./run-outcome.js";
 export { isNonAsciiSeparator } from "./separators.js";
 export {
   enableStageTrace,

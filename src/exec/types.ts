@@ -1,3 +1,5 @@
+import type { RunOutcome } from "../core/index.js";
+
 /** One request for a local one-shot process (docs/wire-contract.md §2.3). */
 export interface ProcessRequest {
   /** Run through `/bin/sh -c <command>` ... */
@@ -21,18 +23,8 @@ export interface ProcessRequest {
   pipeGraceMs?: number;
 }
 
-/** One outcome shape for a process; a non-zero exit is data, not an exception. */
-export interface ProcessOutcome {
-  /** Exit status, or the negative signal number for a signal death; null when timed out before any status. */
-  exitCode: number | null;
-  timedOut: boolean;
-  /** Kept output decoded as UTF-8 with replacement characters. */
-  output: string;
-  /** Bytes the child wrote to stdout+stderr in all. */
-  totalBytes: number;
-  /** Bytes drained but not kept because the buffer budget was spent. */
-  droppedBytes: number;
-  durationMs: number;
+/** The outcome of a local process: what any command leaves (RunOutcome), and what it left running. */
+export interface ProcessOutcome extends RunOutcome {
   /**
    * Processes the command started that were still running when it ended (its
    * leader exited and its output closed, or it timed out) and were stopped.

@@ -1,4 +1,4 @@
-import { RelayError } from "../core/index.js";
+import { type ErrorType, fail, ok, RelayError, type Result } from "../core/index.js";
 import {
   type InfraRequest,
   type InfraResponse,
@@ -25,7 +25,7 @@ type InfraClientErrorCode =
   | "INFRA_SOCKET_ERROR";
 
 export function failure(
-  type: string,
+  type: ErrorType,
   code: InfraClientErrorCode,
   message: string,
   cause?: unknown,
@@ -36,21 +36,17 @@ export function failure(
 /** The request checked against the protocol's schema and framed as its line, or why it cannot be sent. */
 export function frameRequest(
   request: InfraRequest,
-): { checked: InfraRequest; line: string } | { error: RelayError } {
+): Result<{ checked: InfraRequest; line: string }, RelayError> {
   const checked = requestSchema.safeParse(request);
   if (!checked.success) {
     const fields = checked.error.issues.map((i) => i.path.join(".") || "request").join(", ");
-    return {
-      error: failure("InfraProtocolError", "INFRA_BAD_REQUEST", `not a valid broker request (${fields})`),
-    };
+    return fail(failure("InfraProtocolError", "INFRA_BAD_REQUEST", `not a valid broker request (${fields})`));
   }
   const line = `${JSON.stringify({ v: PROTOCOL_VERSION, ...checked.data })}\n`;
   if (Buffer.byteLength(line) > MAX_FRAME_BYTES) {
-    return {
-      error: failure("InfraProtocolError", "INFRA_BAD_REQUEST", `request over ${MAX_FRAME_BYTES} bytes`),
-    };
+    return fail(failure("InfraProtocolError", "INFRA_BAD_REQUEST", `request over ${MAX_FRAME_BYTES} bytes`));
   }
-  return { checked: checked.data, line };
+  return ok({ checked: checked.data, line });
 }
 
 /**
@@ -77,20 +73,20 @@ export function readAnswer(
   where: string,
   request: InfraRequest,
   text: string,
-): { response: InfraResponse } | { error: RelayError } {
+): Result<InfraResponse, RelayError> {
   const response = parseResponse(text);
   if (response === null) {
-    return {
-      error: failure(
+    return fail(
+      failure(
         "InfraProtocolError",
         "INFRA_BAD_RESPONSE",
         `${where} answered with a line that is not a response of protocol version ${PROTOCOL_VERSION}`,
       ),
-    };
+    );
   }
   const mismatch = echoMismatch(request, response);
   if (mismatch !== null) {
-    return { error: failure("InfraProtocolError", "INFRA_BAD_RESPONSE", `${where} answered ${mismatch}`) };
+    return fail(failure("InfraProtocolError", "INFRA_BAD_RESPONSE", `${where} answered ${mismatch}`));
   }
-  return { response };
+  return ok(response);
 }

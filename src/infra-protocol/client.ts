@@ -1,5 +1,5 @@
 import { createConnection, type Socket } from "node:net";
-import type { RelayError } from "../core/index.js";
+import { fail, ok, type RelayError, type Result } from "../core/index.js";
 import { failure, frameRequest, readAnswer } from "./client-lines.js";
 import type { InfraRequest, InfraResponse } from "./protocol.js";
 
@@ -137,7 +137,7 @@ function exchange(
   mayReuse: boolean,
 ): Promise<InfraExchange> {
   const framed = frameRequest(request);
-  if ("error" in framed) return Promise.reject(framed.error);
+  if (!framed.ok) return Promise.reject(framed.error);
   return new Promise<InfraExchange>((resolve, reject) => {
     if (options.signal?.aborted) {
       reject(failure("AbortError", "INFRA_ABORTED", "the call was cancelled before it reached the broker"));
@@ -146,8 +146,8 @@ function exchange(
     const kept = mayReuse ? takeIdle(options.socketPath) : null;
     const x = newExchange({
       request,
-      checked: framed.checked,
-      line: framed.line,
+      checked: framed.value.checked,
+      line: framed.value.line,
       options,
       kept,
       resolve,
@@ -155,7 +155,7 @@ function exchange(
     });
     const { socket, on } = x;
     options.signal?.addEventListener("abort", on.abort, { once: true });
-    x.timer = setTimeout(() => finish(x, { error: timeoutError(x) }), options.timeoutMs);
+    x.timer = setTimeout(() => finish(x, fail(timeoutError(x))), options.timeoutMs);
     socket.on("data", on.data);
     socket.once("end", on.end);
     socket.once("error", on.error);
@@ -216,7 +216,7 @@ function newExchange(
       data: (chunk) => onData(x, chunk),
       end: () => onEnd(x),
       error: (err) => onError(x, err),
-      abort: () => finish(x, { error: abortError(x) }),
+      abort: () => finish(x, fail(abortError(x))),
     },
   };
   return x;
@@ -229,11 +229,7 @@ function detach(x: Exchange): void {
   x.socket.off("error", x.on.error);
 }
 
-function finish(
-  x: Exchange,
-  outcome: { value: InfraExchange } | { error: RelayError },
-  reusable = false,
-): void {
+function finish(x: Exchange, outcome: Result<InfraExchange, RelayError>, reusable = false): void {
   if (x.settled) return;
   x.settled = true;
   clearTimeout(x.timer);
@@ -249,7 +245,7 @@ function finish(
     socket.on("error", () => undefined);
     setImmediate(() => socket.destroy());
   }
-  if ("value" in outcome) x.resolve(outcome.value);
+  if (outcome.ok) x.resolve(outcome.value);
   else x.reject(outcome.error);
 }
 
@@ -292,53 +288,63 @@ function onData(x: Exchange, chunk: Buffer): void {
   const take = end === -1 ? chunk : chunk.subarray(0, end);
   x.held += take.length;
   if (x.held > x.maxBytes) {
-    finish(x, {
-      error: failure(
-        "InfraProtocolError",
-        "INFRA_RESPONSE_TOO_LARGE",
-        `${x.where} sent a response line over ${x.maxBytes} bytes`,
+    finish(
+      x,
+      fail(
+        failure(
+          "InfraProtocolError",
+          "INFRA_RESPONSE_TOO_LARGE",
+          `${x.where} sent a response line over ${x.maxBytes} bytes`,
+        ),
       ),
-    });
+    );
     return;
   }
   x.chunks.push(take);
   if (end === -1) return;
   const answer = readAnswer(x.where, x.checked, Buffer.concat(x.chunks).toString("utf8"));
-  if ("error" in answer) {
+  if (!answer.ok) {
     finish(x, answer);
     return;
   }
   // Reusable only when the line ended this chunk: no stray bytes are left to misread later.
-  finish(x, { value: { kind: "answered", response: answer.response } }, end === chunk.length - 1);
+  finish(x, ok({ kind: "answered", response: answer.value }), end === chunk.length - 1);
 }
 
 function onEnd(x: Exchange): void {
   if (retryFresh(x)) return;
-  finish(x, {
-    error: failure(
-      "InfraProtocolError",
-      "INFRA_NO_RESPONSE",
-      `${x.where} closed the connection without a complete answer; the request had been sent`,
+  finish(
+    x,
+    fail(
+      failure(
+        "InfraProtocolError",
+        "INFRA_NO_RESPONSE",
+        `${x.where} closed the connection without a complete answer; the request had been sent`,
+      ),
     ),
-  });
+  );
 }
 
 function onError(x: Exchange, err: NodeJS.ErrnoException): void {
   if (retryFresh(x)) return;
   const code = err.code ?? "";
   if (!x.connected && UNREACHABLE.has(code)) {
-    finish(x, {
-      value: { kind: "unreachable", reason: code as UnreachableReason, socketPath: x.options.socketPath },
-    });
+    finish(
+      x,
+      ok({ kind: "unreachable", reason: code as UnreachableReason, socketPath: x.options.socketPath }),
+    );
     return;
   }
   const sent = x.connected ? "; the request had been sent" : "";
-  finish(x, {
-    error: failure(
-      "InfraProtocolError",
-      x.connected ? "INFRA_NO_RESPONSE" : "INFRA_SOCKET_ERROR",
-      `connection to ${x.where} failed: ${code || err.message}${sent}`,
-      err,
+  finish(
+    x,
+    fail(
+      failure(
+        "InfraProtocolError",
+        x.connected ? "INFRA_NO_RESPONSE" : "INFRA_SOCKET_ERROR",
+        `connection to ${x.where} failed: ${code || err.message}${sent}`,
+        err,
+      ),
     ),
-  });
+  );
 }

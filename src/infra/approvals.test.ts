@@ -71,8 +71,8 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
     writeFileSync(file, allowedSignersLine("operator@example.org", operator));
     chmodSync(file, 0o644);
     const loaded = loadAllowedSigners(file, { daemonUid: 54321, owners: [process.geteuid?.() ?? 0] });
-    if (!loaded.ok) throw new Error(loaded.problems.join("; "));
-    verify = loaded.verify;
+    if (!loaded.ok) throw new Error(loaded.error.join("; "));
+    verify = loaded.value.verify;
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -90,24 +90,24 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
   const refusal = (request: InfraRequest, approval: ConsentCapability | undefined, p: Profile = SITE) => {
     const verdict = check(request, approval, p);
     if (verdict.ok) throw new Error("the approval was accepted");
-    return verdict.result;
+    return verdict.error;
   };
 
   it("accepts a signed approval of exactly this request, once", () => {
     const approval = sign(REPLICATE);
     const verdict = check(REPLICATE, approval);
-    if (!verdict.ok || verdict.approval === null) throw new Error("refused");
-    expect(verdict.approval.record).toEqual({
+    if (!verdict.ok || verdict.value === null) throw new Error("refused");
+    expect(verdict.value.record).toEqual({
       request: approval.request,
       claimed_signer: "operator@example.org",
       principal: "operator@example.org",
       fingerprint: operator.fingerprint,
     });
-    expect(gate.consume("replicate", verdict.approval)).toBeNull();
+    expect(gate.consume("replicate", verdict.value)).toBeNull();
     // The same approval again verifies, and its nonce is refused.
     const again = check(REPLICATE, approval);
-    if (!again.ok || again.approval === null) throw new Error("refused");
-    expect(gate.consume("replicate", again.approval)).toMatchObject({
+    if (!again.ok || again.value === null) throw new Error("refused");
+    expect(gate.consume("replicate", again.value)).toMatchObject({
       code: "APPROVAL_REUSED",
       approval: { request: approval.request },
     });
@@ -116,14 +116,14 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
   it("keeps consumed nonces across a restart of the store", () => {
     const approval = sign(REPLICATE);
     const first = check(REPLICATE, approval);
-    if (!first.ok || first.approval === null) throw new Error("refused");
-    expect(gate.consume("replicate", first.approval)).toBeNull();
+    if (!first.ok || first.value === null) throw new Error("refused");
+    expect(gate.consume("replicate", first.value)).toBeNull();
     nonces.close();
     nonces = openNonceStore(stateDir, { clock });
     gate = createApprovalGate({ verify, nonces, clock });
     const second = check(REPLICATE, approval);
-    if (!second.ok || second.approval === null) throw new Error("refused");
-    expect(gate.consume("replicate", second.approval)?.code).toBe("APPROVAL_REUSED");
+    if (!second.ok || second.value === null) throw new Error("refused");
+    expect(gate.consume("replicate", second.value)?.code).toBe("APPROVAL_REUSED");
   });
 
   it("needs an approval for a dry run and a replicate of a consent profile only", () => {
@@ -133,11 +133,11 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
       { op: "probe", profile: "site" },
       { op: "verify", profile: "site", run_id: "r1" },
     ] as InfraRequest[]) {
-      expect(check(read, undefined)).toEqual({ ok: true, approval: null });
+      expect(check(read, undefined)).toEqual({ ok: true, value: null });
       // One attached anyway is neither checked nor consumed.
-      expect(check(read, sign(DRY_RUN))).toEqual({ ok: true, approval: null });
+      expect(check(read, sign(DRY_RUN))).toEqual({ ok: true, value: null });
     }
-    expect(check(REPLICATE, undefined, profile("site", "none"))).toEqual({ ok: true, approval: null });
+    expect(check(REPLICATE, undefined, profile("site", "none"))).toEqual({ ok: true, value: null });
   });
 
   it("refuses an approval of another operation, profile, run or key as a mismatch", () => {
@@ -216,17 +216,17 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
   it("refuses every approval when the broker has no allowed signers", () => {
     const bare = createApprovalGate({ verify: null, nonces: null, clock });
     const verdict = bare.check(SITE, { ...REPLICATE, approval: sign(REPLICATE) });
-    expect(verdict.ok ? "accepted" : verdict.result.code).toBe("APPROVAL_INVALID");
+    expect(verdict.ok ? "accepted" : verdict.error.code).toBe("APPROVAL_INVALID");
   });
 
   it("is blocked, consuming nothing, while another writer holds the store past its timeout", () => {
     const approval = sign(REPLICATE);
     const verdict = check(REPLICATE, approval);
-    if (!verdict.ok || verdict.approval === null) throw new Error("refused");
+    if (!verdict.ok || verdict.value === null) throw new Error("refused");
     const other = new Database(nonces.path, { timeout: 0 });
     other.exec("BEGIN IMMEDIATE");
     try {
-      const blocked = gate.consume("replicate", verdict.approval);
+      const blocked = gate.consume("replicate", verdict.value);
       expect(blocked?.code).toBe("APPROVAL_STORE_UNAVAILABLE");
       expect(blocked?.message).toMatch(/locked/);
     } finally {
@@ -234,27 +234,27 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
       other.close();
     }
     // Nothing was written under the lock: the approval still works once.
-    expect(gate.consume("replicate", verdict.approval)).toBeNull();
-    expect(gate.consume("replicate", verdict.approval)?.code).toBe("APPROVAL_REUSED");
+    expect(gate.consume("replicate", verdict.value)).toBeNull();
+    expect(gate.consume("replicate", verdict.value)?.code).toBe("APPROVAL_REUSED");
   });
 
   it("refuses, without consuming it, an approval that expired while its request waited in the queue", () => {
     const approval = sign(REPLICATE, { expiresAt: now + 1000 });
     const verdict = check(REPLICATE, approval);
-    if (!verdict.ok || verdict.approval === null) throw new Error("refused");
+    if (!verdict.ok || verdict.value === null) throw new Error("refused");
     now += 1000;
-    const late = gate.consume("replicate", verdict.approval);
+    const late = gate.consume("replicate", verdict.value);
     expect(late?.code).toBe("APPROVAL_INVALID");
     expect(late?.message).toMatch(/expired at .* while the request waited/);
     now -= 1000;
-    expect(gate.consume("replicate", verdict.approval)).toBeNull();
+    expect(gate.consume("replicate", verdict.value)).toBeNull();
   });
 
   it("drops a nonce only after its approval expired", () => {
     const approval = sign(REPLICATE, { expiresAt: now + 1000 });
     const verdict = check(REPLICATE, approval);
-    if (!verdict.ok || verdict.approval === null) throw new Error("refused");
-    expect(gate.consume("replicate", verdict.approval)).toBeNull();
+    if (!verdict.ok || verdict.value === null) throw new Error("refused");
+    expect(gate.consume("replicate", verdict.value)).toBeNull();
     const count = () => {
       const db = new Database(nonces.path, { readonly: true });
       try {
@@ -264,11 +264,11 @@ describe.skipIf(!HAS_KEYGEN)("the broker's approval check, with real ssh-keygen 
       }
     };
     now += 999;
-    expect(gate.consume("replicate", { ...verdict.approval, nonce: "other-nonce-1" })).toBeNull();
+    expect(gate.consume("replicate", { ...verdict.value, nonce: "other-nonce-1" })).toBeNull();
     expect(count()).toBe(2);
     now += 2;
     expect(
-      gate.consume("replicate", { ...verdict.approval, nonce: "other-nonce-2", expiresAt: now + 5000 }),
+      gate.consume("replicate", { ...verdict.value, nonce: "other-nonce-2", expiresAt: now + 5000 }),
     ).toBeNull();
     expect(count()).toBe(1);
   });

@@ -1,5 +1,5 @@
 import { CONSENT_NAMESPACE } from "../consent/index.js";
-import { type Clock, canonicalJson } from "../core/index.js";
+import { type Clock, canonicalJson, fail, ok, type Result } from "../core/index.js";
 import type { ConsentCapability, InfraRequest, Operation } from "../infra-protocol/index.js";
 import type { NonceStore } from "./nonces.js";
 import type { ApprovalRecord, OpResult, Profile } from "./types.js";
@@ -22,7 +22,7 @@ export type SignatureCheck = (
   armored: string,
   message: string,
   options: { namespace: string; now: number },
-) => { ok: true; principal: string; fingerprint: string } | { ok: false; reason: string };
+) => Result<{ principal: string; fingerprint: string }, string>;
 
 /** A verified approval of the request it rides on, not consumed yet. */
 export interface VerifiedApproval {
@@ -31,8 +31,8 @@ export interface VerifiedApproval {
   expiresAt: number;
 }
 
-/** The approval step's answer: go on (with an approval to consume, or none needed), or this refusal. */
-type ApprovalVerdict = { ok: true; approval: VerifiedApproval | null } | { ok: false; result: OpResult };
+/** The approval step's answer: go on (with an approval to consume, or null when none is needed), or this refusal. */
+type ApprovalVerdict = Result<VerifiedApproval | null, OpResult>;
 
 export interface ApprovalGate {
   /**
@@ -121,17 +121,14 @@ export function createApprovalGate(deps: {
 }): ApprovalGate {
   function check(profile: Profile, request: InfraRequest): ApprovalVerdict {
     const tool = CONSENTED_TOOLS[request.op];
-    if (profile.approval !== "consent" || tool === undefined) return { ok: true, approval: null };
+    if (profile.approval !== "consent" || tool === undefined) return ok(null);
     const capability: ConsentCapability | undefined = request.approval;
     const on = `${request.op} on profile ${profile.id}`;
     if (capability === undefined) {
-      return {
-        ok: false,
-        result: {
-          code: "APPROVAL_REQUIRED",
-          message: `Profile ${profile.id} needs a human-signed approval for ${request.op}, and the request carries none.`,
-        },
-      };
+      return fail({
+        code: "APPROVAL_REQUIRED",
+        message: `Profile ${profile.id} needs a human-signed approval for ${request.op}, and the request carries none.`,
+      });
     }
     const record: ApprovalRecord = {
       request: capability.request,
@@ -139,14 +136,12 @@ export function createApprovalGate(deps: {
       principal: null,
       fingerprint: null,
     };
-    const invalid = (why: string) => ({
-      ok: false as const,
-      result: {
-        code: "APPROVAL_INVALID" as const,
+    const invalid = (why: string) =>
+      fail<OpResult>({
+        code: "APPROVAL_INVALID",
         message: `The approval ${capability.request} for ${on} cannot be accepted: ${why}.`,
         approval: record,
-      },
-    });
+      });
     const { verify, nonces } = deps;
     if (verify === null || nonces === null) return invalid("this broker was started without allowed signers");
     const payload = parsePayload(capability.payload);
@@ -156,22 +151,19 @@ export function createApprovalGate(deps: {
     if (payload.nonce !== capability.nonce) return invalid("its nonce is not the one its payload signs");
     const now = deps.clock.now();
     const verified = verify(capability.signature, capability.payload, { namespace: CONSENT_NAMESPACE, now });
-    if (!verified.ok) return invalid(`its signature does not verify (${verified.reason})`);
-    record.principal = verified.principal;
-    record.fingerprint = verified.fingerprint;
+    if (!verified.ok) return invalid(`its signature does not verify (${verified.error})`);
+    record.principal = verified.value.principal;
+    record.fingerprint = verified.value.fingerprint;
 
     const expected = infraBound(request);
     if (payload.tool !== tool || canonicalJson(payload.bound) !== canonicalJson(expected)) {
-      return {
-        ok: false,
-        result: {
-          code: "APPROVAL_MISMATCH",
-          message:
-            `The approval ${capability.request} was signed for ${describeAct(payload.tool, payload.bound)}, ` +
-            `not for this request, ${describeAct(tool, expected)}; an approval covers exactly one act.`,
-          approval: record,
-        },
-      };
+      return fail({
+        code: "APPROVAL_MISMATCH",
+        message:
+          `The approval ${capability.request} was signed for ${describeAct(payload.tool, payload.bound)}, ` +
+          `not for this request, ${describeAct(tool, expected)}; an approval covers exactly one act.`,
+        approval: record,
+      });
     }
     const expiresAt = Date.parse(payload.expires);
     if (
@@ -185,7 +177,7 @@ export function createApprovalGate(deps: {
         `it expired at ${payload.expires} (the broker's clock reads ${new Date(now).toISOString()})`,
       );
     }
-    return { ok: true, approval: { record, nonce: capability.nonce, expiresAt } };
+    return ok({ record, nonce: capability.nonce, expiresAt });
   }
 
   function consume(op: Operation, approval: VerifiedApproval): OpResult | null {

@@ -43,7 +43,7 @@ describe("readCredential", () => {
         keyFileDirectory: null,
         daemonUid: uid,
       });
-      expect(found.ok && found.bytes.toString()).toBe(KEY);
+      expect(found.ok && found.value.bytes.toString()).toBe(KEY);
     }
   });
 
@@ -58,7 +58,7 @@ describe("readCredential", () => {
       });
       expect(found).toEqual({
         ok: false,
-        message: `the key ${path} has mode 0${mode.toString(8)}; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
+        error: `the key ${path} has mode 0${mode.toString(8)}; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
       });
     },
   );
@@ -70,7 +70,7 @@ describe("readCredential", () => {
       keyFileDirectory: null,
       daemonUid: uid,
     });
-    expect(found.ok || found.message).toMatch(/key directory .* is writable by group or others/);
+    expect(found.ok || found.error).toMatch(/key directory .* is writable by group or others/);
   });
 
   it("falls back to the key file directory only when it is given", () => {
@@ -84,7 +84,7 @@ describe("readCredential", () => {
     });
     expect(without).toEqual({
       ok: false,
-      message: `no key for credential backup-key: ${join(empty, "backup-key")} not found`,
+      error: `no key for credential backup-key: ${join(empty, "backup-key")} not found`,
     });
     const withFallback = readCredential("backup-key", {
       credentialsDirectory: empty,
@@ -102,7 +102,7 @@ describe("readCredential", () => {
       keyFileDirectory: null,
       daemonUid: uid,
     });
-    expect(found.ok || found.message).toMatch(/more than the 16384 accepted/);
+    expect(found.ok || found.error).toMatch(/more than the 16384 accepted/);
   });
 });
 
@@ -129,7 +129,7 @@ describe.skipIf(ACL_SKIP)("readCredential and systemd's credential ACL", () => {
     const { dir, mode } = aclKey(`u:${daemon}:r`);
     expect(mode).toBe(0o440);
     const found = read(dir);
-    expect(found.ok && found.bytes.toString()).toBe(KEY);
+    expect(found.ok && found.value.bytes.toString()).toBe(KEY);
   });
 
   it.each([
@@ -145,15 +145,15 @@ describe.skipIf(ACL_SKIP)("readCredential and systemd's credential ACL", () => {
     const { dir, path } = aclKey(...specs);
     const found = read(dir);
     expect(found.ok).toBe(false);
-    expect(found.ok || found.message).toContain(`the key ${path} has mode`);
-    expect(found.ok || found.message).not.toContain("OPENSSH");
+    expect(found.ok || found.error).toContain(`the key ${path} has mode`);
+    expect(found.ok || found.error).not.toContain("OPENSSH");
   });
 
   it("refuses 0440 without an ACL: its group may read it", () => {
     const { dir, path } = keyDir(0o440, 0o500);
     expect(read(dir)).toEqual({
       ok: false,
-      message: `the key ${path} has mode 0440 and no ACL, so its group may read it; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
+      error: `the key ${path} has mode 0440 and no ACL, so its group may read it; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
     });
   });
 
@@ -161,7 +161,7 @@ describe.skipIf(ACL_SKIP)("readCredential and systemd's credential ACL", () => {
     const { dir, path } = aclKey("u:4243:r");
     expect(read(dir)).toEqual({
       ok: false,
-      message: `the key ${path} has mode 0440 with the ACL user::r--,user:4243:r--,group::---,mask::r--,other::---; only user::r--,user:${daemon}:r--,group::---,mask::r--,other::--- (systemd's credential ACL for the daemon's uid alone) is accepted`,
+      error: `the key ${path} has mode 0440 with the ACL user::r--,user:4243:r--,group::---,mask::r--,other::---; only user::r--,user:${daemon}:r--,group::---,mask::r--,other::--- (systemd's credential ACL for the daemon's uid alone) is accepted`,
     });
   });
 });

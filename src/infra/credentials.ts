@@ -1,6 +1,6 @@
 import { lstatSync, mkdtempSync, readdirSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { RelayError } from "../core/index.js";
+import { fail, ok, RelayError, type Result } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
 import { octal } from "./file-trust.js";
 import { type AclEntry, readAccessAcl } from "./posix-acl.js";
@@ -16,7 +16,7 @@ export interface CredentialSources {
 }
 
 /** The key's bytes, or a sentence naming the path and what is wrong with it, never the bytes. */
-export type KeyLookup = { ok: true; bytes: Buffer; path: string } | { ok: false; message: string };
+type KeyLookup = Result<{ bytes: Buffer; path: string }, string>;
 
 /**
  * Read the private key of `credentialId` (docs/infra-broker.md §Credentials):
@@ -31,11 +31,9 @@ export function readCredential(credentialId: string, sources: CredentialSources)
     (d): d is string => d !== null,
   );
   if (dirs.length === 0) {
-    return {
-      ok: false,
-      message:
-        "no credential source: the daemon has no $CREDENTIALS_DIRECTORY (systemd LoadCredential=) and was not started with --allow-key-file",
-    };
+    return fail(
+      "no credential source: the daemon has no $CREDENTIALS_DIRECTORY (systemd LoadCredential=) and was not started with --allow-key-file",
+    );
   }
   const missing: string[] = [];
   for (const dir of dirs) {
@@ -48,26 +46,23 @@ export function readCredential(credentialId: string, sources: CredentialSources)
         missing.push(path);
         continue;
       }
-      return {
-        ok: false,
-        message: `the key ${path} cannot be read (${(err as NodeJS.ErrnoException).code})`,
-      };
+      return fail(`the key ${path} cannot be read (${(err as NodeJS.ErrnoException).code})`);
     }
     const problem = keyFileProblem(path, st, sources.daemonUid) ?? keyDirectoryProblem(dir);
-    if (problem !== null) return { ok: false, message: problem };
+    if (problem !== null) return fail(problem);
     try {
       const bytes = readBoundedFile(path, { maxBytes: MAX_KEY_BYTES, what: "key" });
-      if (bytes === null) return { ok: false, message: `the key ${path} disappeared while it was read` };
-      return { ok: true, bytes, path };
+      if (bytes === null) return fail(`the key ${path} disappeared while it was read`);
+      return ok({ bytes, path });
     } catch (err) {
       const text =
         err instanceof RelayError
           ? err.message
           : `the key ${path} cannot be read (${(err as NodeJS.ErrnoException).code})`;
-      return { ok: false, message: text };
+      return fail(text);
     }
   }
-  return { ok: false, message: `no key for credential ${credentialId}: ${missing.join(" and ")} not found` };
+  return fail(`no key for credential ${credentialId}: ${missing.join(" and ")} not found`);
 }
 
 function keyFileProblem(path: string, st: Stats, daemonUid: number): string | null {
@@ -105,8 +100,8 @@ function showAcl(entries: readonly AclEntry[]): string {
  */
 function credentialAclProblem(path: string, daemonUid: number): string | null {
   const acl = readAccessAcl(path);
-  if (!acl.ok) return `the key ${path} has mode 0440 and ${acl.message}`;
-  if (acl.entries === null) {
+  if (!acl.ok) return `the key ${path} has mode 0440 and ${acl.error}`;
+  if (acl.value === null) {
     return `the key ${path} has mode 0440 and no ACL, so its group may read it; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`;
   }
   const expected: AclEntry[] = [
@@ -116,7 +111,7 @@ function credentialAclProblem(path: string, daemonUid: number): string | null {
     { tag: "mask", perm: 4, id: null },
     { tag: "other", perm: 0, id: null },
   ];
-  const found = showAcl(acl.entries);
+  const found = showAcl(acl.value);
   if (found !== showAcl(expected)) {
     return `the key ${path} has mode 0440 with the ACL ${found}; only ${showAcl(expected)} (systemd's credential ACL for the daemon's uid alone) is accepted`;
   }

@@ -140,9 +140,8 @@ function allowedSigners(
   }
   const owner = attempt(`cannot read ${options.configDir}`, () => statSync(options.configDir).uid);
   const loaded = loadAllowedSigners(options.allowedSigners, { daemonUid: euid, owners: [owner] });
-  if (!loaded.ok)
-    throw new BrokerStartRefused(`cannot use the allowed signers: ${loaded.problems.join("; ")}`);
-  return loaded;
+  if (!loaded.ok) throw new BrokerStartRefused(`cannot use the allowed signers: ${loaded.error.join("; ")}`);
+  return loaded.value;
 }
 
 /**

@@ -77,12 +77,12 @@ function fakeApprovals(consumed: string[], spent: OpResult | null = null): Appro
   return {
     check(profile, request) {
       if (profile.approval !== "consent" || request.op === "probe" || request.op === "verify") {
-        return { ok: true, approval: null };
+        return { ok: true, value: null };
       }
       if (request.approval === undefined) {
-        return { ok: false, result: { code: "APPROVAL_REQUIRED", message: "needs one" } };
+        return { ok: false, error: { code: "APPROVAL_REQUIRED", message: "needs one" } };
       }
-      return { ok: true, approval };
+      return { ok: true, value: approval };
     },
     consume(op) {
       consumed.push(op);

@@ -139,14 +139,14 @@ function admit(deps: DispatchDeps, principal: Principal, request: InfraRequest):
   }
   if (!profile.enabled) return refuse("PROFILE_DISABLED", `profile ${id} is disabled`);
   const approved = deps.approvals.check(profile, request);
-  if (!approved.ok) return approved.result;
+  if (!approved.ok) return approved.error;
   if (NEEDS_RUN_ID.has(request.op) && request.run_id === undefined) {
     return refuse("RUN_ID_REQUIRED", `${request.op} needs a run id`);
   }
   if (request.op === "replicate" && request.idempotency_key === undefined) {
     return refuse("IDEMPOTENCY_KEY_REQUIRED", "replicate needs an idempotency key");
   }
-  return { profile, approval: approved.approval };
+  return { profile, approval: approved.value };
 }
 
 function perform(operations: Operations, profile: Profile, request: InfraRequest): Promise<OpResult> {

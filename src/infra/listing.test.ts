@@ -17,33 +17,33 @@ describe("parseListing", () => {
     const parsed = parseListing(SLASHED, "r1");
     expect(parsed.ok).toBe(true);
     if (!parsed.ok) return;
-    expect([...parsed.listing.directories]).toEqual(["a"]);
-    expect(Object.fromEntries(parsed.listing.files)).toEqual({
+    expect([...parsed.value.directories]).toEqual(["a"]);
+    expect(Object.fromEntries(parsed.value.files)).toEqual({
       big: { size: 5_120_000 },
       "a/sp ace": { size: 2 },
       "a/new\nline": { size: 3 },
     });
-    expect(parsed.listing.other).toEqual(["a/link"]);
-    expect(parsed.listing.total_bytes).toBe(5_120_005);
+    expect(parsed.value.other).toEqual(["a/link"]);
+    expect(parsed.value.total_bytes).toBe(5_120_005);
   });
 
   it("strips the run id when rsync printed the names under it", () => {
     const text = "drwx------ 4,096 2026/12/01 16:15:43 r1\n-rw------- 1 2026/12/01 16:15:43 r1/site/x\n";
     const parsed = parseListing(text, "r1");
-    expect(parsed.ok && Object.fromEntries(parsed.listing.files)).toEqual({ "site/x": { size: 1 } });
+    expect(parsed.ok && Object.fromEntries(parsed.value.files)).toEqual({ "site/x": { size: 1 } });
   });
 
   it("refuses a listing cut before its last newline or holding a line that is not an entry", () => {
     expect(parseListing(SLASHED.slice(0, -5), "r1").ok).toBe(false);
     expect(parseListing(`${SLASHED}rsync: something odd\n`, "r1")).toEqual({
       ok: false,
-      line: "rsync: something odd",
+      error: "rsync: something odd",
     });
   });
 
   it("an empty listing is an empty tree", () => {
     const parsed = parseListing("", "r1");
-    expect(parsed.ok && parsed.listing.files.size + parsed.listing.directories.size).toBe(0);
+    expect(parsed.ok && parsed.value.files.size + parsed.value.directories.size).toBe(0);
   });
 });
 
@@ -85,7 +85,7 @@ describe("names in a listing are bytes", () => {
       "",
     ].join("\n");
     const parsed = parseListing(out, "r1");
-    const names = parsed.ok ? [...parsed.listing.files.keys()].map((n) => Buffer.from(n, "latin1")) : [];
+    const names = parsed.ok ? [...parsed.value.files.keys()].map((n) => Buffer.from(n, "latin1")) : [];
     expect(names).toEqual([
       Buffer.from("café.txt"),
       Buffer.from([0x69, 0x6e, 0x76, 0xff, 0xfe]),

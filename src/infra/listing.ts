@@ -1,3 +1,4 @@
+import { fail, ok, type Result } from "../core/index.js";
 import { type TreeListing, toByteString } from "./manifest.js";
 
 /**
@@ -18,7 +19,8 @@ interface ParsedListing extends TreeListing {
   total_bytes: number;
 }
 
-export type ListingResult = { ok: true; listing: ParsedListing } | { ok: false; line: string };
+/** The listing, or the first line that cannot be read (at most 200 characters of it). */
+type ListingResult = Result<ParsedListing, string>;
 
 /**
  * The bytes of a name rsync printed, as a byte string (one character per
@@ -53,11 +55,11 @@ export function parseListing(output: string, runId: string): ListingResult {
   const files = new Map<string, { size: number }>();
   const other: string[] = [];
   let total = 0;
-  if (output !== "" && !output.endsWith("\n")) return { ok: false, line: lastLine(output) };
+  if (output !== "" && !output.endsWith("\n")) return fail(lastLine(output));
   for (const line of output.split("\n")) {
     if (line === "") continue;
     const match = ENTRY.exec(line);
-    if (match === null) return { ok: false, line: line.slice(0, 200) };
+    if (match === null) return fail(line.slice(0, 200));
     const [, type = "", sizeText = "", rawName = ""] = match;
     let name = type === "l" ? rawName.replace(/ -> .*$/, "") : rawName;
     name = unescapeName(name);
@@ -70,7 +72,7 @@ export function parseListing(output: string, runId: string): ListingResult {
       total += size;
     } else other.push(path);
   }
-  return { ok: true, listing: { directories, files, other, total_bytes: total } };
+  return ok({ directories, files, other, total_bytes: total });
 }
 
 function lastLine(output: string): string {

@@ -1,4 +1,4 @@
-import { describeError } from "../core/index.js";
+import { describeError, fail } from "../core/index.js";
 import type { OutcomeCode } from "../infra-protocol/index.js";
 import type { KeyRecord, RunRecord, StoredOutcome } from "./ledger.js";
 import { loadRun, nowStamp, type Ops, runKey, unwrittenRun } from "./operations-state.js";
@@ -134,8 +134,8 @@ async function readySnapshot(
   if (present !== null) return present;
   if (!previewed) {
     const taken = await stageSnapshot(ctx, ledger, profile, record);
-    if (!taken.ok) return taken.result;
-    manifest = taken.manifest;
+    if (!taken.ok) return taken.error;
+    manifest = taken.value.manifest;
   }
   const snapshot = record.snapshot;
   if (manifest === null || snapshot === null) throw new Error(`run ${runId} has no snapshot after staging`);
@@ -155,13 +155,12 @@ async function push(ops: Ops, profile: Profile, runId: string): Promise<RemoteRe
       { profile: profile.id, run_id: runId, error: describeError(err).message },
       "push failed",
     );
-    return {
-      ok: false,
+    return fail({
       code: "TRANSFER_FAILED",
       message: "the transport failed while it ran the copy",
       interrupted: true,
       detail: "",
-    };
+    });
   } finally {
     ops.pushing.delete(runKey(profile, runId));
   }
@@ -183,17 +182,18 @@ function settle(
     replication.state = "replicated";
     return replicated(runId, snapshot);
   }
-  if (!pushed.interrupted && BEFORE_ANY_WRITE.has(pushed.code)) {
+  const failure = pushed.error;
+  if (!failure.interrupted && BEFORE_ANY_WRITE.has(failure.code)) {
     record.replication = null;
-    return remoteFailure(pushed);
+    return remoteFailure(failure);
   }
   replication.state = "unknown";
   return interruptedWrite(runId, "was interrupted or failed part way", {
     run_id: runId,
     snapshot: snapshot.id,
-    cause_code: pushed.code,
-    cause: sentence(pushed.message),
-    ...(pushed.detail === "" ? {} : { detail: pushed.detail }),
+    cause_code: failure.code,
+    cause: sentence(failure.message),
+    ...(failure.detail === "" ? {} : { detail: failure.detail }),
   });
 }
 

@@ -42,7 +42,7 @@ export async function loadRun(ops: Ops, profile: Profile, runId: string): Promis
 /** The receiver's preflight; null when it passed, else the refusal. */
 export async function preflight(ops: Ops, profile: Profile): Promise<OpResult | null> {
   const checked = await ops.ctx.remote.preflight(profile);
-  return checked.ok ? null : remoteFailure(checked);
+  return checked.ok ? null : remoteFailure(checked.error);
 }
 
 /**

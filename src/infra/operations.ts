@@ -55,12 +55,12 @@ async function probe(ops: Ops, profile: Profile): Promise<OpResult> {
   const refused = await preflight(ops, profile);
   if (refused !== null) return refused;
   const probed = await ops.ctx.remote.probe(profile);
-  if (!probed.ok) return remoteFailure(probed);
-  const entries = probed.output.split("\n").filter((line) => line.trim() !== "").length;
+  if (!probed.ok) return remoteFailure(probed.error);
+  const entries = probed.value.output.split("\n").filter((line) => line.trim() !== "").length;
   return {
     code: "OK",
     message: `The receiver of profile ${profile.id} answered with its pinned host key and listed its root.`,
-    data: { root_entries: entries, duration_ms: Math.round(probed.durationMs) },
+    data: { root_entries: entries, duration_ms: Math.round(probed.value.durationMs) },
   };
 }
 
@@ -71,22 +71,22 @@ async function dryRun(ops: Ops, profile: Profile, runId: string): Promise<OpResu
   const present = await checkRemoteAbsent(ctx, profile, runId);
   if (present !== null) return present;
   const staged = await stageSnapshot(ctx, ledger, profile, record);
-  if (!staged.ok) return staged.result;
+  if (!staged.ok) return staged.error;
   const pushed = await ctx.remote.push(profile, stagedTree(ledger, profile, runId), runPath(runId), {
     dryRun: true,
   });
-  if (!pushed.ok) return remoteFailure(pushed);
-  record.dry_run = { snapshot: staged.id, at: nowStamp(ops) };
+  if (!pushed.ok) return remoteFailure(pushed.error);
+  record.dry_run = { snapshot: staged.value.id, at: nowStamp(ops) };
   await ledger.writeRun(record);
   return {
     code: "OK",
-    message: `The dry run of run ${runId} previewed snapshot ${staged.id.slice(0, 12)} and wrote nothing.`,
+    message: `The dry run of run ${runId} previewed snapshot ${staged.value.id.slice(0, 12)} and wrote nothing.`,
     data: {
       run_id: runId,
-      snapshot: staged.id,
-      files: staged.manifest.total_files,
-      bytes: staged.manifest.total_bytes,
-      itemized_changes: countItemized(pushed.output),
+      snapshot: staged.value.id,
+      files: staged.value.manifest.total_files,
+      bytes: staged.value.manifest.total_bytes,
+      itemized_changes: countItemized(pushed.value.output),
     },
   };
 }

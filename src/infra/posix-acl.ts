@@ -1,3 +1,4 @@
+import { fail, ok, type Result } from "../core/index.js";
 import { readXattr } from "../proc/index.js";
 
 /**
@@ -19,7 +20,7 @@ export interface AclEntry {
 type AclTag = "user_obj" | "user" | "group_obj" | "group" | "mask" | "other";
 
 /** The ACL, or null when the file has none beyond its mode bits; a sentence when it cannot be read. */
-export type AclLookup = { ok: true; entries: AclEntry[] | null } | { ok: false; message: string };
+type AclLookup = Result<AclEntry[] | null, string>;
 
 const XATTR_NAME = "system.posix_acl_access";
 const POSIX_ACL_XATTR_VERSION = 2;
@@ -56,14 +57,14 @@ function parseAclXattr(value: Buffer): AclEntry[] | null {
 export function readAccessAcl(path: string): AclLookup {
   const read = readXattr(path, XATTR_NAME, MAX_ACL_BYTES);
   if (read === null) {
-    return { ok: false, message: `the ACL of ${path} cannot be read here (no getxattr through koffi)` };
+    return fail(`the ACL of ${path} cannot be read here (no getxattr through koffi)`);
   }
   if (!read.ok) {
     // No attribute, or a file system without ACLs: the mode bits are the whole story.
-    if (read.errno === ENODATA || read.errno === ENOTSUP) return { ok: true, entries: null };
-    return { ok: false, message: `the ACL of ${path} cannot be read (errno ${read.errno})` };
+    if (read.error === ENODATA || read.error === ENOTSUP) return ok(null);
+    return fail(`the ACL of ${path} cannot be read (errno ${read.error})`);
   }
   const entries = parseAclXattr(read.value);
-  if (entries === null) return { ok: false, message: `the ACL of ${path} is not one this broker can read` };
-  return { ok: true, entries };
+  if (entries === null) return fail(`the ACL of ${path} is not one this broker can read`);
+  return ok(entries);
 }

@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync, statSync } from "node:fs";
 import { dirname, isAbsolute } from "node:path";
-import { RelayError, truncateUtf8 } from "../core/index.js";
+import { fail, ok, RelayError, truncateUtf8 } from "../core/index.js";
 import type { ProcessOutcome } from "../exec/index.js";
 import type { OutcomeCode } from "../infra-protocol/index.js";
 import { readCredential, sweepKeyFiles, withKeyFile, withPrivateDir } from "./credentials.js";
@@ -174,9 +174,9 @@ async function connect(
   outputBytes: number,
 ): Promise<ProcessOutcome | RemoteResult> {
   const key = readCredential(profile.credentialId, t.sources);
-  if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
+  if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.error);
   try {
-    return await withKeyFile(t.ctx.stateDir, key.bytes, ({ keyFile, home }) =>
+    return await withKeyFile(t.ctx.stateDir, key.value.bytes, ({ keyFile, home }) =>
       runChild(t, [RSYNC_PROGRAM, "-e", rsyncShell(profile, keyFile), ...args], home, profile, outputBytes),
     );
   } catch (err) {
@@ -197,12 +197,16 @@ async function rsync(t: Transport, profile: Profile, run: RsyncRun): Promise<Rem
         `the output of ${run.what} was larger than ${budget} bytes (the profile's output_bytes, or ${LISTING_BYTES_PER_FILE} bytes per file of its file_count)`,
       );
     }
-    return { ok: true, output: outcome.output, durationMs: outcome.durationMs };
+    return ok({ output: outcome.output, durationMs: outcome.durationMs });
   }
   return failed(profile, outcome, run);
 }
 
-function failed(profile: Profile, outcome: ProcessOutcome, run: Omit<RsyncRun, "args" | "needsWholeOutput">) {
+function failed(
+  profile: Profile,
+  outcome: ProcessOutcome,
+  run: Omit<RsyncRun, "args" | "needsWholeOutput">,
+): RemoteResult {
   const failure = classifyFailure(outcome.output, {
     profile,
     exitCode: outcome.exitCode,
@@ -211,7 +215,7 @@ function failed(profile: Profile, outcome: ProcessOutcome, run: Omit<RsyncRun, "
     missingCode: run.missingCode,
     what: run.what,
   });
-  return { ok: false as const, ...failure, detail: toDetail(outcome.output) };
+  return fail({ ...failure, detail: toDetail(outcome.output) });
 }
 
 /**
@@ -257,9 +261,9 @@ async function preflight(t: Transport, profile: Profile): Promise<RemoteResult> 
   const pin = await checkPin(t, profile);
   if (pin !== null) return pin;
   const key = readCredential(profile.credentialId, t.sources);
-  if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.message);
-  key.bytes.fill(0);
-  return { ok: true, output: "", durationMs: 0 };
+  if (!key.ok) return refused("CREDENTIAL_UNAVAILABLE", key.error);
+  key.value.bytes.fill(0);
+  return ok({ output: "", durationMs: 0 });
 }
 
 async function probe(t: Transport, profile: Profile): Promise<RemoteResult> {
@@ -325,7 +329,7 @@ function pull(
 }
 
 function refused(code: OutcomeCode, message: string, output = ""): RemoteResult {
-  return { ok: false, code, message, interrupted: false, detail: toDetail(output) };
+  return fail({ code, message, interrupted: false, detail: toDetail(output) });
 }
 
 function cannotStart(program: string, err: unknown): RemoteResult {

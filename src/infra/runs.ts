@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import { chmod, mkdir, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { isoTimestamp } from "../core/index.js";
+import { fail, isoTimestamp, ok, type Result } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
 import { type Ledger, type RunRecord, writeJsonAtomic } from "./ledger.js";
 import { saysAbsent } from "./listing.js";
 import { compareWithManifest, type Manifest, parseManifest } from "./manifest.js";
 import { hashTree, removeTree, takeSnapshot } from "./snapshot.js";
-import type { InfraContext, OpResult, Profile, RemoteResult } from "./types.js";
+import type { InfraContext, OpResult, Profile, RemoteFailure } from "./types.js";
 
 /**
  * What the operations share: the run's remote path, its record, its staged
@@ -31,7 +31,7 @@ export function sentence(text: string): string {
 }
 
 /** A transport failure as an operation's answer; `detail` is bounded and key-free by the transport's contract. */
-export function remoteFailure(result: Extract<RemoteResult, { ok: false }>): OpResult {
+export function remoteFailure(result: RemoteFailure): OpResult {
   const message = sentence(result.message);
   return result.detail === ""
     ? { code: result.code, message }
@@ -42,7 +42,7 @@ export function remoteFailure(result: Extract<RemoteResult, { ok: false }>): OpR
  * The listed or fetched path is not on the receiver: the transport says so
  * with RUN_NOT_FOUND, and rsync or rrsync in their own words (see saysAbsent).
  */
-export function isAbsent(result: Extract<RemoteResult, { ok: false }>): boolean {
+export function isAbsent(result: RemoteFailure): boolean {
   return result.code === "RUN_NOT_FOUND" || saysAbsent(result.detail) || saysAbsent(result.message);
 }
 
@@ -118,8 +118,8 @@ export async function stagedIntact(ledger: Ledger, profile: Profile, runId: stri
   });
   if (!hashed.ok) return false;
   const found = {
-    directories: new Set(hashed.directories),
-    files: new Map(hashed.files.map((f) => [f.path, { size: f.size, sha256: f.sha256 }])),
+    directories: new Set(hashed.value.directories),
+    files: new Map(hashed.value.files.map((f) => [f.path, { size: f.size, sha256: f.sha256 }])),
   };
   return Object.values(compareWithManifest(manifest, found).counts).every((n) => n === 0);
 }
@@ -132,7 +132,8 @@ export async function dropStaged(ledger: Ledger, profile: Profile, record: RunRe
   await removeTree(stagedTree(ledger, profile, record.run_id));
 }
 
-export type Staged = { ok: true; id: string; manifest: Manifest } | { ok: false; result: OpResult };
+/** The staged snapshot, or the answer that refused it. */
+type Staged = Result<{ id: string; manifest: Manifest }, OpResult>;
 
 /**
  * Take a new snapshot of the profile's source roots for `record`'s run and
@@ -165,21 +166,21 @@ export async function stageSnapshot(
       { entries: profile.limits.fileCount, bytes: profile.limits.transferBytes },
       tree,
     );
-    if (!taken.ok) return { ok: false, result: { code: taken.code, message: taken.message } };
-    await writeJsonAtomic(join(scratch, "manifest.json"), taken.manifest, ctx.ids);
+    if (!taken.ok) return fail({ code: taken.error.code, message: taken.error.message });
+    await writeJsonAtomic(join(scratch, "manifest.json"), taken.value.manifest, ctx.ids);
     const dir = ledger.runDir(profile.id, record.run_id);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await removeTree(join(dir, "tree"));
     await rename(tree, join(dir, "tree"));
     await rename(join(scratch, "manifest.json"), join(dir, "manifest.json"));
     record.snapshot = {
-      id: taken.id,
-      files: taken.manifest.total_files,
-      bytes: taken.manifest.total_bytes,
+      id: taken.value.id,
+      files: taken.value.manifest.total_files,
+      bytes: taken.value.manifest.total_bytes,
       taken_at: isoTimestamp(ctx.clock.now()),
     };
     await ledger.writeRun(record);
-    return { ok: true, id: taken.id, manifest: taken.manifest };
+    return ok(taken.value);
   } finally {
     await removeTree(scratch);
   }
@@ -201,6 +202,6 @@ export async function checkRemoteAbsent(
       message: `The receiver already holds ${runPath(runId)}, and a run directory is never written into twice.`,
     };
   }
-  if (isAbsent(listed)) return null;
-  return remoteFailure(listed);
+  if (isAbsent(listed.error)) return null;
+  return remoteFailure(listed.error);
 }

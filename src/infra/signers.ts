@@ -1,4 +1,4 @@
-import { describeError } from "../core/index.js";
+import { describeError, fail, ok, type Result } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
 import { parseAllowedSigners, verifySshsig } from "../sshsig/index.js";
 import type { SignatureCheck } from "./approvals.js";
@@ -8,9 +8,7 @@ import { type TrustRule, trustedFileProblems } from "./file-trust.js";
 const MAX_ALLOWED_SIGNERS_BYTES = 1024 * 1024;
 
 /** The broker's own allowed signers, ready to verify with; or every problem that stops it. */
-export type LoadedSigners =
-  | { ok: true; count: number; verify: SignatureCheck }
-  | { ok: false; problems: string[] };
+export type LoadedSigners = Result<{ count: number; verify: SignatureCheck }, string[]>;
 
 /**
  * Read the operator's allowed-signers file (OpenSSH format) under the same
@@ -22,28 +20,28 @@ export type LoadedSigners =
  */
 export function loadAllowedSigners(path: string, rule: TrustRule): LoadedSigners {
   const problems = trustedFileProblems(path, rule);
-  if (problems.length > 0) return { ok: false, problems };
+  if (problems.length > 0) return fail(problems);
   let text: string;
   try {
     const bytes = readBoundedFile(path, {
       maxBytes: MAX_ALLOWED_SIGNERS_BYTES,
       what: "allowed-signers file",
     });
-    if (bytes === null) return { ok: false, problems: [`${path} does not exist`] };
+    if (bytes === null) return fail([`${path} does not exist`]);
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch (err) {
     const reason = err instanceof TypeError ? "it is not UTF-8 text" : describeError(err).message;
-    return { ok: false, problems: [`${path} cannot be read: ${reason}`] };
+    return fail([`${path} cannot be read: ${reason}`]);
   }
   const parsed = parseAllowedSigners(text);
-  if (parsed.problems.length > 0) return { ok: false, problems: parsed.problems.map((p) => `${path} ${p}`) };
-  if (parsed.signers.length === 0) return { ok: false, problems: [`${path} names no signer`] };
+  if (parsed.problems.length > 0) return fail(parsed.problems.map((p) => `${path} ${p}`));
+  if (parsed.signers.length === 0) return fail([`${path} names no signer`]);
   const signers = parsed.signers;
   const verify: SignatureCheck = (armored, message, options) => {
     const verdict = verifySshsig(armored, message, { ...options, signers });
     return verdict.ok
-      ? { ok: true, principal: verdict.principal, fingerprint: verdict.key.fingerprint }
-      : { ok: false, reason: verdict.reason };
+      ? ok({ principal: verdict.value.principal, fingerprint: verdict.value.key.fingerprint })
+      : fail(verdict.error.reason);
   };
-  return { ok: true, count: signers.length, verify };
+  return ok({ count: signers.length, verify });
 }

@@ -44,12 +44,12 @@ describe("takeSnapshot", () => {
     const res = await takeSnapshot([root], roomy, dest);
     expect(res.ok).toBe(true);
     if (!res.ok) return;
-    expect(res.manifest.directories).toEqual(["www", "www/a", "www/a/b"]);
-    expect(res.manifest.files.map((f) => [f.path, f.size])).toEqual([
+    expect(res.value.manifest.directories).toEqual(["www", "www/a", "www/a/b"]);
+    expect(res.value.manifest.files.map((f) => [f.path, f.size])).toEqual([
       ["www/a/b/deep.txt", 5],
       ["www/top.txt", 4],
     ]);
-    expect(res.id).toMatch(/^[0-9a-f]{64}$/);
+    expect(res.value.id).toMatch(/^[0-9a-f]{64}$/);
     expect(readFileSync(join(dest, "www", "a", "b", "deep.txt"), "utf8")).toBe("deep\n");
     // The source's permission bits, and always the owner's: 0640 stays, 0444 gains the owner's write.
     expect(statSync(join(dest, "www", "top.txt")).mode & 0o7777).toBe(0o640);
@@ -57,7 +57,7 @@ describe("takeSnapshot", () => {
     expect(statSync(join(dest, "www", "a")).mode & 0o7777).toBe(0o750);
     expect(statSync(join(dest, "www", "top.txt")).mtimeMs).toBe(1_600_000_000_000);
     const second = await takeSnapshot([root], roomy, mkdtempSync(join(dir, "again-")));
-    expect(second.ok && second.id).toBe(res.id);
+    expect(second.ok && second.value.id).toBe(res.value.id);
   });
 
   it.each([
@@ -74,8 +74,8 @@ describe("takeSnapshot", () => {
     const res = await takeSnapshot([root], roomy, dest);
     expect(res.ok).toBe(false);
     if (res.ok) return;
-    expect(res.code).toBe("SOURCE_UNSAFE");
-    expect(res.message).toContain(join(root, name.slice("www/".length)));
+    expect(res.error.code).toBe("SOURCE_UNSAFE");
+    expect(res.error.message).toContain(join(root, name.slice("www/".length)));
   });
 
   it("refuses a socket and, as root, a device without opening it", async () => {
@@ -83,7 +83,7 @@ describe("takeSnapshot", () => {
     await new Promise<void>((resolve) => server.listen(join(root, "sock"), resolve));
     try {
       const res = await takeSnapshot([root], roomy, dest);
-      expect(!res.ok && res.code).toBe("SOURCE_UNSAFE");
+      expect(!res.ok && res.error.code).toBe("SOURCE_UNSAFE");
     } finally {
       server.close();
     }
@@ -91,7 +91,7 @@ describe("takeSnapshot", () => {
     if (process.geteuid?.() === 0) {
       execFileSync("mknod", [join(root, "null"), "c", "1", "3"]);
       const res = await takeSnapshot([root], roomy, mkdtempSync(join(dir, "d-")));
-      expect(!res.ok && res.message).toContain("device, fifo or socket");
+      expect(!res.ok && res.error.message).toContain("device, fifo or socket");
     }
   });
 
@@ -106,22 +106,22 @@ describe("takeSnapshot", () => {
     const into = mkdtempSync(join(dir, "d-"));
     const res = await takeSnapshot([root], roomy, into);
     expect(res.ok).toBe(true);
-    const paths = res.ok ? res.manifest.files.map((f) => Buffer.from(f.path, "latin1")) : [];
+    const paths = res.ok ? res.value.manifest.files.map((f) => Buffer.from(f.path, "latin1")) : [];
     for (const name of names) {
       expect(paths.some((p) => p.equals(Buffer.concat([Buffer.from("www/"), name])))).toBe(true);
       expect(readFileSync(Buffer.concat([Buffer.from(`${into}/www/`), name]), "utf8")).toBe("x");
     }
     // The staged copy hashes to the same byte names.
     const again = await hashTree(join(into, "www"), roomy);
-    expect(again.ok && again.files.map((f) => f.path).sort()).toEqual(
-      res.ok ? res.manifest.files.map((f) => f.path.slice("www/".length)).sort() : [],
+    expect(again.ok && again.value.files.map((f) => f.path).sort()).toEqual(
+      res.ok ? res.value.manifest.files.map((f) => f.path.slice("www/".length)).sort() : [],
     );
   });
 
   it("refuses roots that are not absolute and normalised, symlinks, missing, or share a base name", async () => {
     const bad = async (roots: string[]) => {
       const res = await takeSnapshot(roots, roomy, mkdtempSync(join(dir, "d-")));
-      return !res.ok && res.code;
+      return !res.ok && res.error.code;
     };
     expect(await bad([`${root}/../www`])).toBe("SOURCE_UNSAFE");
     expect(await bad(["relative/www"])).toBe("SOURCE_UNSAFE");
@@ -137,7 +137,7 @@ describe("takeSnapshot", () => {
   it("stops at the entry, byte and per-file bounds before reading past them", async () => {
     const limited = async (limits: { entries: number; bytes: number; fileBytes?: number }) => {
       const res = await takeSnapshot([root], limits, mkdtempSync(join(dir, "d-")));
-      return res.ok ? "OK" : res.code;
+      return res.ok ? "OK" : res.error.code;
     };
     // www, top.txt, a, b, deep.txt: five entries, nine bytes.
     expect(await limited({ entries: 5, bytes: 9 })).toBe("OK");
@@ -159,18 +159,18 @@ describe("messages", () => {
     const res = await takeSnapshot([root], roomy, dest);
     expect(res.ok).toBe(false);
     if (res.ok) return;
-    expect(res.message.length).toBeLessThan(600);
-    expect(res.message).toContain(`${root}/level-00`);
-    expect(res.message).toContain("level-29-ddd");
-    expect(res.message).toContain("/planted is a symbolic link");
+    expect(res.error.message.length).toBeLessThan(600);
+    expect(res.error.message).toContain(`${root}/level-00`);
+    expect(res.error.message).toContain("level-29-ddd");
+    expect(res.error.message).toContain("/planted is a symbolic link");
   });
 });
 
 describe("hashTree", () => {
   it("hashes in place, relative to the directory, under the same rules", async () => {
     const res = await hashTree(root, roomy);
-    expect(res.ok && res.files.map((f) => f.path).sort()).toEqual(["a/b/deep.txt", "top.txt"]);
-    expect(res.ok && res.directories).toEqual(["a", "a/b"]);
+    expect(res.ok && res.value.files.map((f) => f.path).sort()).toEqual(["a/b/deep.txt", "top.txt"]);
+    expect(res.ok && res.value.directories).toEqual(["a", "a/b"]);
     symlinkSync("/etc/passwd", join(root, "planted"));
     expect((await hashTree(root, roomy)).ok).toBe(false);
   });

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { chmod, constants, type FileHandle, lstat, mkdir, open, opendir, rm, utimes } from "node:fs/promises";
 import { basename, isAbsolute, join, normalize } from "node:path";
+import { fail, ok, type Result } from "../core/index.js";
 import {
   buildManifest,
   fromByteString,
@@ -34,8 +35,14 @@ export interface WalkLimits {
   fileBytes?: number;
 }
 
-type WalkFailure = { ok: false; code: "SOURCE_UNSAFE" | "LIMIT_EXCEEDED"; message: string };
-export type SnapshotResult = { ok: true; manifest: Manifest; id: string } | WalkFailure;
+/** Why a walk stopped: the tree is not safe to copy as it is, or it is over its bounds. */
+interface WalkRefusal {
+  code: "SOURCE_UNSAFE" | "LIMIT_EXCEEDED";
+  message: string;
+}
+
+/** One step of the walk: done, or the refusal that ends the whole walk. */
+type Step<T = undefined> = Result<T, WalkRefusal>;
 
 const MAX_DEPTH = 128;
 const MAX_PATH_BYTES = 4096;
@@ -43,15 +50,7 @@ const CHUNK = 1 << 16;
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 const FILE_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY;
 const CREATE_FLAGS = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-
-class Refusal extends Error {
-  constructor(
-    readonly code: WalkFailure["code"],
-    message: string,
-  ) {
-    super(message);
-  }
-}
+const DONE: Step = ok(undefined);
 
 /**
  * A path as a message shows it: whole when short, else its start and its
@@ -62,11 +61,15 @@ function shown(path: string): string {
   return path.length <= 320 ? path : `${path.slice(0, 120)}…${path.slice(-180)}`;
 }
 
-function unsafe(message: string): Refusal {
-  return new Refusal("SOURCE_UNSAFE", message);
+function unsafe(message: string): Step<never> {
+  return fail({ code: "SOURCE_UNSAFE", message });
 }
 
-function changed(display: string): Refusal {
+function overLimit(message: string): Step<never> {
+  return fail({ code: "LIMIT_EXCEEDED", message });
+}
+
+function changed(display: string): Step<never> {
   return unsafe(`${display} changed while it was copied; take the snapshot again once it is still.`);
 }
 
@@ -75,12 +78,12 @@ function changed(display: string): Refusal {
  * name with `/` or NUL, or `.`/`..` through readdir here; one would be a
  * broken invariant of the walk, refused rather than followed.
  */
-function checkName(raw: Buffer, where: string): string {
+function checkName(raw: Buffer, where: string): Step<string> {
   const name = toByteString(raw);
   if (name === "" || name.includes("/") || name.includes("\0") || name === "." || name === "..") {
-    throw unsafe(`${where} holds the name ${JSON.stringify(toDisplayName(name))}, which is not a file name`);
+    return unsafe(`${where} holds the name ${JSON.stringify(toDisplayName(name))}, which is not a file name`);
   }
-  return name;
+  return ok(name);
 }
 
 /** A path under `base` (a path as the daemon was given it) to a byte-string relative path, as bytes. */
@@ -99,20 +102,20 @@ function keptMode(mode: number, owner: number): number {
   return (mode & 0o777) | owner;
 }
 
-/** A path the broker may not read is a refusal naming it, not an internal error. */
-function failedRead(display: string, err: unknown): unknown {
+/** A path the broker may not read is a refusal naming it; any other failure is thrown on. */
+function failedRead(display: string, err: unknown): Step<never> {
   const code = (err as NodeJS.ErrnoException).code;
   if (code === "EACCES" || code === "EPERM")
     return unsafe(`${display} cannot be read by the broker (permission denied).`);
   if (code === "ENOENT") return changed(display);
-  return err;
+  throw err;
 }
 
-async function reading<T>(display: string, work: Promise<T>): Promise<T> {
+async function reading<T>(display: string, work: Promise<T>): Promise<Step<T>> {
   try {
-    return await work;
+    return ok(await work);
   } catch (err) {
-    throw failedRead(display, err);
+    return failedRead(display, err);
   }
 }
 
@@ -131,75 +134,101 @@ function fdPath(handle: FileHandle, name?: string): Buffer {
   return name === undefined ? Buffer.from(dir) : under(dir, name);
 }
 
-function count(walk: Walk, display: string): void {
+function count(walk: Walk, display: string): Step {
   walk.entries += 1;
-  if (walk.entries > walk.limits.entries) {
-    throw new Refusal(
-      "LIMIT_EXCEEDED",
-      `The tree holds more than ${walk.limits.entries} files and directories (stopped at ${display}).`,
-    );
-  }
+  if (walk.entries <= walk.limits.entries) return DONE;
+  return overLimit(
+    `The tree holds more than ${walk.limits.entries} files and directories (stopped at ${display}).`,
+  );
 }
 
-async function walkDirectory(walk: Walk, dir: FileHandle, rel: string, display: string, depth: number) {
-  if (depth > MAX_DEPTH)
-    throw new Refusal("LIMIT_EXCEEDED", `${display} is nested deeper than ${MAX_DEPTH} levels.`);
+/** The names in a directory, sorted, each counted against the walk's bound on entries. */
+async function listNames(walk: Walk, dir: FileHandle, display: string): Promise<Step<string[]>> {
   const listing = await reading(
     display,
     opendir(fdPath(dir), { encoding: "buffer" as BufferEncoding, bufferSize: 64 }),
   );
+  if (!listing.ok) return listing;
   const names: string[] = [];
   try {
-    for await (const entry of listing) {
+    for await (const entry of listing.value) {
       const name = checkName(entry.name as unknown as Buffer, display);
-      count(walk, `${display}/${toDisplayName(name)}`);
-      names.push(name);
+      if (!name.ok) return name;
+      const counted = count(walk, `${display}/${toDisplayName(name.value)}`);
+      if (!counted.ok) return counted;
+      names.push(name.value);
     }
   } finally {
-    await listing.close().catch(() => undefined);
+    await listing.value.close().catch(() => undefined);
   }
-  names.sort();
-  for (const name of names) {
+  return ok(names.sort());
+}
+
+async function walkDirectory(
+  walk: Walk,
+  dir: FileHandle,
+  rel: string,
+  display: string,
+  depth: number,
+): Promise<Step> {
+  if (depth > MAX_DEPTH) return overLimit(`${display} is nested deeper than ${MAX_DEPTH} levels.`);
+  const names = await listNames(walk, dir, display);
+  if (!names.ok) return names;
+  for (const name of names.value) {
     const childRel = rel === "" ? name : `${rel}/${name}`;
     const childDisplay = shown(`${display}/${toDisplayName(name)}`);
     if (childRel.length > MAX_PATH_BYTES) {
-      throw new Refusal("LIMIT_EXCEEDED", `${childDisplay} is a longer path than ${MAX_PATH_BYTES} bytes.`);
+      return overLimit(`${childDisplay} is a longer path than ${MAX_PATH_BYTES} bytes.`);
     }
-    // lstat through the directory's descriptor first: a device is never opened (opening one can act on it).
-    const seen = await reading(childDisplay, lstat(fdPath(dir, name)));
-    if (seen.isSymbolicLink())
-      throw unsafe(`${childDisplay} is a symbolic link, which a snapshot does not follow.`);
-    if (!seen.isDirectory() && !seen.isFile()) {
-      throw unsafe(`${childDisplay} is a device, fifo or socket, not a regular file or directory.`);
+    const visited = await visitChild(walk, { dir, name, rel: childRel, display: childDisplay, depth });
+    if (!visited.ok) return visited;
+  }
+  return DONE;
+}
+
+/** One entry of a directory being walked: `rel` and `display` name the entry itself. */
+interface Child {
+  dir: FileHandle;
+  name: string;
+  rel: string;
+  display: string;
+  depth: number;
+}
+
+async function visitChild(walk: Walk, c: Child): Promise<Step> {
+  // lstat through the directory's descriptor first: a device is never opened (opening one can act on it).
+  const looked = await reading(c.display, lstat(fdPath(c.dir, c.name)));
+  if (!looked.ok) return looked;
+  const seen = looked.value;
+  if (seen.isSymbolicLink())
+    return unsafe(`${c.display} is a symbolic link, which a snapshot does not follow.`);
+  if (!seen.isDirectory() && !seen.isFile()) {
+    return unsafe(`${c.display} is a device, fifo or socket, not a regular file or directory.`);
+  }
+  let child: FileHandle;
+  try {
+    child = await open(fdPath(c.dir, c.name), seen.isDirectory() ? DIR_FLAGS : FILE_FLAGS);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ELOOP" || code === "ENOTDIR" || code === "ENXIO" || code === "ENOENT") {
+      return changed(c.display);
     }
-    let child: FileHandle;
-    try {
-      child = await open(fdPath(dir, name), seen.isDirectory() ? DIR_FLAGS : FILE_FLAGS);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ELOOP" || code === "ENOTDIR" || code === "ENXIO" || code === "ENOENT") {
-        throw changed(childDisplay);
-      }
-      throw failedRead(childDisplay, err);
+    return failedRead(c.display, err);
+  }
+  try {
+    const stat = await child.stat();
+    if (stat.ino !== seen.ino || stat.dev !== seen.dev || stat.isDirectory() !== seen.isDirectory()) {
+      return changed(c.display);
     }
-    try {
-      const stat = await child.stat();
-      if (stat.ino !== seen.ino || stat.dev !== seen.dev || stat.isDirectory() !== seen.isDirectory()) {
-        throw changed(childDisplay);
-      }
-      if (stat.isDirectory()) {
-        walk.directories.push(childRel);
-        if (walk.dest !== null) {
-          await mkdir(under(walk.dest, childRel), { mode: 0o700 });
-          await chmod(under(walk.dest, childRel), keptMode(stat.mode, 0o700));
-        }
-        await walkDirectory(walk, child, childRel, childDisplay, depth + 1);
-      } else {
-        await copyFile(walk, child, stat, childRel, childDisplay);
-      }
-    } finally {
-      await child.close();
+    if (!stat.isDirectory()) return await copyFile(walk, child, stat, c.rel, c.display);
+    walk.directories.push(c.rel);
+    if (walk.dest !== null) {
+      await mkdir(under(walk.dest, c.rel), { mode: 0o700 });
+      await chmod(under(walk.dest, c.rel), keptMode(stat.mode, 0o700));
     }
+    return await walkDirectory(walk, child, c.rel, c.display, c.depth + 1);
+  } finally {
+    await child.close();
   }
 }
 
@@ -209,17 +238,13 @@ async function copyFile(
   { size, mtimeMs, mode }: { size: number; mtimeMs: number; mode: number },
   rel: string,
   display: string,
-): Promise<void> {
+): Promise<Step> {
   const fileLimit = walk.limits.fileBytes ?? walk.limits.bytes;
   if (size > fileLimit) {
-    throw new Refusal(
-      "LIMIT_EXCEEDED",
-      `${display} is ${size} bytes, more than the ${fileLimit} allowed for one file.`,
-    );
+    return overLimit(`${display} is ${size} bytes, more than the ${fileLimit} allowed for one file.`);
   }
   if (walk.bytes + size > walk.limits.bytes) {
-    throw new Refusal(
-      "LIMIT_EXCEEDED",
+    return overLimit(
       `The tree holds more than the ${walk.limits.bytes} bytes allowed (reached at ${display}).`,
     );
   }
@@ -240,9 +265,7 @@ async function copyFile(
       if (target !== null) await target.write(chunk);
     }
     const after = await source.stat();
-    if (read !== size || after.size !== size || after.mtimeMs !== mtimeMs) {
-      throw changed(display);
-    }
+    if (read !== size || after.size !== size || after.mtimeMs !== mtimeMs) return changed(display);
     // No fsync per file: a replicate hashes the staged copy against its manifest again before sending it.
     await target?.chmod(keptMode(mode, 0o600));
   } finally {
@@ -254,6 +277,7 @@ async function copyFile(
   }
   walk.bytes += size;
   walk.files.push({ path: rel, size, sha256: hash.digest("hex") });
+  return DONE;
 }
 
 /** The root checks the profile loader also makes, repeated where the walk starts. */
@@ -273,34 +297,39 @@ function rootProblem(roots: readonly string[]): string | null {
   return roots.length === 0 ? "The profile names no source root." : null;
 }
 
-async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: string | null) {
+/** A source root opened as a directory, never through a link. */
+async function openRoot(root: string): Promise<Step<FileHandle>> {
+  try {
+    return ok(await open(root, DIR_FLAGS));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ELOOP" || code === "ENOTDIR")
+      return unsafe(`The source root ${shown(root)} is not a directory (or is a symbolic link).`);
+    if (code === "ENOENT") return unsafe(`The source root ${shown(root)} does not exist.`);
+    return failedRead(shown(root), err);
+  }
+}
+
+async function walkRoots(roots: readonly string[], limits: WalkLimits, dest: string): Promise<Step<Walk>> {
   const walk: Walk = { limits, entries: 0, bytes: 0, directories: [], files: [], dest };
   for (const root of roots) {
     const base = utf8ByteString(basename(root));
-    let handle: FileHandle;
+    const handle = await openRoot(root);
+    if (!handle.ok) return handle;
     try {
-      handle = await open(root, DIR_FLAGS);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ELOOP" || code === "ENOTDIR")
-        throw unsafe(`The source root ${shown(root)} is not a directory (or is a symbolic link).`);
-      if (code === "ENOENT") throw unsafe(`The source root ${shown(root)} does not exist.`);
-      throw failedRead(shown(root), err);
-    }
-    try {
-      count(walk, shown(root));
+      const counted = count(walk, shown(root));
+      if (!counted.ok) return counted;
       walk.directories.push(base);
-      if (dest !== null) {
-        // The root's own mode, as for every directory below it: not the staging area's 0700.
-        await mkdir(under(dest, base), { mode: 0o700 });
-        await chmod(under(dest, base), keptMode((await handle.stat()).mode, 0o700));
-      }
-      await walkDirectory(walk, handle, base, shown(root), 1);
+      // The root's own mode, as for every directory below it: not the staging area's 0700.
+      await mkdir(under(dest, base), { mode: 0o700 });
+      await chmod(under(dest, base), keptMode((await handle.value.stat()).mode, 0o700));
+      const walked = await walkDirectory(walk, handle.value, base, shown(root), 1);
+      if (!walked.ok) return walked;
     } finally {
-      await handle.close();
+      await handle.value.close();
     }
   }
-  return walk;
+  return ok(walk);
 }
 
 /**
@@ -312,43 +341,37 @@ export async function takeSnapshot(
   roots: readonly string[],
   limits: WalkLimits,
   dest: string,
-): Promise<SnapshotResult> {
+): Promise<Step<{ manifest: Manifest; id: string }>> {
   const problem = rootProblem(roots);
-  if (problem !== null) return { ok: false, code: "SOURCE_UNSAFE", message: problem };
-  try {
-    const walk = await walkRoots(roots, limits, dest);
-    const manifest = buildManifest(
-      roots.map((r) => utf8ByteString(basename(r))),
-      walk.directories,
-      walk.files,
-    );
-    return { ok: true, manifest, id: manifestDigest(manifest) };
-  } catch (err) {
-    if (err instanceof Refusal) return { ok: false, code: err.code, message: err.message };
-    throw err;
-  }
+  if (problem !== null) return unsafe(problem);
+  const walked = await walkRoots(roots, limits, dest);
+  if (!walked.ok) return walked;
+  const manifest = buildManifest(
+    roots.map((r) => utf8ByteString(basename(r))),
+    walked.value.directories,
+    walked.value.files,
+  );
+  return ok({ manifest, id: manifestDigest(manifest) });
 }
-
-export type HashResult = { ok: true; directories: string[]; files: ManifestFile[] } | WalkFailure;
 
 /**
  * Hash a tree in place under the same rules (a pulled copy of a run
  * directory): paths relative to `dir`, which itself is not listed.
  */
-export async function hashTree(dir: string, limits: WalkLimits): Promise<HashResult> {
+export async function hashTree(
+  dir: string,
+  limits: WalkLimits,
+): Promise<Step<{ directories: string[]; files: ManifestFile[] }>> {
   const walk: Walk = { limits, entries: 0, bytes: 0, directories: [], files: [], dest: null };
+  const handle = await reading(dir, open(dir, DIR_FLAGS));
+  if (!handle.ok) return handle;
   try {
-    const handle = await reading(dir, open(dir, DIR_FLAGS));
-    try {
-      await walkDirectory(walk, handle, "", shown(dir), 1);
-    } finally {
-      await handle.close();
-    }
-    return { ok: true, directories: walk.directories, files: walk.files };
-  } catch (err) {
-    if (err instanceof Refusal) return { ok: false, code: err.code, message: err.message };
-    throw err;
+    const walked = await walkDirectory(walk, handle.value, "", shown(dir), 1);
+    if (!walked.ok) return walked;
+  } finally {
+    await handle.value.close();
   }
+  return ok({ directories: walk.directories, files: walk.files });
 }
 
 /**

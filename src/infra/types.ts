@@ -1,4 +1,4 @@
-import type { Clock, Ids, Logger } from "../core/index.js";
+import type { Clock, Ids, Logger, Result } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import type { OutcomeCode } from "../infra-protocol/index.js";
 
@@ -79,22 +79,22 @@ export interface OpResult {
   approval?: ApprovalRecord;
 }
 
-/** The result of one ssh/rsync run against a profile's receiver. */
-export type RemoteResult =
-  | { ok: true; output: string; durationMs: number }
-  | {
-      ok: false;
-      /** The blocked code the failure maps to (PIN_CHANGED, NETWORK_FAILURE, CREDENTIAL_REJECTED, ...). */
-      code: OutcomeCode;
-      message: string;
-      /**
-       * The process was killed (timeout, signal) or lost its connection after
-       * it may have written: a write it carried is of unknown state.
-       */
-      interrupted: boolean;
-      /** A bounded, key-free excerpt of what ssh/rsync printed, for the receipt. */
-      detail: string;
-    };
+/** Why one ssh/rsync run against a profile's receiver failed. */
+export interface RemoteFailure {
+  /** The blocked code the failure maps to (PIN_CHANGED, NETWORK_FAILURE, CREDENTIAL_REJECTED, ...). */
+  code: OutcomeCode;
+  message: string;
+  /**
+   * The process was killed (timeout, signal) or lost its connection after
+   * it may have written: a write it carried is of unknown state.
+   */
+  interrupted: boolean;
+  /** A bounded, key-free excerpt of what ssh/rsync printed, for the receipt. */
+  detail: string;
+}
+
+/** The result of one ssh/rsync run against a profile's receiver: what it printed, and how long it took. */
+export type RemoteResult = Result<{ output: string; durationMs: number }, RemoteFailure>;
 
 /**
  * The only way the broker reaches a receiver: fixed ssh/rsync argument

@@ -58,16 +58,16 @@ export async function verifyRun(
 ): Promise<OpResult> {
   const entries = manifest.directories.length + manifest.files.length;
   const listed = await ctx.remote.list(profile, runPath(runId));
-  if (!listed.ok) return isAbsent(listed) ? missingRun(runId) : remoteFailure(listed);
-  const parsed = parseListing(listed.output, runId);
+  if (!listed.ok) return isAbsent(listed.error) ? missingRun(runId) : remoteFailure(listed.error);
+  const parsed = parseListing(listed.value.output, runId);
   if (!parsed.ok) {
     return {
       code: "VERIFY_FAILED",
       message: `The receiver's listing of ${runPath(runId)} could not be read in full, so run ${runId} cannot be verified.`,
-      data: { run_id: runId, unreadable_line: parsed.line },
+      data: { run_id: runId, unreadable_line: parsed.error },
     };
   }
-  const { listing } = parsed;
+  const listing = parsed.value;
   const sizes = compareWithManifest(manifest, listing);
   for (const path of listing.other) {
     sizes.counts.type += 1;
@@ -84,7 +84,7 @@ export async function verifyRun(
     await mkdir(into, { mode: 0o700 });
     const largest = manifest.files.reduce((max, f) => Math.max(max, f.size), 0);
     const pulled = await ctx.remote.pull(profile, runPath(runId), into, Math.max(largest, 1));
-    if (!pulled.ok) return isAbsent(pulled) ? missingRun(runId) : remoteFailure(pulled);
+    if (!pulled.ok) return isAbsent(pulled.error) ? missingRun(runId) : remoteFailure(pulled.error);
     const hashed = await hashTree(into, {
       entries,
       bytes: manifest.total_bytes,
@@ -93,13 +93,13 @@ export async function verifyRun(
     if (!hashed.ok) {
       return {
         code: "VERIFY_FAILED",
-        message: `The copy of run ${runId} fetched from the receiver does not match its manifest: ${hashed.message}`,
+        message: `The copy of run ${runId} fetched from the receiver does not match its manifest: ${hashed.error.message}`,
         data: { run_id: runId },
       };
     }
     const comparison = compareWithManifest(manifest, {
-      directories: new Set(hashed.directories),
-      files: new Map(hashed.files.map((f) => [f.path, { size: f.size, sha256: f.sha256 }])),
+      directories: new Set(hashed.value.directories),
+      files: new Map(hashed.value.files.map((f) => [f.path, { size: f.size, sha256: f.sha256 }])),
     });
     if (Object.values(comparison.counts).some((n) => n > 0))
       return failed(runId, comparison, { downloaded: true });

@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { fail, ok, type Result } from "../core/index.js";
 
 /**
  * The libc calls Node does not offer: prctl(PR_SET_CHILD_SUBREAPER), a
@@ -157,19 +158,17 @@ function isId(value: number | undefined): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0 && value < 2 ** 32;
 }
 
-/** An extended attribute's bytes, not following a link: the attribute, or the errno when there is none. */
-type XattrRead = { ok: true; value: Buffer } | { ok: false; errno: number };
-
 /**
- * Read the extended attribute `name` of `path` (lgetxattr(2)) into at most `maxBytes`;
- * null when the call is not available here.
+ * Read the extended attribute `name` of `path` (lgetxattr(2)), not following a link, into at
+ * most `maxBytes`: its bytes, or the errno when there is none; null when the call is not
+ * available here.
  */
-export function readXattr(path: string, name: string, maxBytes: number): XattrRead | null {
+export function readXattr(path: string, name: string, maxBytes: number): Result<Buffer, number> | null {
   const lib = libc();
   if (lib === null) return null;
   const value = Buffer.alloc(maxBytes);
   const size = lib.lgetxattr(path, name, value, value.length);
-  return size < 0 ? { ok: false, errno: readErrno() } : { ok: true, value: value.subarray(0, size) };
+  return size < 0 ? fail(readErrno()) : ok(value.subarray(0, size));
 }
 
 /**
@@ -177,10 +176,10 @@ export function readXattr(path: string, name: string, maxBytes: number): XattrRe
  * process with CAP_LINUX_IMMUTABLE can set or clear. An errno when the file system cannot say
  * (ENOTTY: it keeps no such flags); null when the call is not available here.
  */
-export function isAppendOnly(fd: number): { ok: true; value: boolean } | { ok: false; errno: number } | null {
+export function isAppendOnly(fd: number): Result<boolean, number> | null {
   const lib = libc();
   if (lib === null || !Number.isInteger(fd) || fd < 0) return null;
   const flags = [0];
-  if (lib.ioctl(fd, FS_IOC_GETFLAGS, flags) !== 0) return { ok: false, errno: readErrno() };
-  return { ok: true, value: ((flags[0] ?? 0) & FS_APPEND_FL) !== 0 };
+  if (lib.ioctl(fd, FS_IOC_GETFLAGS, flags) !== 0) return fail(readErrno());
+  return ok(((flags[0] ?? 0) & FS_APPEND_FL) !== 0);
 }

@@ -3,7 +3,7 @@ import type { Settings } from "../config/index.js";
 import { describeError, markStage, type Tier, tierName, utf8Length } from "../core/index.js";
 import { assessTier, type Classification, type Classifier, decide, targetLines } from "../policy/index.js";
 import { deniedText } from "./format.js";
-import type { Finish } from "./record.js";
+import type { CallBase, Finish } from "./record.js";
 import type { CallScope, TierFloor, Tool } from "./tool.js";
 
 /** Room for the tool name and a space in the deny probe (docs/wire-contract.md §14.9). */
@@ -40,13 +40,12 @@ interface Refused {
 export type Admit = (tool: Tool, args: unknown, scope: CallScope) => Admitted | Refused;
 
 /** What the record of an admitted call starts from: the decision and the redacted arguments. */
-export function admittedBase(tool: Tool, admission: Admitted) {
+export function admittedBase(tool: Tool, admission: Admitted): CallBase {
   return {
     tool: tool.name,
     tier: admission.tier,
     classification: admission.classification,
     args: admission.auditArgs,
-    denied: false,
     reason: admission.reason,
   };
 }
@@ -57,11 +56,9 @@ export function refusalRecord(tool: Tool, refused: Refused): Finish {
     tool: tool.name,
     tier: refused.tier,
     classification: refused.classification,
-    denied: true,
     reason: refused.reason,
     args: refused.auditArgs,
     text: refused.text,
-    exitCode: null,
     outcome: "denied",
   };
 }
@@ -246,9 +243,9 @@ export function createFollowUpVetter(deps: AdmissionDeps & { tools: readonly Too
       if (!tool) return `${toolName} is not a registered tool`;
       if (!tool.followUp) return `${toolName} cannot run verify or rollback commands`;
       const parsed = tool.parse(tool.followUp(args, command));
-      if (!parsed.ok) return `invalid arguments: ${parsed.problems.join("; ")}`;
+      if (!parsed.ok) return `invalid arguments: ${parsed.error.join("; ")}`;
       // The vetter runs on the arm step's behalf, with no client: only tools without per-client state can be armed.
-      const admission = admit(tool, parsed.args, { clientId: "" });
+      const admission = admit(tool, parsed.value, { clientId: "" });
       if (admission.admitted) return null;
       return `${toolName} would refuse it as tier ${admission.tier} (${tierName(admission.tier)}): ${admission.reason}`;
     } catch (err) {

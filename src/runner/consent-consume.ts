@@ -1,5 +1,6 @@
 import {
   type ApprovalVerifier,
+  type Approver,
   type ConsentAct,
   type ConsentRequest,
   type ConsentStore,
@@ -20,9 +21,6 @@ export interface ConsumeDeps {
   leases: LeaseBook;
 }
 
-/** A signer's verified approval, as the verifier names it. */
-type Verified = Extract<Awaited<ReturnType<ApprovalVerifier["verify"]>>, { ok: true }>;
-
 /** Verify the approval against the live act, consume it once, open a read lease where the mode says so. */
 export async function consumeApproval(
   deps: ConsumeDeps,
@@ -42,18 +40,22 @@ export async function consumeApproval(
   const verified = await deps.verifier.verify(request.approval, payload, now);
   // An approval that does not verify is no approval: the request waits for a valid one.
   if (!verified.ok) {
-    const note = `its stored approval does not verify (${verified.reason})`;
+    const note = `its stored approval does not verify (${verified.error})`;
     return challengeVerdict(request, deps.clock.now(), deps.describe, note);
   }
   const spent = await spend(deps.store, request);
   if (spent !== null) return spent;
-  const record = approvalRecord(request, verified);
+  const record = approvalRecord(request, verified.value);
   // Only a read opens a lease, and a read is what the classifier proved: Tier 0 (ADR 0033).
   if (isRead(call) && deps.settings.leaseMode !== "manual") {
     const lease = await openReadLease(deps, request, call.session, now);
     if (lease !== null) record.lease = lease;
   }
-  return executeVerdict(request, { payload, proof: request.approval.proof, signer: verified.signer }, record);
+  return executeVerdict(
+    request,
+    { payload, proof: request.approval.proof, signer: verified.value.signer },
+    record,
+  );
 }
 
 /** Consumes the request once in the store; a refusal when it was used already or cannot be. */
@@ -61,14 +63,14 @@ async function spend(store: ConsentStore, request: ConsentRequest): Promise<Gate
   const ref = { request: request.id };
   const taken = await store.consume(request.id, request.nonce);
   if (taken.ok) return null;
-  if (taken.failure === "consumed")
+  if (taken.error.failure === "consumed")
     return refusal(`the approval of request ${request.id} was already used`, ref);
-  if (taken.failure === "withdrawn") return refusal(`${taken.detail}; nothing ran`, ref);
-  return storeFailure(taken);
+  if (taken.error.failure === "withdrawn") return refusal(`${taken.error.detail}; nothing ran`, ref);
+  return storeFailure(taken.error);
 }
 
 /** The facts of a consumed approval the call's record keeps. */
-function approvalRecord(request: ConsentRequest, verified: Verified): Record<string, unknown> {
+function approvalRecord(request: ConsentRequest, verified: Approver): Record<string, unknown> {
   return {
     request: request.id,
     approver: verified.signer,

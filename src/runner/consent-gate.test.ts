@@ -33,8 +33,8 @@ const proofOf = (payload: string) => createHash("sha256").update(`${SECRET}\0${p
 const verifier: ApprovalVerifier = {
   verify(approval, payload) {
     return approval.proof === proofOf(payload)
-      ? { ok: true, signer: "operator@test", key: "SHA256:test", channel: approval.channel }
-      : { ok: false, reason: "signature does not verify" };
+      ? { ok: true, value: { signer: "operator@test", key: "SHA256:test", channel: approval.channel } }
+      : { ok: false, error: "signature does not verify" };
   },
 };
 
@@ -79,7 +79,7 @@ describe("the consent gate", () => {
     clock = fakeClock();
     describable = true;
     const opened = openSqliteStore(join(dir, "consent.db"), { clock, ids: cryptoIds, busyTimeoutMs: 500 });
-    if (!opened.ok) throw new Error(opened.detail);
+    if (!opened.ok) throw new Error(opened.error.detail);
     store = rememberConsumedNonces(opened.value, clock);
   });
   afterEach(async () => {
@@ -99,8 +99,8 @@ describe("the consent gate", () => {
       settings: { ...SETTINGS, ...settings },
       describe: (request) => `act of ${request.act.tool}`,
       async actOf(tool, args, { tier }) {
-        if (!describable) return { ok: false, reason: "no entry for this tool" };
-        return { ok: true, act: { tool, tier, bound: { command: (args as { command: string }).command } } };
+        if (!describable) return { ok: false, error: "no entry for this tool" };
+        return { ok: true, value: { tool, tier, bound: { command: (args as { command: string }).command } } };
       },
     });
   }
@@ -119,14 +119,14 @@ describe("the consent gate", () => {
     if (verdict.kind !== "challenge") throw new Error(`expected a challenge, got ${verdict.kind}`);
     const id = /id=(\w+)/.exec(verdict.text)?.[1] ?? "";
     const request = await store.getRequest(id);
-    if (!request.ok) throw new Error(request.detail);
+    if (!request.ok) throw new Error(request.error.detail);
     const approved = await store.approve(id, {
       channel: "sshsig",
       proof: proof ?? proofOf(request.value.payload),
       claimedSigner: "SHA256:test",
       at: clock.now(),
     });
-    if (!approved.ok) throw new Error(approved.detail);
+    if (!approved.ok) throw new Error(approved.error.detail);
     return id;
   }
 
@@ -352,7 +352,7 @@ describe("the consent gate", () => {
     await approve(await gate.check(call("cat a", 0), ctx));
     await gate.check(call("cat a", 0), ctx);
     const operator = openSqliteStore(join(dir, "consent.db"), { clock, ids: cryptoIds, busyTimeoutMs: 500 });
-    if (!operator.ok) throw new Error(operator.detail);
+    if (!operator.ok) throw new Error(operator.error.detail);
     try {
       expect(await gate.check(call("cat b", 0), ctx)).toMatchObject({ action: "consent_lease" });
       const seen = await operator.value.changeCounter();
@@ -382,7 +382,7 @@ describe("the consent gate", () => {
   it("waits for the decision when asked to, with progress, and runs once approved", async () => {
     const real: Clock = { now: () => Date.now(), monotonic: () => performance.now() };
     const opened = openSqliteStore(join(dir, "wait.db"), { clock: real, ids: cryptoIds, busyTimeoutMs: 500 });
-    if (!opened.ok) throw new Error(opened.detail);
+    if (!opened.ok) throw new Error(opened.error.detail);
     const waitStore = opened.value;
     try {
       const gate = createConsentGate({
@@ -394,7 +394,7 @@ describe("the consent gate", () => {
         pollMs: 20,
         actOf: async (tool, _args, { tier }) => ({
           ok: true,
-          act: { tool, tier, bound: { command: "touch w" } },
+          value: { tool, tier, bound: { command: "touch w" } },
         }),
       });
       const progress: string[] = [];

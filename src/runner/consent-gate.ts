@@ -7,7 +7,7 @@ import {
   type ConsentStore,
   type StoreResult,
 } from "../consent/index.js";
-import type { Clock, Tier } from "../core/index.js";
+import type { Clock, Result, Tier } from "../core/index.js";
 import { type ConsumeDeps, consumeApproval } from "./consent-consume.js";
 import { type LeaseBook, leasedRead, newLeaseBook } from "./consent-leases.js";
 import { sleep, withFollowUps } from "./consent-parts.js";
@@ -15,7 +15,7 @@ import { challengeVerdict, deniedVerdict, isRead, refusal, storeFailure } from "
 import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 
 /** The act a call would perform, or why it cannot be described for a signature. */
-type ActResult = { ok: true; act: ConsentAct } | { ok: false; reason: string };
+type ActResult = Result<ConsentAct, string>;
 
 export interface ConsentGateSettings {
   leaseMode: "manual" | "window" | "session";
@@ -132,11 +132,11 @@ async function checkCall(g: GateState, call: CallIdentity, ctx: ToolContext): Pr
   const described = await g.actOf(call.tool, call.args, { tier: call.tier, clientId: ctx.clientId });
   if (!described.ok) {
     return refusal(
-      `this act cannot be described for a signature (${described.reason}); it is not run unsigned`,
+      `this act cannot be described for a signature (${described.error}); it is not run unsigned`,
     );
   }
   // Verify and rollback commands bound at arm time run with the call: the human approves them too.
-  const act = call.followUps ? withFollowUps(described.act, call.followUps) : described.act;
+  const act = call.followUps ? withFollowUps(described.value, call.followUps) : described.value;
   return decideAct(g, call, ctx, act, clientId);
 }
 
@@ -160,10 +160,10 @@ async function decideAct(
 ): Promise<GateVerdict> {
   const digest = actDigest(act);
   const touched = await g.store.touchSession(call.session, clientId);
-  if (!touched.ok) return storeFailure(touched);
+  if (!touched.ok) return storeFailure(touched.error);
 
   const approved = await g.store.findApproved(digest);
-  if (!approved.ok) return storeFailure(approved);
+  if (!approved.ok) return storeFailure(approved.error);
   if (approved.value) return consumeApproval(g, approved.value, act, call);
 
   const open = await openRequest(g, act, digest, call, clientId);
@@ -171,7 +171,7 @@ async function decideAct(
   let request = open.request;
   if (g.settings.waitSeconds > 0) {
     const decided = await awaitDecision(g, request.id, ctx);
-    if (!decided.ok) return storeFailure(decided);
+    if (!decided.ok) return storeFailure(decided.error);
     if (decided.value.status === "approved") return consumeApproval(g, decided.value, act, call);
     if (decided.value.status === "denied") return deniedVerdict(decided.value);
     request = decided.value;
@@ -191,7 +191,7 @@ async function openRequest(
   clientId: string,
 ): Promise<{ request: ConsentRequest } | { verdict: GateVerdict }> {
   const open = await g.store.findOpen(digest, call.session);
-  if (!open.ok) return { verdict: storeFailure(open) };
+  if (!open.ok) return { verdict: storeFailure(open.error) };
   const found = open.value;
   if (found?.status === "denied") return { verdict: deniedVerdict(found) };
   if (found) return { request: found };
@@ -204,11 +204,11 @@ async function openRequest(
     ttlSeconds: g.settings.approvalTtlSeconds,
     maxPending: MAX_PENDING,
   });
-  if (!created.ok && created.failure === "full") {
-    const reason = `${created.detail}; nothing ran and no new request was made, ask the operator to decide`;
+  if (!created.ok && created.error.failure === "full") {
+    const reason = `${created.error.detail}; nothing ran and no new request was made, ask the operator to decide`;
     return { verdict: refusal(reason, { pending_limit: MAX_PENDING }) };
   }
-  if (!created.ok) return { verdict: storeFailure(created) };
+  if (!created.ok) return { verdict: storeFailure(created.error) };
   return { request: created.value };
 }
 

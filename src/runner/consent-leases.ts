@@ -104,11 +104,11 @@ async function keptReserve(
     return { reserve: undefined };
   }
   const version = await book.store.changeCounter();
-  if (!version.ok) return { verdict: storeFailure(version) };
+  if (!version.ok) return { verdict: storeFailure(version.error) };
   if (version.value === reserve.version) return { reserve };
   // Someone else wrote: the operator may have revoked this lease or ended the session.
   const current = await book.store.getLease(reserve.lease);
-  if (!current.ok) return { verdict: storeFailure(current) };
+  if (!current.ok) return { verdict: storeFailure(current.error) };
   if (!current.value || current.value.revoked) {
     book.reserves.delete(session);
     return { reserve: undefined };
@@ -126,9 +126,9 @@ async function freshReserve(
 ): Promise<ReserveStep> {
   // Looked at before the transaction, so a commit by anyone else after it shows as a change.
   const version = await book.store.changeCounter();
-  if (!version.ok) return { verdict: storeFailure(version) };
+  if (!version.ok) return { verdict: storeFailure(version.error) };
   const taken = await book.store.takeLeaseRead(session, idleMs, LEASE_BLOCK);
-  if (!taken.ok) return { verdict: storeFailure(taken) };
+  if (!taken.ok) return { verdict: storeFailure(taken.error) };
   if (!taken.value) return { reserve: undefined };
   const reserve = { lease: taken.value.id, left: taken.value.taken, version: version.value, lastUse: now };
   book.reserves.set(session, reserve);

@@ -1,13 +1,10 @@
-import type { ConsentRequest, StoreResult } from "../consent/index.js";
+import type { ConsentRequest, StoreError } from "../consent/index.js";
 import type { CallIdentity, GateVerdict } from "./tool.js";
 
 /**
  * The answers of the consent gate (consent-gate.ts), built from values alone: each wording of a
  * refusal or a challenge is written once, here, whichever step reaches it.
  */
-
-/** A failed store answer, whatever it would have carried. */
-type StoreFailed = Extract<StoreResult<unknown>, { ok: false }>;
 
 /**
  * A read, as consent counts it: a command the classifier proved to only read (Tier 0,
@@ -27,10 +24,10 @@ export function refusal(reason: string, extra?: Record<string, unknown>): GateVe
 }
 
 /** A store that could not answer refuses the call: a busy one asks for a retry. */
-export function storeFailure(result: StoreFailed): GateVerdict {
-  return result.failure === "locked"
-    ? refusal(`the consent store is busy (${result.detail}); nothing ran, try again`)
-    : refusal(`the consent store cannot be used (${result.failure}: ${result.detail}); nothing ran`);
+export function storeFailure(error: StoreError): GateVerdict {
+  return error.failure === "locked"
+    ? refusal(`the consent store is busy (${error.detail}); nothing ran, try again`)
+    : refusal(`the consent store cannot be used (${error.failure}: ${error.detail}); nothing ran`);
 }
 
 /** CONSENT REQUIRED for `request`, with its readable act; `note` says why a stored approval was not used. */

@@ -33,12 +33,12 @@ describe("groupRuns", () => {
       ran(name(2), "b\n"),
       ran(name(3), "a\n"),
       ran(name(4), "a\n", 1),
-      { host: name(5), error: new RelayError("ConnectError", "refused") },
+      { host: name(5), error: new RelayError("ConnectionError", "refused") },
       {
         host: name(6),
         result: { exitCode: null, output: "", timedOut: true, droppedBytes: 0, totalBytes: 0 },
       },
-      { host: name(7), error: new RelayError("ConnectError", "reset") },
+      { host: name(7), error: new RelayError("ConnectionError", "reset") },
       ran(name(8), "b\n"),
       ran(name(9), "a\n"),
     ];
@@ -49,7 +49,11 @@ describe("groupRuns", () => {
       [[name(4)], 1, "a\n"],
     ]);
     expect(grouped.failures).toEqual([
-      { error: "ConnectError", hosts: [name(5), name(7)], message: "[UNREACHABLE: ConnectError: refused]" },
+      {
+        error: "ConnectionError",
+        hosts: [name(5), name(7)],
+        message: "[UNREACHABLE: ConnectionError: refused]",
+      },
       { error: "TIMEOUT", hosts: [name(6)], message: "[TIMEOUT after 30s]" },
     ]);
   });
@@ -82,13 +86,18 @@ describe("groupRuns", () => {
 describe("formatGrouped", () => {
   it("names each group's hosts in ranges and keeps every failure kind", () => {
     const runs = [...Array.from({ length: 40 }, (_, i) => ran(name(i + 1), "ok\n")), ran(name(42), "ok\n")];
-    runs.push({ host: "db1", error: new RelayError("ConnectError", "refused") });
+    runs.push({ host: "db1", error: new RelayError("ConnectionError", "refused") });
     const body = JSON.parse(formatGrouped(header, groupRuns(runs, 30, "raw"), 65536)) as GroupedBody;
     expect(body.groups).toEqual([
       { hosts: "web[001-040,042]", host_count: 41, exit_code: 0, output: "ok\n" },
     ]);
     expect(body.failures).toEqual([
-      { error: "ConnectError", hosts: "db1", host_count: 1, message: "[UNREACHABLE: ConnectError: refused]" },
+      {
+        error: "ConnectionError",
+        hosts: "db1",
+        host_count: 1,
+        message: "[UNREACHABLE: ConnectionError: refused]",
+      },
     ]);
     expect(body.groups_omitted).toBeUndefined();
   });

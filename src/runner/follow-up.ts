@@ -143,13 +143,12 @@ async function runStep(
     tool: tool.name,
     tier: admission.tier,
     classification: admission.classification,
-    denied: false,
     reason: admission.reason,
     args: admission.auditArgs,
     action,
   } as const;
   if (work.threw) {
-    record(ctx, { ...base, text: work.text, exitCode: null, outcome: "error" });
+    record(ctx, { ...base, text: work.text, outcome: "error" });
     return {
       summary: stepSummary(action, { ran: true, tier: admission.tier }, true),
       text: work.text,
@@ -199,11 +198,9 @@ function prepareStep(
       tool: tool.name,
       tier: classification.tier,
       classification,
-      denied: false,
       reason: "internal error",
       args: {},
       text,
-      exitCode: null,
       outcome: "error",
       action,
     });
@@ -214,18 +211,16 @@ function prepareStep(
     };
   }
   const parsed = tool.parse(raw);
-  if (parsed.ok) return { args: parsed.args };
+  if (parsed.ok) return { args: parsed.value };
   const classification = classifyLoose(tool, raw, deps.classifier, settings.maxInput);
-  const text = deniedText(classification.tier, `invalid arguments: ${parsed.problems.join("; ")}`);
+  const text = deniedText(classification.tier, `invalid arguments: ${parsed.error.join("; ")}`);
   record(ctx, {
     tool: tool.name,
     tier: classification.tier,
     classification,
-    denied: true,
     reason: "invalid arguments",
     args: {},
     text,
-    exitCode: null,
     outcome: "denied",
     action,
   });

@@ -9,18 +9,18 @@ describe("string parameters with a pattern", () => {
   const parser = createArgParser(table);
 
   it("admits a value that matches as a whole and leaves an absent optional one undefined", () => {
-    expect(parser.parse({ id: "abc" })).toEqual({ ok: true, args: { id: "abc" } });
-    expect(parser.parse({ id: "abc", ref: "XY" })).toEqual({ ok: true, args: { id: "abc", ref: "XY" } });
+    expect(parser.parse({ id: "abc" })).toEqual({ ok: true, value: { id: "abc" } });
+    expect(parser.parse({ id: "abc", ref: "XY" })).toEqual({ ok: true, value: { id: "abc", ref: "XY" } });
   });
 
   it("refuses a value that does not match, naming the field and the pattern", () => {
     expect(parser.parse({ id: "ab/../c" })).toEqual({
       ok: false,
-      problems: ["id: must match ^[a-z]{1,4}$"],
+      error: ["id: must match ^[a-z]{1,4}$"],
     });
     expect(parser.parse({ id: "abc", ref: "" })).toEqual({
       ok: false,
-      problems: ["ref: must match ^[A-Z]+$"],
+      error: ["ref: must match ^[A-Z]+$"],
     });
     expect(parser.parse({})).toMatchObject({ ok: false });
   });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { fail, ok, type Result } from "../core/index.js";
 
 /**
  * Tool parameters are declared as data. One table yields both the zod parser
@@ -97,7 +98,8 @@ function stateless(regex: RegExp): RegExp {
 }
 
 export interface ArgParser<A> {
-  parse(raw: unknown): { ok: true; args: A } | { ok: false; problems: string[] };
+  /** The validated arguments, or one problem per field that failed (`field: problem`). */
+  parse(raw: unknown): Result<A, string[]>;
 }
 
 /** Unknown argument names are dropped, not rejected (docs/wire-contract.md §1.5). */
@@ -109,12 +111,12 @@ export function createArgParser<P extends ParamTable>(table: P): ArgParser<ArgsO
     parse(raw) {
       const input = raw === undefined || raw === null ? {} : raw;
       const result = schema.safeParse(input);
-      if (result.success) return { ok: true, args: result.data as ArgsOf<P> };
+      if (result.success) return ok(result.data as ArgsOf<P>);
       const problems = result.error.issues.map((issue) => {
         const where = issue.path.length > 0 ? issue.path.join(".") : "arguments";
         return `${where}: ${issue.message}`;
       });
-      return { ok: false, problems };
+      return fail(problems);
     },
   };
 }

@@ -6,23 +6,41 @@ import type { Classification } from "../policy/index.js";
 import type { StructuredResult } from "./structured.js";
 import type { WorkResult } from "./work.js";
 
-/** Everything one audit record, one counter tick and one structuredContent are made of. */
-export interface Finish {
+/** The call a record is of: the tool, what admission decided, and the redacted arguments. */
+export interface CallBase {
   tool: string;
   tier: Tier;
   classification: Classification;
-  denied: boolean;
   reason: string;
   /** Redacted audit args. */
   args: Record<string, unknown>;
+}
+
+interface FinishedCall extends CallBase {
   /** The final text before notices: its hash and length go into the record. */
   text: string;
-  exitCode: number | null;
-  outcome: CallOutcome;
   action?: AuditAction;
-  timedOut?: boolean;
-  truncated?: boolean;
-  fields?: Record<string, unknown>;
+}
+
+/**
+ * Everything one audit record, one counter tick and one structuredContent are made of, keyed on
+ * the call's outcome (ADR 0040): only work that returned has an exit status, a timeout and a
+ * truncation; a refusal, a challenge and an error have none. `denied` is not a field of its own
+ * that could disagree with the outcome: the record and the structuredContent derive it.
+ */
+export type Finish =
+  | (FinishedCall & { outcome: Exclude<CallOutcome, "ok"> })
+  | (FinishedCall & {
+      outcome: "ok";
+      exitCode: number | null;
+      timedOut?: boolean;
+      truncated?: boolean;
+      fields?: Record<string, unknown>;
+    });
+
+/** The exit status a finished call records: null unless its work returned one. */
+export function exitCodeOf(f: Finish): number | null {
+  return f.outcome === "ok" ? f.exitCode : null;
 }
 
 export interface RecordContext {
@@ -56,10 +74,10 @@ export function createRecorder(deps: RecorderDeps): Recorder {
     const written = audit.append({
       tool: f.tool,
       tier: f.tier,
-      denied: f.denied,
+      denied: f.outcome === "denied",
       args: f.args,
       output: f.text,
-      exitCode: f.exitCode,
+      exitCode: exitCodeOf(f),
       ...(ctx.requestId ? { requestId: ctx.requestId } : {}),
       ...(ctx.clientId ? { clientId: ctx.clientId } : {}),
       ...(f.action ? { action: f.action } : {}),
@@ -76,38 +94,28 @@ export function createRecorder(deps: RecorderDeps): Recorder {
 
 /** The structuredContent of a finished call, before its notices. */
 export function describeCall(f: Finish): StructuredResult {
+  const ran = f.outcome === "ok" ? f : null;
   return {
     tool: f.tool,
     tier: f.tier,
     tier_name: tierName(f.tier),
     basis: f.classification.basis,
     basis_part: f.classification.part,
-    denied: f.denied,
+    denied: f.outcome === "denied",
     reason: f.reason,
-    exit_code: f.exitCode,
-    timed_out: f.timedOut ?? false,
-    truncated: f.truncated ?? false,
+    exit_code: ran?.exitCode ?? null,
+    timed_out: ran?.timedOut ?? false,
+    truncated: ran?.truncated ?? false,
     action: f.action ?? null,
     notices: [],
-    ...f.fields,
+    ...ran?.fields,
   };
 }
 
 /** What a call that was admitted and worked (or threw) is recorded as. */
-export function recordOf(
-  base: {
-    tool: string;
-    tier: Tier;
-    classification: Classification;
-    args: Record<string, unknown>;
-    denied: boolean;
-    reason: string;
-  },
-  work: WorkResult,
-  action: AuditAction | undefined,
-): Finish {
+export function recordOf(base: CallBase, work: WorkResult, action: AuditAction | undefined): Finish {
   const withAction = action ? { action } : {};
-  if (work.threw) return { ...base, text: work.text, exitCode: null, outcome: "error", ...withAction };
+  if (work.threw) return { ...base, text: work.text, outcome: "error", ...withAction };
   return {
     ...base,
     ...(work.auditExtra ? { args: { ...base.args, ...redactArgs(work.auditExtra) } } : {}),

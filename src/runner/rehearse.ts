@@ -3,7 +3,7 @@ import type { Settings } from "../config/index.js";
 import type { Logger } from "../core/index.js";
 import { type Admit, admittedBase } from "./admission.js";
 import { withNotices } from "./notices.js";
-import { describeCall, recordOf } from "./record.js";
+import { describeCall, exitCodeOf, recordOf } from "./record.js";
 import type { Tool } from "./tool.js";
 import { shapeWork } from "./work.js";
 
@@ -24,9 +24,9 @@ export function rehearseCall(
   try {
     const parsed = tool?.parse(rawArgs);
     if (!tool || !parsed?.ok) return;
-    const admission = deps.admit(tool, parsed.args, { clientId: "" });
+    const admission = deps.admit(tool, parsed.value, { clientId: "" });
     if (!admission.admitted) return;
-    const work = shapeWork(tool, parsed.args, { body: "", exitCode: 0 }, deps.settings);
+    const work = shapeWork(tool, parsed.value, { body: "", exitCode: 0 }, deps.settings);
     const finished = recordOf(admittedBase(tool, admission), work, tool.auditAction);
     deps.audit.rehearse({
       tool: finished.tool,
@@ -34,7 +34,7 @@ export function rehearseCall(
       denied: false,
       args: finished.args,
       output: finished.text,
-      exitCode: finished.exitCode,
+      exitCode: exitCodeOf(finished),
     });
     withNotices(
       { text: finished.text, structured: describeCall(finished) },

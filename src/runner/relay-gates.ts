@@ -2,15 +2,12 @@ import type { AuditAction } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { Admit } from "./admission.js";
 import { deniedText } from "./format.js";
-import type { Finish } from "./record.js";
+import type { CallBase, Finish } from "./record.js";
 import { basisOf, withExtra } from "./relay-results.js";
 import type { CallIdentity, Gate, GateVerdict, ToolContext } from "./tool.js";
 
 /** A call admission let through. */
 type Admitted = Extract<ReturnType<Admit>, { admitted: true }>;
-
-/** The record an admitted call starts from (admission.ts, admittedBase). */
-type Base = Omit<Finish, "text" | "exitCode" | "outcome">;
 
 /** What the gates agreed on for a call they all let through. */
 export interface Passed {
@@ -41,7 +38,7 @@ export async function runGates(
   gates: readonly Gate[],
   call: GatedCall,
   toolCtx: ToolContext,
-  base: Base,
+  base: CallBase,
   action: AuditAction | undefined,
 ): Promise<{ stopped: Finish } | { passed: Passed }> {
   const passed: Passed = {
@@ -83,7 +80,7 @@ function identityOf(call: GatedCall, followUps: FollowUpPlan | undefined): CallI
 /** The record of a call a gate challenged or refused: nothing ran, so no exit status and no notice. */
 function stoppedFinish(
   verdict: Exclude<GateVerdict, { kind: "proceed" }>,
-  base: Base,
+  base: CallBase,
   admission: Admitted,
 ): Finish {
   const recorded = verdict.auditExtra ? withExtra(base, verdict.auditExtra) : base;
@@ -91,17 +88,14 @@ function stoppedFinish(
     return {
       ...recorded,
       text: verdict.text,
-      exitCode: null,
       outcome: verdict.outcome ?? "confirm_required",
       action: verdict.action,
     };
   }
   return {
     ...recorded,
-    denied: true,
     reason: verdict.reason,
     text: deniedText(admission.tier, verdict.reason),
-    exitCode: null,
     outcome: "denied",
     action: verdict.action,
   };

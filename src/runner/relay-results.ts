@@ -20,11 +20,9 @@ export function unknownToolFinish(toolName: string, raw: unknown, classification
     tool: "unknown_tool",
     tier: classification.tier,
     classification,
-    denied: true,
     reason: "unknown tool",
     args: redactArgs({ name: toolName, arguments: raw }),
     text: errorText(new RelayError("ValueError", `unknown tool: ${truncateUtf8(toolName, 200).text}`)),
-    exitCode: null,
     outcome: "denied",
   };
 }
@@ -44,11 +42,9 @@ export function invalidArgsFinish(
     tool: tool.name,
     tier: classification.tier,
     classification,
-    denied: true,
     reason: "invalid arguments",
     args: redactArgs(tool.auditInvalid ? safeAuditInvalid(tool, rawArgs) : rawArgs),
     text: deniedText(classification.tier, `invalid arguments: ${detail}`),
-    exitCode: null,
     outcome: "denied",
   };
 }
@@ -74,13 +70,11 @@ export function oversizedFinish(
     tool: known ? (toolName as string) : "unknown_tool",
     tier: 3,
     classification: { tier: 3, basis: "default", part: "" },
-    denied: true,
     reason: "input too large",
     args: known
       ? { message_bytes: messageBytes }
       : redactArgs({ name: toolName ?? "", message_bytes: messageBytes }),
     text: deniedText(3, reason),
-    exitCode: null,
     outcome: "denied",
   };
 }
@@ -91,11 +85,9 @@ export function internalErrorFinish(toolName: string, known: boolean, err: unkno
     tool: known ? toolName : "unknown_tool",
     tier: 3,
     classification: { tier: 3, basis: "default", part: "" },
-    denied: false,
     reason: "internal error",
     args: {},
     text: errorText(err),
-    exitCode: null,
     outcome: "error",
   };
 }

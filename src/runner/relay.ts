@@ -159,9 +159,9 @@ async function runCall(p: Pipeline, toolName: string, raw: unknown, ctx: CallCon
   markStage("validate");
   if (!parsed.ok) {
     const classification = classifyLoose(tool, raw, classifier, settings.maxInput);
-    return finish(p, ctx, invalidArgsFinish(tool, raw, parsed.problems, classification));
+    return finish(p, ctx, invalidArgsFinish(tool, raw, parsed.error, classification));
   }
-  const args = parsed.args;
+  const args = parsed.value;
 
   // 2-5. Policy text and targets, input bound, classification, deny list, mode, fail-closed audit.
   const admission = p.admit(tool, args, { clientId: ctx.clientId });

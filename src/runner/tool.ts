@@ -1,6 +1,6 @@
 import type { AuditAction } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
-import type { Tier } from "../core/index.js";
+import type { RunOutcome, Tier } from "../core/index.js";
 import type { Classification, PolicyTarget, ProgramInput, TierSpec } from "../policy/index.js";
 import type { FanoutOutcome } from "./fanout.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
@@ -87,14 +87,7 @@ export interface ToolOutcome {
 }
 
 /** What a command that ran, locally or on a host, leaves for its result. */
-interface CommandRun {
-  timedOut: boolean;
-  output: string;
-  exitCode: number | null;
-  /** Output the capture had to drop, and all the command wrote. */
-  droppedBytes: number;
-  totalBytes: number;
-}
+type CommandRun = Pick<RunOutcome, "timedOut" | "output" | "exitCode" | "droppedBytes" | "totalBytes">;
 
 /**
  * The outcome of a command-style tool: a timeout discards the output, else

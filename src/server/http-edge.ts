@@ -5,7 +5,17 @@ import {
   type ServerResponse,
 } from "node:http";
 import type { Settings } from "../config/index.js";
-import { type Clock, cryptoIds, type Ids, isLoopbackHost, type Logger, systemClock } from "../core/index.js";
+import {
+  type Clock,
+  cryptoIds,
+  fail,
+  type Ids,
+  isLoopbackHost,
+  type Logger,
+  ok,
+  type Result,
+  systemClock,
+} from "../core/index.js";
 import { type CallSeries, createMetricsRegistry, type GaugeProviders } from "../metrics/index.js";
 import {
   createMcpConnections,
@@ -66,9 +76,10 @@ export interface HttpEdgeOptions {
   /**
    * Whether this relay can take calls now, for a load balancer's health check on /healthz
    * (docs/scaling.md): a relay that would refuse every call says so, and new MCP sessions go
-   * to the others. Absent, /healthz answers ok while the listener is up.
+   * to the others, with the reason under `error`. Absent, /healthz answers ok while the
+   * listener is up.
    */
-  health?: () => { ok: boolean; reason: string };
+  health?: () => Result<void, string>;
   /** This relay's name among several, in the /healthz answer; "" for one relay. */
   instance?: string;
 }
@@ -162,13 +173,12 @@ export function createHttpEdge(options: HttpEdgeOptions): HttpEdge {
   async function onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const guard = checkHostAndOrigin(req, allowed);
     if (!guard.ok) {
-      sendRpcError(res, guard.status, RPC_SERVER_ERROR, guard.message);
+      sendRpcError(res, guard.error.status, RPC_SERVER_ERROR, guard.error.message);
       return;
     }
     const path = pathOf(req.url);
     if (path === HEALTH_PATH) {
-      const state = () =>
-        closing ? { ok: false, reason: "shutting down" } : (options.health?.() ?? { ok: true, reason: "" });
+      const state = () => (closing ? fail("shutting down") : (options.health?.() ?? ok(undefined)));
       serveHealth(req, res, state, options.instance);
       return;
     }
@@ -240,7 +250,7 @@ function oauthRoutes(options: HttpEdgeOptions, clock: Clock, ids: Ids): OAuthRou
 function serveHealth(
   req: IncomingMessage,
   res: ServerResponse,
-  health: () => { ok: boolean; reason: string },
+  health: () => Result<void, string>,
   instance: string | undefined,
 ): void {
   if (req.method !== "GET" && req.method !== "HEAD") {
@@ -251,7 +261,7 @@ function serveHealth(
   const body = JSON.stringify({
     status: state.ok ? "ok" : "unavailable",
     ...(instance ? { instance } : {}),
-    ...(state.ok ? {} : { reason: state.reason }),
+    ...(state.ok ? {} : { reason: state.error }),
   });
   res
     .writeHead(state.ok ? 200 : 503, { "Content-Type": "application/json", "Cache-Control": "no-store" })

@@ -18,7 +18,7 @@ describe("Host and Origin validation", () => {
       "relay.example.test",
       "LOCALHOST:1",
     ]) {
-      expect(checkHostAndOrigin(req({ host }), allowed), host).toEqual({ ok: true });
+      expect(checkHostAndOrigin(req({ host }), allowed), host).toEqual({ ok: true, value: undefined });
     }
   });
 
@@ -43,15 +43,14 @@ describe("Host and Origin validation", () => {
       }) as unknown as IncomingMessage;
     expect(checkHostAndOrigin(twice("localhost", "evil.example"), allowed)).toEqual({
       ok: false,
-      message: "Multiple Host headers",
-      status: 400,
+      error: { message: "Multiple Host headers", status: 400 },
     });
     expect(checkHostAndOrigin(twice("localhost", "localhost"), allowed).ok).toBe(false);
     const once = {
       headers: { host: "localhost" },
       rawHeaders: ["HOST", "localhost"],
     } as unknown as IncomingMessage;
-    expect(checkHostAndOrigin(once, allowed)).toEqual({ ok: true });
+    expect(checkHostAndOrigin(once, allowed)).toEqual({ ok: true, value: undefined });
   });
 
   it("refuses an Origin that names another host, a null Origin or a non-web scheme", () => {

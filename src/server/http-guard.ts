@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { isIPv6 } from "node:net";
 import { networkInterfaces, hostname as osHostname } from "node:os";
-import { isLoopbackHost } from "../core/index.js";
+import { fail, isLoopbackHost, ok, type Result } from "../core/index.js";
 
 const WILDCARDS = new Set(["0.0.0.0", "::", "[::]", "0:0:0:0:0:0:0:0"]);
 
@@ -54,8 +54,11 @@ function isAllowedHostname(hostname: string, allowed: ReadonlySet<string>): bool
   return allowed.has(hostname) || isLoopbackHost(hostname);
 }
 
-/** `status` is 403 unless the request itself is malformed (400). */
-export type GuardVerdict = { ok: true } | { ok: false; message: string; status: 400 | 403 };
+/** Why a request is turned away: `status` is 403 unless the request itself is malformed (400). */
+interface GuardRefusal {
+  message: string;
+  status: 400 | 403;
+}
 
 /** How many `Host` header lines the request carried (Node keeps only the first in `headers`). */
 function hostHeaderCount(req: IncomingMessage): number {
@@ -72,28 +75,30 @@ function hostHeaderCount(req: IncomingMessage): number {
  * Origin, when a browser sends one, must name an allowed host too (any
  * scheme and port of it).
  */
-export function checkHostAndOrigin(req: IncomingMessage, allowed: ReadonlySet<string>): GuardVerdict {
-  if (hostHeaderCount(req) > 1) return { ok: false, message: "Multiple Host headers", status: 400 };
+export function checkHostAndOrigin(
+  req: IncomingMessage,
+  allowed: ReadonlySet<string>,
+): Result<void, GuardRefusal> {
+  if (hostHeaderCount(req) > 1) return fail({ message: "Multiple Host headers", status: 400 });
   const host = req.headers.host;
-  if (!host) return { ok: false, message: "Missing Host header", status: 403 };
+  if (!host) return fail({ message: "Missing Host header", status: 403 });
   let hostname: string;
   try {
     hostname = new URL(`http://${host}`).hostname;
   } catch {
-    return { ok: false, message: "Invalid Host header", status: 403 };
+    return fail({ message: "Invalid Host header", status: 403 });
   }
-  if (!isAllowedHostname(hostname, allowed))
-    return { ok: false, message: "Invalid Host header", status: 403 };
+  if (!isAllowedHostname(hostname, allowed)) return fail({ message: "Invalid Host header", status: 403 });
   const origin = req.headers.origin;
   if (origin !== undefined) {
-    if (!URL.canParse(origin)) return { ok: false, message: "Invalid Origin header", status: 403 };
+    if (!URL.canParse(origin)) return fail({ message: "Invalid Origin header", status: 403 });
     const url = new URL(origin);
     if (
       (url.protocol !== "http:" && url.protocol !== "https:") ||
       !isAllowedHostname(url.hostname, allowed)
     ) {
-      return { ok: false, message: "Invalid Origin header", status: 403 };
+      return fail({ message: "Invalid Origin header", status: 403 });
     }
   }
-  return { ok: true };
+  return ok(undefined);
 }

@@ -83,8 +83,8 @@ describe("OAuth provider", () => {
     expect(pair.access_token).toMatch(/^[A-Za-z0-9_-]{64}$/);
     expect(pair.refresh_token).toMatch(/^[A-Za-z0-9_-]{64}$/);
     const verdict = await provider.verifyAccessToken(pair.access_token);
-    expect(verdict.ok && verdict.info.clientId).toBe(client.client_id);
-    expect(verdict.ok && verdict.info.expiresAt).toBe(Math.floor(clock.now() / 1000) + 3600);
+    expect(verdict.ok && verdict.value.clientId).toBe(client.client_id);
+    expect(verdict.ok && verdict.value.expiresAt).toBe(Math.floor(clock.now() / 1000) + 3600);
   });
 
   it("stores only hashes: no code, token or client secret appears in the state files", async () => {
@@ -200,8 +200,8 @@ describe("OAuth provider", () => {
     clock.advance(3599);
     expect((await provider.verifyAccessToken(pair.access_token)).ok).toBe(true);
     clock.advance(2);
-    expect(await provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, reason: "expired" });
-    expect(await provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, reason: "invalid" });
+    expect(await provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, error: "expired" });
+    expect(await provider.verifyAccessToken(pair.access_token)).toEqual({ ok: false, error: "invalid" });
   });
 
   it("never lets a refresh token (with or without the refresh: prefix) authenticate as an access token", async () => {

@@ -1,5 +1,5 @@
 import type { AuthInfo } from "@modelcontextprotocol/sdk/server/auth/types.js";
-import type { Clock, Ids, Logger } from "../core/index.js";
+import { type Clock, fail, type Ids, type Logger, ok, type Result } from "../core/index.js";
 import {
   allowsGrant,
   CODE_GONE,
@@ -62,7 +62,8 @@ interface AuthorizeRequest {
   resource: string | undefined;
 }
 
-export type VerifyResult = { ok: true; info: AuthInfo } | { ok: false; reason: "invalid" | "expired" };
+/** A bearer token checked: who it authenticates, or why it does not. */
+export type VerifyResult = Result<AuthInfo, "invalid" | "expired">;
 
 /**
  * Every operation that reads or writes the state is asynchronous. When the state cannot be
@@ -326,7 +327,7 @@ async function exchangeRefresh(
 async function verifyAccessToken(p: Provider, token: string): Promise<VerifyResult> {
   // A refresh token never authenticates a request, with or without the store's key prefix.
   if (token.length === 0 || token.length > MAX_TOKEN_TEXT || token.includes(":")) {
-    return { ok: false, reason: "invalid" };
+    return fail("invalid");
   }
   const { known } = p;
   const digest = sha256Hex(token);
@@ -336,24 +337,21 @@ async function verifyAccessToken(p: Provider, token: string): Promise<VerifyResu
   );
   if (record?.kind !== "access") {
     known.forget(digest);
-    return { ok: false, reason: "invalid" };
+    return fail("invalid");
   }
   if (record.expires_at < p.nowSeconds()) {
     known.forget(digest);
     await stored(p, () => p.store.deleteToken("access", digest));
-    return { ok: false, reason: "expired" };
+    return fail("expired");
   }
   known.remember(digest, record);
-  return {
-    ok: true,
-    info: {
-      token,
-      clientId: record.client_id,
-      scopes: [...record.scopes],
-      expiresAt: record.expires_at,
-      ...(record.resource ? { resource: new URL(record.resource) } : {}),
-    },
-  };
+  return ok({
+    token,
+    clientId: record.client_id,
+    scopes: [...record.scopes],
+    expiresAt: record.expires_at,
+    ...(record.resource ? { resource: new URL(record.resource) } : {}),
+  });
 }
 
 async function revoke(p: Provider, client: ClientRecord, token: string): Promise<void> {

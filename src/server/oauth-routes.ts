@@ -178,7 +178,7 @@ async function authenticate(
     return null;
   }
   if (!verdict?.ok) {
-    const description = verdict?.reason === "expired" ? "token expired" : "invalid token";
+    const description = verdict?.error === "expired" ? "token expired" : "invalid token";
     failed(deps, source, "bearer", { error: "invalid_token", message: description });
     sendJson(
       res,
@@ -188,7 +188,7 @@ async function authenticate(
     );
     return null;
   }
-  if (!verdict.info.scopes.includes(MCP_SCOPE)) {
+  if (!verdict.value.scopes.includes(MCP_SCOPE)) {
     sendJson(
       res,
       403,
@@ -197,5 +197,5 @@ async function authenticate(
     );
     return null;
   }
-  return verdict.info;
+  return verdict.value;
 }

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import type { AnyAuthMethod, AuthHandlerMiddleware, ParsedKey } from "ssh2";
-import { RelayError } from "../core/index.js";
+import { fail, ok, RelayError, type Result } from "../core/index.js";
 import { readBoundedFile } from "../files/index.js";
 import { loadSsh2 } from "./ssh2-module.js";
 import { endpointText, type SshTarget } from "./target.js";
@@ -25,9 +25,8 @@ function readKeyFile(path: string): Buffer | null {
   return readBoundedFile(path, { maxBytes: MAX_KEY_BYTES, what: "key file" });
 }
 
-type Loaded = { ok: true; key: ParsedKey } | { ok: false; why: string };
-
-function loadKey(path: string): Loaded | null {
+/** A key file read: its private key, or why it cannot be used. null when there is no such file. */
+function loadKey(path: string): Result<ParsedKey, string> | null {
   const data = readKeyFile(path);
   if (data === null) return null;
   const parsed = loadSsh2().utils.parseKey(data);
@@ -35,11 +34,11 @@ function loadKey(path: string): Loaded | null {
     const why = /passphrase/i.test(parsed.message)
       ? "it is passphrase-protected (load it into ssh-agent instead)"
       : parsed.message;
-    return { ok: false, why };
+    return fail(why);
   }
   const key = Array.isArray(parsed) ? parsed[0] : parsed;
-  if (!key?.isPrivateKey()) return { ok: false, why: "it holds no private key" };
-  return { ok: true, key };
+  if (!key?.isPrivateKey()) return fail("it holds no private key");
+  return ok(key);
 }
 
 /**
@@ -61,11 +60,11 @@ export function planAuth(target: SshTarget, config: AuthConfig): AuthPlan {
     }
     if (!loaded.ok) {
       if (target.identitiesRequired)
-        throw new RelayError("ValueError", `cannot use key file ${path}: ${loaded.why}`);
-      skipped.push(`${path} (${loaded.why})`);
+        throw new RelayError("ValueError", `cannot use key file ${path}: ${loaded.error}`);
+      skipped.push(`${path} (${loaded.error})`);
       continue;
     }
-    methods.push({ type: "publickey", username, key: loaded.key });
+    methods.push({ type: "publickey", username, key: loaded.value });
     offered.push(`key ${path}`);
   }
   if (config.agentSocket !== "") {
@@ -78,10 +77,10 @@ export function planAuth(target: SshTarget, config: AuthConfig): AuthPlan {
       const loaded = loadKey(path);
       if (loaded === null) continue;
       if (!loaded.ok) {
-        skipped.push(`${path} (${loaded.why})`);
+        skipped.push(`${path} (${loaded.error})`);
         continue;
       }
-      methods.push({ type: "publickey", username, key: loaded.key });
+      methods.push({ type: "publickey", username, key: loaded.value });
       offered.push(`key ${path}`);
     }
   }

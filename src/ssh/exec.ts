@@ -1,6 +1,6 @@
 import { constants as osConstants } from "node:os";
 import type { Client, ClientChannel } from "ssh2";
-import { type Clock, decodeUtf8, markStage, RelayError } from "../core/index.js";
+import { type Clock, decodeUtf8, markStage, RelayError, type RunOutcome } from "../core/index.js";
 import { CONNECTION_UNUSABLE } from "./errors.js";
 import { execOnConnection } from "./spare-session.js";
 
@@ -18,17 +18,12 @@ export interface RemoteExecRequest {
   closeWaitMs?: number;
 }
 
-/** The one outcome shape for a process, remote edition. */
-export interface RemoteOutcome {
-  /** Exit status; the negative signal number when the remote process died of a signal; null if none reported. */
-  exitCode: number | null;
+/**
+ * The outcome of a command on a host: what any command leaves (RunOutcome; its output is stdout
+ * and stderr in arrival order), and the name of the signal the remote process died of, if any.
+ */
+export interface RemoteOutcome extends RunOutcome {
   exitSignal: string | null;
-  timedOut: boolean;
-  /** stdout and stderr in arrival order, UTF-8 with replacement characters. */
-  output: string;
-  totalBytes: number;
-  droppedBytes: number;
-  durationMs: number;
 }
 
 function signalNumber(name: string): number | null {

@@ -97,9 +97,11 @@ describe.skipIf(!haveKeygen)("signatures made by ssh-keygen", () => {
         });
         expect(verdict).toMatchObject({
           ok: true,
-          principal: principal(k.name),
-          key: { fingerprint: pub.get(k.name)?.fingerprint, type: pub.get(k.name)?.type },
-          userPresent: false,
+          value: {
+            principal: principal(k.name),
+            key: { fingerprint: pub.get(k.name)?.fingerprint, type: pub.get(k.name)?.type },
+            userPresent: false,
+          },
         });
       });
 
@@ -127,7 +129,7 @@ describe.skipIf(!haveKeygen)("signatures made by ssh-keygen", () => {
             now: now(),
             principal: c.who ?? principal(k.name),
           });
-          expect(verdict, c.allowed).toMatchObject({ ok: false, failure: c.failure });
+          expect(verdict, c.allowed).toMatchObject({ ok: false, error: { failure: c.failure } });
           // ssh-keygen agrees: each of these is a refusal there too.
           expect(
             keygenVerifies(c.allowed, c.who ?? principal(k.name), NS, armored, c.message ?? payload),

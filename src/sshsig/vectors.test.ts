@@ -72,10 +72,13 @@ describe("OpenSSH's SSHSIG test vectors", () => {
 
       it("verifies for its key over signed-data in namespace unittest", () => {
         const verdict = verifySshsigWithKey(sig, message, namespace, key);
-        expect(verdict).toMatchObject({ ok: true, key: { fingerprint: v.fingerprint, type: v.type } });
-        expect(verdict.ok && verdict.userPresent).toBe(v.sk);
-        if (v.sk) expect(verdict.ok && typeof verdict.counter).toBe("number");
-        else expect(verdict.ok && verdict.counter).toBeUndefined();
+        expect(verdict).toMatchObject({
+          ok: true,
+          value: { key: { fingerprint: v.fingerprint, type: v.type } },
+        });
+        expect(verdict.ok && verdict.value.userPresent).toBe(v.sk);
+        if (v.sk) expect(verdict.ok && typeof verdict.value.counter).toBe("number");
+        else expect(verdict.ok && verdict.value.counter).toBeUndefined();
       });
 
       it("is refused when any one byte of the message changes", () => {
@@ -84,7 +87,9 @@ describe("OpenSSH's SSHSIG test vectors", () => {
           changed[i] = (changed[i] ?? 0) ^ 0x01;
           expect(verifySshsigWithKey(sig, changed, namespace, key)).toMatchObject({
             ok: false,
-            failure: "bad-signature",
+            error: {
+              failure: "bad-signature",
+            },
           });
         }
         expect(verifySshsigWithKey(sig, Buffer.concat([message, Buffer.of(0x0a)]), namespace, key).ok).toBe(
@@ -96,8 +101,10 @@ describe("OpenSSH's SSHSIG test vectors", () => {
         for (const other of ["unittest2", "relay-shell-consent", "UNITTEST", "unittes"]) {
           expect(verifySshsigWithKey(sig, message, other, key)).toEqual({
             ok: false,
-            failure: "wrong-namespace",
-            reason: `the signature is for namespace "unittest", not "${other}"`,
+            error: {
+              failure: "wrong-namespace",
+              reason: `the signature is for namespace "unittest", not "${other}"`,
+            },
           });
         }
       });
@@ -106,8 +113,8 @@ describe("OpenSSH's SSHSIG test vectors", () => {
         for (const other of VECTORS.filter((o) => o.name !== v.name)) {
           const otherKey = vector(other.name).key;
           const verdict = verifySshsigWithKey(sig, message, namespace, otherKey);
-          expect(verdict).toMatchObject({ ok: false, failure: "unknown-key" });
-          expect(verdict.ok || verdict.reason).toContain(otherKey.fingerprint);
+          expect(verdict).toMatchObject({ ok: false, error: { failure: "unknown-key" } });
+          expect(verdict.ok || verdict.error.reason).toContain(otherKey.fingerprint);
         }
       });
     });
@@ -123,7 +130,7 @@ describe("OpenSSH's SSHSIG test vectors", () => {
       cleared[flagAt] = (cleared[flagAt] ?? 0) & ~0x01;
       const armored = `-----BEGIN SSH SIGNATURE-----\n${cleared.toString("base64")}\n-----END SSH SIGNATURE-----\n`;
       const verdict = verifySshsigWithKey(armored, message, namespace, key);
-      expect(verdict).toMatchObject({ ok: false, failure: "bad-signature" });
+      expect(verdict).toMatchObject({ ok: false, error: { failure: "bad-signature" } });
     }
   });
 });

@@ -181,9 +181,11 @@ describe("FIDO user presence", () => {
           verifySshsigWithKey(signSshsig(signer, "act", { flags: 0x05, counter: 7 }), "act", NS, signer.key),
         ).toEqual({
           ok: true,
-          key: { fingerprint: signer.key.fingerprint, type: signer.key.type },
-          userPresent: true,
-          counter: 7,
+          value: {
+            key: { fingerprint: signer.key.fingerprint, type: signer.key.type },
+            userPresent: true,
+            counter: 7,
+          },
         });
       });
 
@@ -192,8 +194,10 @@ describe("FIDO user presence", () => {
           const verdict = verifySshsigWithKey(signSshsig(signer, "act", { flags }), "act", NS, signer.key);
           expect(verdict).toEqual({
             ok: false,
-            failure: "no-user-presence",
-            reason: `${signer.key.type} key ${signer.key.fingerprint}: the FIDO signature was made without user presence (the authenticator was not touched)`,
+            error: {
+              failure: "no-user-presence",
+              reason: `${signer.key.type} key ${signer.key.fingerprint}: the FIDO signature was made without user presence (the authenticator was not touched)`,
+            },
           });
         }
       });
@@ -206,7 +210,7 @@ describe("FIDO user presence", () => {
           key: parsePublicKey(`${signer.key.type} ${blob.toString("base64")}`),
         };
         const verdict = verifySshsigWithKey(signSshsig(relabelled, "act"), "act", NS, relabelled.key);
-        expect(verdict).toMatchObject({ ok: false, failure: "bad-signature" });
+        expect(verdict).toMatchObject({ ok: false, error: { failure: "bad-signature" } });
       });
     });
   }
@@ -225,7 +229,7 @@ describe("FIDO user presence", () => {
     ];
     for (const clientData of variants) {
       const verdict = verifySshsigWithKey(signSshsig(signer, "act", { clientData }), "act", NS, signer.key);
-      expect(verdict).toMatchObject({ ok: false, failure: "bad-signature" });
+      expect(verdict).toMatchObject({ ok: false, error: { failure: "bad-signature" } });
     }
   });
 });
@@ -235,8 +239,10 @@ describe("signature algorithms", () => {
     const signer = makeSigner("rsa-sha1");
     expect(verifySshsigWithKey(signSshsig(signer, "act"), "act", NS, signer.key)).toMatchObject({
       ok: false,
-      failure: "unsupported-type",
-      reason: expect.stringContaining("RSA signatures over SHA-1 (ssh-rsa) are refused"),
+      error: {
+        failure: "unsupported-type",
+        reason: expect.stringContaining("RSA signatures over SHA-1 (ssh-rsa) are refused"),
+      },
     });
     const modern = { ...signer, kind: "rsa-sha256" as const };
     expect(verifySshsigWithKey(signSshsig(modern, "act"), "act", NS, signer.key)).toMatchObject({ ok: true });
@@ -248,16 +254,14 @@ describe("signature algorithms", () => {
       true,
     );
     expect(verifySshsigWithKey(signSshsig(signer, "m", { hash: "sha1" }), "m", NS, signer.key)).toMatchObject(
-      {
-        failure: "unsupported-hash",
-      },
+      { error: { failure: "unsupported-hash" } },
     );
     expect(verifySshsigWithKey(signSshsig(signer, "m", { version: 2 }), "m", NS, signer.key)).toMatchObject({
-      failure: "unsupported-version",
+      error: { failure: "unsupported-version" },
     });
     expect(
       verifySshsigWithKey(signSshsig(signer, "m", { trailing: Buffer.of(0) }), "m", NS, signer.key),
-    ).toMatchObject({ failure: "malformed", reason: "signature has 1 trailing bytes" });
+    ).toMatchObject({ error: { failure: "malformed", reason: "signature has 1 trailing bytes" } });
   });
 
   it("refuses bad armor with a precise reason and an empty namespace", () => {
@@ -275,11 +279,16 @@ describe("signature algorithms", () => {
       ["x".repeat(70_000), "too-large"],
     ];
     for (const [armored, failure] of cases) {
-      expect(verifySshsigWithKey(armored, "m", NS, signer.key)).toMatchObject({ ok: false, failure });
+      expect(verifySshsigWithKey(armored, "m", NS, signer.key)).toMatchObject({
+        ok: false,
+        error: { failure },
+      });
     }
     expect(verifySshsigWithKey(good, "m", "", signer.key)).toMatchObject({
       ok: false,
-      failure: "wrong-namespace",
+      error: {
+        failure: "wrong-namespace",
+      },
     });
     expect(verifySshsigWithKey(null as unknown as string, "m", NS, signer.key)).toMatchObject({ ok: false });
   });
@@ -302,7 +311,9 @@ it("refuses armor whose base64 sets the spare bits of its last group (one signat
     expect(decode(twin).equals(decode(good))).toBe(true);
     expect(verifySshsigWithKey(twin, "m", namespace, signer.key)).toMatchObject({
       ok: false,
-      failure: "bad-armor",
+      error: {
+        failure: "bad-armor",
+      },
     });
     tested++;
   }
@@ -329,10 +340,12 @@ describe("verifySshsig against allowed signers", () => {
     });
     expect(verdict).toEqual({
       ok: true,
-      principal: "alice@example.com,ops@example.com",
-      line: 1,
-      key: { fingerprint: alice.key.fingerprint, type: "ssh-ed25519" },
-      userPresent: false,
+      value: {
+        principal: "alice@example.com,ops@example.com",
+        line: 1,
+        key: { fingerprint: alice.key.fingerprint, type: "ssh-ed25519" },
+        userPresent: false,
+      },
     });
     expect(
       verifySshsig(signSshsig(alice, "payload"), "payload", {
@@ -341,12 +354,15 @@ describe("verifySshsig against allowed signers", () => {
         now: NOW,
         principal: "ops@example.com",
       }),
-    ).toMatchObject({ ok: true, principal: "ops@example.com" });
+    ).toMatchObject({ ok: true, value: { principal: "ops@example.com" } });
   });
 
   it("uses the first line whose options admit the signature", () => {
     const verdict = verifySshsig(signSshsig(bob, "payload"), "payload", { namespace: NS, signers, now: NOW });
-    expect(verdict).toMatchObject({ ok: true, line: 3, principal: "bob@example.com", userPresent: true });
+    expect(verdict).toMatchObject({
+      ok: true,
+      value: { line: 3, principal: "bob@example.com", userPresent: true },
+    });
   });
 
   it("refuses an unknown key, another principal, a namespace outside the option, and outside the window", () => {
@@ -355,8 +371,10 @@ describe("verifySshsig against allowed signers", () => {
       verifySshsig(signSshsig(mallory, "payload"), "payload", { namespace: NS, signers, now: NOW }),
     ).toEqual({
       ok: false,
-      failure: "unknown-key",
-      reason: `ssh-ed25519 key ${mallory.key.fingerprint} is not an allowed signer`,
+      error: {
+        failure: "unknown-key",
+        reason: `ssh-ed25519 key ${mallory.key.fingerprint} is not an allowed signer`,
+      },
     });
     expect(
       verifySshsig(signSshsig(alice, "payload"), "payload", {
@@ -365,19 +383,23 @@ describe("verifySshsig against allowed signers", () => {
         now: NOW,
         principal: "mallory@example.com",
       }),
-    ).toMatchObject({ ok: false, failure: "principal-not-allowed" });
+    ).toMatchObject({ ok: false, error: { failure: "principal-not-allowed" } });
     const otherNs = signSshsig(bob, "payload", { namespace: "other" });
     expect(verifySshsig(otherNs, "payload", { namespace: "other", signers, now: NOW })).toEqual({
       ok: false,
-      failure: "namespace-not-allowed",
-      reason: `key ${bob.key.fingerprint} (allowed-signers line 2) may sign only in namespaces "file,git", not "other"`,
+      error: {
+        failure: "namespace-not-allowed",
+        reason: `key ${bob.key.fingerprint} (allowed-signers line 2) may sign only in namespaces "file,git", not "other"`,
+      },
     });
     expect(
       verifySshsig(sig, "payload", { namespace: NS, signers, now: Date.UTC(2025, 11, 31, 23, 59, 59) }),
     ).toEqual({
       ok: false,
-      failure: "namespace-not-allowed",
-      reason: `key ${bob.key.fingerprint} (allowed-signers line 2) may sign only in namespaces "file,git", not "${NS}"`,
+      error: {
+        failure: "namespace-not-allowed",
+        reason: `key ${bob.key.fingerprint} (allowed-signers line 2) may sign only in namespaces "file,git", not "${NS}"`,
+      },
     });
     const onlyLine3 = signers.filter((s) => s.line === 3);
     expect(
@@ -388,8 +410,10 @@ describe("verifySshsig against allowed signers", () => {
       }),
     ).toEqual({
       ok: false,
-      failure: "not-yet-valid",
-      reason: `key ${bob.key.fingerprint} (allowed-signers line 3) is not valid before 2026-01-01T00:00:00Z`,
+      error: {
+        failure: "not-yet-valid",
+        reason: `key ${bob.key.fingerprint} (allowed-signers line 3) is not valid before 2026-01-01T00:00:00Z`,
+      },
     });
     expect(
       verifySshsig(sig, "payload", { namespace: NS, signers: onlyLine3, now: Date.UTC(2026, 11, 31) }),
@@ -404,8 +428,10 @@ describe("verifySshsig against allowed signers", () => {
       }),
     ).toEqual({
       ok: false,
-      failure: "expired",
-      reason: `key ${bob.key.fingerprint} (allowed-signers line 3) expired at 2026-12-31T00:00:00Z`,
+      error: {
+        failure: "expired",
+        reason: `key ${bob.key.fingerprint} (allowed-signers line 3) expired at 2026-12-31T00:00:00Z`,
+      },
     });
   });
 
@@ -415,7 +441,9 @@ describe("verifySshsig against allowed signers", () => {
         verifySshsig(signSshsig(alice, "payload"), "payload", { namespace: NS, signers, now }),
       ).toMatchObject({
         ok: false,
-        failure: "bad-policy",
+        error: {
+          failure: "bad-policy",
+        },
       });
     }
   });
@@ -456,7 +484,9 @@ describe("verifySshsig against allowed signers", () => {
       verifySshsig(signSshsig(alice, "payload"), "payloae", { namespace: NS, signers, now: NOW }),
     ).toMatchObject({
       ok: false,
-      failure: "bad-signature",
+      error: {
+        failure: "bad-signature",
+      },
     });
   });
 
@@ -467,6 +497,6 @@ describe("verifySshsig against allowed signers", () => {
         signers,
         now: NOW,
       }),
-    ).toMatchObject({ ok: false, failure: "wrong-namespace" });
+    ).toMatchObject({ ok: false, error: { failure: "wrong-namespace" } });
   });
 });

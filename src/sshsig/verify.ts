@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { fail, ok, type Result } from "../core/index.js";
 import { type AllowedSigner, signerAllowsNamespace, signerAllowsPrincipal } from "./allowed-signers.js";
 import { SshsigError, type SshsigFailure } from "./failure.js";
 import { decodeBase64, decodeKeyBlob, fingerprintOf, type SshKeyType, type SshPublicKey } from "./keys.js";
@@ -14,7 +15,6 @@ const MAX_ARMOR = 64 * 1024;
 
 /** A signature that verified for one key. */
 interface SshsigKeyMatch {
-  ok: true;
   key: { fingerprint: string; type: SshKeyType };
   /** True only when a FIDO authenticator asserted that a user touched it; a plain key proves no presence. */
   userPresent: boolean;
@@ -23,13 +23,12 @@ interface SshsigKeyMatch {
 }
 
 interface SshsigRefusal {
-  ok: false;
   failure: SshsigFailure;
   /** What is wrong, in words, naming the key (fingerprint) or allowed-signers line when there is one. */
   reason: string;
 }
 
-export type SshsigKeyVerdict = SshsigKeyMatch | SshsigRefusal;
+export type SshsigKeyVerdict = Result<SshsigKeyMatch, SshsigRefusal>;
 
 /** A signature that verified for an allowed signer. */
 interface SshsigMatch extends SshsigKeyMatch {
@@ -39,7 +38,7 @@ interface SshsigMatch extends SshsigKeyMatch {
   line: number;
 }
 
-export type SshsigVerdict = SshsigMatch | SshsigRefusal;
+export type SshsigVerdict = Result<SshsigMatch, SshsigRefusal>;
 
 export interface SshsigPolicy {
   /** The namespace the signature must have been made in (`ssh-keygen -Y sign -n`). */
@@ -58,8 +57,8 @@ interface Envelope {
   signature: Buffer;
 }
 
-function refusal(failure: SshsigFailure, reason: string): SshsigRefusal {
-  return { ok: false, failure, reason };
+function refusal(failure: SshsigFailure, reason: string): { ok: false; error: SshsigRefusal } {
+  return fail({ failure, reason });
 }
 
 function dearmor(armored: string): Buffer {
@@ -142,7 +141,6 @@ function verifyEnvelope(
     throw err;
   }
   const match: SshsigKeyMatch = {
-    ok: true,
     key: { fingerprint, type: key.type },
     userPresent: verified.sk !== undefined,
   };
@@ -150,7 +148,7 @@ function verifyEnvelope(
   return { envelope, match };
 }
 
-function contained<T extends { ok: boolean }>(work: () => T | SshsigRefusal): T | SshsigRefusal {
+function contained<T>(work: () => Result<T, SshsigRefusal>): Result<T, SshsigRefusal> {
   try {
     return work();
   } catch (err) {
@@ -182,7 +180,7 @@ export function verifySshsigWithKey(
         `the signature was made by ${match.key.fingerprint}, not by ${key.fingerprint}`,
       );
     }
-    return match;
+    return ok(match);
   });
 }
 
@@ -191,7 +189,11 @@ function formatTime(seconds: number): string {
 }
 
 /** Why one allowed-signers line does not admit the signature now, or null when it does. */
-function lineRefusal(signer: AllowedSigner, policy: SshsigPolicy, fingerprint: string): SshsigRefusal | null {
+function lineRefusal(
+  signer: AllowedSigner,
+  policy: SshsigPolicy,
+  fingerprint: string,
+): { ok: false; error: SshsigRefusal } | null {
   const where = `key ${fingerprint} (allowed-signers line ${signer.line})`;
   if (policy.principal !== undefined && !signerAllowsPrincipal(signer, policy.principal)) {
     return refusal("principal-not-allowed", `${where} is not allowed for principal "${policy.principal}"`);
@@ -237,11 +239,11 @@ export function verifySshsig(armored: string, message: Buffer | string, policy: 
         `${match.key.type} key ${match.key.fingerprint} is not an allowed signer`,
       );
     }
-    let first: SshsigRefusal | null = null;
+    let first: { ok: false; error: SshsigRefusal } | null = null;
     for (const signer of lines) {
       const refused = lineRefusal(signer, policy, match.key.fingerprint);
       if (refused === null) {
-        return { ...match, principal: policy.principal ?? signer.principals, line: signer.line };
+        return ok({ ...match, principal: policy.principal ?? signer.principals, line: signer.line });
       }
       first ??= refused;
     }

@@ -1,4 +1,5 @@
 import type pg from "pg";
+import type { Result } from "../core/index.js";
 import { pgDriver } from "./driver.js";
 
 /**
@@ -16,7 +17,7 @@ export interface StateError {
   detail: string;
 }
 
-export type StateResult<T> = { ok: true; value: T } | ({ ok: false } & StateError);
+export type StateResult<T> = Result<T, StateError>;
 
 /** Socket errors that mean the server is not there (or no longer). */
 const NETWORK_CODES = new Set([

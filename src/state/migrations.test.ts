@@ -5,7 +5,7 @@ import { MIGRATIONS, type Migration, migrate } from "./migrations.js";
 import { openPgState, type PgState } from "./pg.js";
 
 function value<T>(result: StateResult<T>): T {
-  if (!result.ok) throw new Error(`expected ok, got ${result.failure}: ${result.detail}`);
+  if (!result.ok) throw new Error(`expected ok, got ${result.error.failure}: ${result.error.detail}`);
   return result.value;
 }
 
@@ -114,9 +114,11 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("migrations of the state database
     const refused = await migrate(state, { migrations: BASE });
     expect(refused).toEqual({
       ok: false,
-      failure: "incompatible",
-      detail:
-        "the state database is at schema version 3, newer than this relay knows (1): upgrade relay-shell before starting it against this database",
+      error: {
+        failure: "incompatible",
+        detail:
+          "the state database is at schema version 3, newer than this relay knows (1): upgrade relay-shell before starting it against this database",
+      },
     });
     expect(await sql(url, "SELECT count(*) FROM relay_schema_migrations")).toBe("2");
   });
@@ -130,7 +132,7 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("migrations of the state database
     const renamed = await migrate(state, {
       migrations: [{ ...(MIGRATIONS[0] as Migration), name: "other" }],
     });
-    expect(renamed.ok ? "" : renamed.failure).toBe("incompatible");
+    expect(renamed.ok ? "" : renamed.error.failure).toBe("incompatible");
   });
 
   it("applies a step wholly or not at all, and gives the lock back after a failure", async () => {
@@ -144,7 +146,7 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("migrations of the state database
       { version: 2, name: "half", sql: "CREATE TABLE half_done (x integer); SELECT no_such_function()" },
     ];
     const failed = await migrate(state, { migrations: broken });
-    expect(failed.ok ? "" : failed.failure).toBe("failed");
+    expect(failed.ok ? "" : failed.error.failure).toBe("failed");
     expect(await sql(url, "SELECT string_agg(version::text, ',') FROM relay_schema_migrations")).toBe("1");
     expect(await sql(url, "SELECT count(*) FROM pg_tables WHERE tablename = 'half_done'")).toBe("0");
     const fixed: Migration[] = [
@@ -165,9 +167,9 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("migrations of the state database
       const started = Date.now();
       const refused = await migrate(waiter, { lockWaitMs: 300 });
       expect(Date.now() - started).toBeGreaterThanOrEqual(300);
-      expect(refused.ok ? "" : refused.failure).toBe("locked");
+      expect(refused.ok ? "" : refused.error.failure).toBe("locked");
       if (!refused.ok)
-        expect(refused.detail).toMatch(/held the schema migration lock .* for more than 300 ms/);
+        expect(refused.error.detail).toMatch(/held the schema migration lock .* for more than 300 ms/);
       await client.query("SELECT pg_advisory_unlock(8243113858872210280)");
       expect(value(await migrate(waiter, { lockWaitMs: 300, migrations: BASE })).applied).toEqual([1]);
     } finally {
@@ -181,8 +183,10 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("migrations of the state database
     const refused = await migrate(state);
     expect(refused).toEqual({
       ok: false,
-      failure: "unavailable",
-      detail: "PostgreSQL at 127.0.0.1:1 is unreachable (ECONNREFUSED)",
+      error: {
+        failure: "unavailable",
+        detail: "PostgreSQL at 127.0.0.1:1 is unreachable (ECONNREFUSED)",
+      },
     });
   });
 });

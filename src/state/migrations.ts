@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { fail, ok } from "../core/index.js";
 import { CONSENT_SCHEMA_SQL } from "./consent-schema.js";
 import type { StateError, StateResult } from "./errors.js";
 import { OAUTH_SCHEMA_SQL } from "./oauth-schema.js";
@@ -98,7 +99,7 @@ export async function migrate(
       await applyStep(client, step, options.instance ?? state.instance, options.statementTimeoutMs ?? 60_000);
       applied.push(step.version);
     }
-    return { ok: true, value: { from, to: Math.max(from, ...applied), applied } };
+    return ok({ from, to: Math.max(from, ...applied), applied });
   } catch (err) {
     broken = err instanceof Refused ? undefined : err instanceof Error ? err : new Error(String(err));
     return failure(state, err);
@@ -171,8 +172,8 @@ async function applyStep(client: pg.PoolClient, step: Migration, instance: strin
 }
 
 function failure(state: PgState, err: unknown): StateResult<never> {
-  if (err instanceof Refused) return { ok: false, ...err.error };
+  if (err instanceof Refused) return fail(err.error);
   const known = state.classify(err);
-  if (known !== null) return { ok: false, ...known };
-  return { ok: false, failure: "failed", detail: `migrating the state database failed: ${String(err)}` };
+  if (known !== null) return fail(known);
+  return fail({ failure: "failed", detail: `migrating the state database failed: ${String(err)}` });
 }

@@ -7,7 +7,7 @@ import { openPgState, type PgState, type PgStateOptions } from "./pg.js";
 
 function opened(url: string, options: Partial<PgStateOptions> = {}): PgState {
   const state = openPgState(url, { instance: "pg-test", ...options });
-  if (!state.ok) throw new Error(`expected a state, got ${state.failure}: ${state.detail}`);
+  if (!state.ok) throw new Error(`expected a state, got ${state.error.failure}: ${state.error.detail}`);
   return state.value;
 }
 
@@ -38,16 +38,16 @@ describe("opening the state database", () => {
       const state = openPgState(url, { instance: "t" });
       expect(state.ok).toBe(false);
       if (!state.ok) {
-        expect(state.failure).toBe("unavailable");
-        expect(state.detail).toMatch(/must start with postgres:\/\/ or postgresql:\/\//);
-        expect(state.detail).not.toContain(SECRET);
+        expect(state.error.failure).toBe("unavailable");
+        expect(state.error.detail).toMatch(/must start with postgres:\/\/ or postgresql:\/\//);
+        expect(state.error.detail).not.toContain(SECRET);
       }
     }
     const junk = openPgState(`relay:${SECRET} at somewhere`, { instance: "t" });
     expect(junk.ok).toBe(false);
-    if (!junk.ok) expect(junk.detail).not.toContain(SECRET);
+    if (!junk.ok) expect(junk.error.detail).not.toContain(SECRET);
     const hostless = openPgState("postgres:///relay", { instance: "t" });
-    expect(hostless.ok ? "" : hostless.detail).toMatch(/names no host/);
+    expect(hostless.ok ? "" : hostless.error.detail).toMatch(/names no host/);
     expect(openPgState("postgresql://relay@127.0.0.1:5433/relay", { instance: "t" }).ok).toBe(true);
   });
 

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { type Logger, silentLogger } from "../core/index.js";
+import { fail, type Logger, ok, silentLogger } from "../core/index.js";
 import { pgDriver } from "./driver.js";
 import { classifyPgError, connectionProblem, type StateError, type StateResult } from "./errors.js";
 
@@ -55,7 +55,7 @@ const INT8_OID = 20;
 
 /** Check a `postgres://` URL and say what is wrong with it, never echoing the password. */
 function parsePgUrl(url: string): StateResult<{ target: string; password: string }> {
-  const bad = (detail: string): StateResult<never> => ({ ok: false, failure: "unavailable", detail });
+  const bad = (detail: string): StateResult<never> => fail({ failure: "unavailable", detail });
   let parsed: URL;
   let password: string;
   try {
@@ -74,7 +74,7 @@ function parsePgUrl(url: string): StateResult<{ target: string; password: string
   const port = parsed.port === "" ? Number(parsed.searchParams.get("port") ?? 5432) : Number(parsed.port);
   if (!Number.isInteger(port) || port < 1 || port > 65_535)
     return bad("the state database URL has no valid port");
-  return { ok: true, value: { target: `${host}:${port}`, password } };
+  return ok({ target: `${host}:${port}`, password });
 }
 
 /** The first option that is not a positive whole number, named; null when all are. */
@@ -111,7 +111,7 @@ export function openPgState(url: string, options: PgStateOptions): StateResult<P
   const checked = parsePgUrl(url);
   if (!checked.ok) return checked;
   const problem = badOption(options);
-  if (problem !== null) return { ok: false, failure: "unavailable", detail: problem };
+  if (problem !== null) return fail({ failure: "unavailable", detail: problem });
   const { target, password } = checked.value;
   const statementMs = options.statementTimeoutMs ?? DEFAULTS.statementTimeoutMs;
   const connectMs = options.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs;
@@ -137,20 +137,17 @@ export function openPgState(url: string, options: PgStateOptions): StateResult<P
     logger.warn({ detail: classify(err)?.detail ?? String(err) }, "an idle PostgreSQL connection failed");
   });
   let closed: Promise<void> | null = null;
-  return {
-    ok: true,
-    value: {
-      pool,
-      target,
-      instance: options.instance,
-      transaction: (work, txOptions = {}) => runTransaction(pool, work, txOptions),
-      classify,
-      close: () => {
-        closed ??= pool.end().catch(() => undefined);
-        return closed;
-      },
+  return ok({
+    pool,
+    target,
+    instance: options.instance,
+    transaction: (work, txOptions = {}) => runTransaction(pool, work, txOptions),
+    classify,
+    close: () => {
+      closed ??= pool.end().catch(() => undefined);
+      return closed;
     },
-  };
+  });
 }
 
 /** A pause of a few milliseconds, longer each attempt and random, so two retries do not meet again. */

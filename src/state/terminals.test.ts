@@ -32,10 +32,10 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("the shared directory of terminal
     const directories: TerminalDirectory[] = [];
     for (const name of names) {
       const state = openPgState(url, { instance: name });
-      if (!state.ok) throw new Error(state.detail);
+      if (!state.ok) throw new Error(state.error.detail);
       states.push(state.value);
       const migrated = await migrate(state.value);
-      if (!migrated.ok) throw new Error(migrated.detail);
+      if (!migrated.ok) throw new Error(migrated.error.detail);
       const directory = createTerminalDirectory(state.value, { clock, logger: silentLogger });
       await directory.start();
       directories.push(directory);

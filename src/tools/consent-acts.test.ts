@@ -72,14 +72,14 @@ function tool(name: string): Tool {
 /** The act of a call as the gate computes it: the tool's own parser first, then the tool's act. */
 async function actOf(name: string, raw: Record<string, unknown>, tier: Tier = 2): Promise<ActResult> {
   const parsed = tool(name).parse(raw);
-  if (!parsed.ok) throw new Error(parsed.problems.join("; "));
-  return acts(name, parsed.args, { tier, clientId: CLIENT });
+  if (!parsed.ok) throw new Error(parsed.error.join("; "));
+  return acts(name, parsed.value, { tier, clientId: CLIENT });
 }
 
 async function boundOf(name: string, raw: Record<string, unknown>, tier: Tier = 2): Promise<ConsentAct> {
   const result = await actOf(name, raw, tier);
-  if (!result.ok) throw new Error(result.reason);
-  return result.act;
+  if (!result.ok) throw new Error(result.error);
+  return result.value;
 }
 
 beforeAll(async () => {
@@ -177,7 +177,7 @@ describe("the consequential arguments", () => {
   it("refuses a tool without an act, and arguments its parser would not have produced", async () => {
     expect(await acts("server_info", {}, { tier: 1, clientId: CLIENT })).toEqual({
       ok: false,
-      reason: "server_info has no act describing its consequential arguments",
+      error: "server_info has no act describing its consequential arguments",
     });
     expect(await acts("no_such_tool", {}, { tier: 2, clientId: CLIENT })).toMatchObject({ ok: false });
     // The gate hands over parsed arguments only; anything else still ends in a refusal, never a throw.
@@ -207,7 +207,7 @@ describe("the consequential arguments", () => {
       fc.asyncProperty(fc.constantFrom(...CONSENT_ACT_TOOLS, "x"), args, async (name, raw) => {
         const result = await acts(name, raw, { tier: 2, clientId: CLIENT });
         expect(typeof result.ok).toBe("boolean");
-        if (!result.ok) expect(result.reason.length).toBeGreaterThan(0);
+        if (!result.ok) expect(result.error.length).toBeGreaterThan(0);
       }),
       { numRuns: 300 },
     );
@@ -644,15 +644,15 @@ describe("an upload's content digest", () => {
       recursive: true,
     });
     expect(tooMany).toMatchObject({ ok: false });
-    expect(!tooMany.ok && tooMany.reason).toContain("RELAY_SHELL_TRANSFER_MAX_ENTRIES");
+    expect(!tooMany.ok && tooMany.error).toContain("RELAY_SHELL_TRANSFER_MAX_ENTRIES");
 
     const big = join(dir("content-big"), "big");
     writeFileSync(big, Buffer.alloc(100_001));
     const tooBig = await actOf("ssh_upload", { host: "web1", local_path: big, remote_path: "/x" });
-    expect(!tooBig.ok && tooBig.reason).toContain("RELAY_SHELL_TRANSFER_MAX_BYTES");
+    expect(!tooBig.ok && tooBig.error).toContain("RELAY_SHELL_TRANSFER_MAX_BYTES");
 
     const notRecursive = await actOf("ssh_upload", { host: "web1", local_path: many, remote_path: "/x" });
-    expect(!notRecursive.ok && notRecursive.reason).toContain("recursive=true");
+    expect(!notRecursive.ok && notRecursive.error).toContain("recursive=true");
 
     // A FIFO is never opened: named, it is refused; inside a tree it is bound as skipped, as the transfer skips it.
     const fifoDir = dir("content-fifo");
@@ -662,7 +662,7 @@ describe("an upload's content digest", () => {
       local_path: join(fifoDir, "pipe"),
       remote_path: "/x",
     });
-    expect(!fifo.ok && fifo.reason).toContain("not a regular file");
+    expect(!fifo.ok && fifo.error).toContain("not a regular file");
     expect(await content(fifoDir, true)).toMatchObject({ type: "directory", entries: 1, files: 0 });
 
     const missing = await actOf("ssh_upload", {
@@ -670,7 +670,7 @@ describe("an upload's content digest", () => {
       local_path: join(root, "nope"),
       remote_path: "/x",
     });
-    expect(!missing.ok && missing.reason).toContain("ENOENT");
+    expect(!missing.ok && missing.error).toContain("ENOENT");
   });
 });
 
@@ -678,7 +678,7 @@ describe("unresolvable targets are refused, never bound blank", () => {
   const refused = async (name: string, raw: Record<string, unknown>, words: string) => {
     const result = await actOf(name, raw);
     expect(result.ok, JSON.stringify(result)).toBe(false);
-    expect(!result.ok && result.reason).toContain(words);
+    expect(!result.ok && result.error).toContain(words);
   };
 
   it("a host that does not resolve", async () => {

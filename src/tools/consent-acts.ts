@@ -1,9 +1,10 @@
 import type { ConsentAct } from "../consent/index.js";
-import { describeError } from "../core/index.js";
+import { describeError, fail, ok, type Result } from "../core/index.js";
 import type { Tool } from "../runner/index.js";
 import { type ActCall, type BindContext, type ConsentActsDeps, Unbindable } from "./consent-bindings.js";
 
-export type ActResult = { ok: true; act: ConsentAct } | { ok: false; reason: string };
+/** The act of a call, or why it cannot be described for a signature. */
+export type ActResult = Result<ConsentAct, string>;
 
 /** The act of a validated call of `tool` (its arguments as the tool's parser returned them). */
 export type ConsentActs = (tool: string, args: unknown, call: ActCall) => Promise<ActResult>;
@@ -21,22 +22,22 @@ export type ConsentActs = (tool: string, args: unknown, call: ActCall) => Promis
  *
  * Never a blank act: a tool without an act, a host that does not resolve, a
  * session or forward the caller cannot use, a file that cannot be read or is
- * over the transfer bounds, each is `ok: false` with the reason. Never throws.
+ * over the transfer bounds, each fails with the reason. Never throws.
  */
 export function createConsentActs(tools: readonly Tool[], deps: ConsentActsDeps): ConsentActs {
   const acts = new Map(tools.flatMap((t) => (t.act ? [[t.name, t.act] as const] : [])));
   return async (tool, args, call) => {
     const act = acts.get(tool);
     if (act === undefined) {
-      return { ok: false, reason: `${tool} has no act describing its consequential arguments` };
+      return fail(`${tool} has no act describing its consequential arguments`);
     }
     try {
       const ctx: BindContext = { deps, call };
       const bound = await act(args, ctx);
-      return { ok: true, act: { tool, tier: call.tier, bound } };
+      return ok({ tool, tier: call.tier, bound });
     } catch (err) {
       const reason = err instanceof Unbindable ? err.message : describeError(err).message;
-      return { ok: false, reason: `${tool}: ${reason}` };
+      return fail(`${tool}: ${reason}`);
     }
   };
 }

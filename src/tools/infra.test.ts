@@ -48,8 +48,8 @@ describe("the infra tools carry the consent gate's approval", () => {
   };
   const parsed = (name: string, raw: Record<string, unknown>): unknown => {
     const result = tool(name).parse(raw);
-    if (!result.ok) throw new Error(result.problems.join("; "));
-    return result.args;
+    if (!result.ok) throw new Error(result.error.join("; "));
+    return result.value;
   };
   const args = { profile: "web", run_id: "r1", idempotency_key: "site-r1-0001" };
 

@@ -20,8 +20,8 @@ const tool = (name: string): Tool => tools.find((t) => t.name === name)!;
 function inputOf(name: string, raw: Record<string, unknown>) {
   const t = tool(name);
   const parsed = t.parse(raw);
-  if (!parsed.ok) throw new Error(parsed.problems.join("; "));
-  return { input: t.programInput!(parsed.args), policyText: t.policyText(parsed.args, { clientId: "" }) };
+  if (!parsed.ok) throw new Error(parsed.error.join("; "));
+  return { input: t.programInput!(parsed.value), policyText: t.policyText(parsed.value, { clientId: "" }) };
 }
 
 /** The policy text rebuilt from the parts, once each: nothing the deny list sees escapes the classifier. */

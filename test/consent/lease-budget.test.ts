@@ -27,8 +27,8 @@ const proofOf = (payload: string) => createHash("sha256").update(`${SECRET}\0${p
 const verifier: ApprovalVerifier = {
   verify: (approval, payload) =>
     approval.proof === proofOf(payload)
-      ? { ok: true, signer: "operator@test", key: "SHA256:test", channel: approval.channel }
-      : { ok: false, reason: "signature does not verify" },
+      ? { ok: true, value: { signer: "operator@test", key: "SHA256:test", channel: approval.channel } }
+      : { ok: false, error: "signature does not verify" },
 };
 const ctx: ToolContext = {
   signal: new AbortController().signal,
@@ -69,7 +69,7 @@ describe("a lease's budget is the one the signed read opened it with", () => {
     dir = mkdtempSync(join(tmpdir(), "consent-lease-budget-"));
     path = join(dir, "consent.db");
     const opened = openSqliteStore(path, { clock, ids: cryptoIds, busyTimeoutMs: 2000 });
-    if (!opened.ok) throw new Error(opened.detail);
+    if (!opened.ok) throw new Error(opened.error.detail);
     store = opened.value;
   });
   afterEach(async () => {
@@ -86,7 +86,7 @@ describe("a lease's budget is the one the signed read opened it with", () => {
       describe: (request) => `act of ${request.act.tool}`,
       actOf: async (tool, args, { tier }) => ({
         ok: true,
-        act: { tool, tier, bound: { command: (args as { command: string }).command } },
+        value: { tool, tier, bound: { command: (args as { command: string }).command } },
       }),
     });
 
@@ -95,14 +95,14 @@ describe("a lease's budget is the one the signed read opened it with", () => {
     if (verdict.kind !== "challenge") throw new Error(`expected a challenge, got ${verdict.kind}`);
     const id = /id=(\w+)/.exec(verdict.text)?.[1] ?? "";
     const request = await store.getRequest(id);
-    if (!request.ok) throw new Error(request.detail);
+    if (!request.ok) throw new Error(request.error.detail);
     const approved = await store.approve(id, {
       channel: "sshsig",
       proof: proofOf(request.value.payload),
       claimedSigner: "SHA256:test",
       at: clock.now(),
     });
-    if (!approved.ok) throw new Error(approved.detail);
+    if (!approved.ok) throw new Error(approved.error.detail);
   }
 
   /** What the relay's account can do to the file: any SQL, through its own connection. */
@@ -164,7 +164,7 @@ describe("a lease's budget is the one the signed read opened it with", () => {
     await openLease(gateOver(store));
     await asRelayAccount("UPDATE leases SET remaining = 100000");
     const other = openSqliteStore(path, { clock, ids: cryptoIds, busyTimeoutMs: 2000 });
-    if (!other.ok) throw new Error(other.detail);
+    if (!other.ok) throw new Error(other.error.detail);
     try {
       // The same session id, as a process that shares the file could claim it.
       expect((await gateOver(other.value).check(read("cat elsewhere"), ctx)).kind).toBe("challenge");

@@ -87,7 +87,7 @@ describe.skipIf(POSTGRES_SKIP_REASON !== null)("a relay killed mid-transaction",
       Array.from({ length: 5 }, () => store.consume(request.id, request.nonce)),
     );
     expect(spends.filter((s) => s.ok)).toHaveLength(1);
-    expect(spends.filter((s) => !s.ok).map((s) => (s.ok ? "" : s.failure))).toEqual(
+    expect(spends.filter((s) => !s.ok).map((s) => (s.ok ? "" : s.error.failure))).toEqual(
       Array(4).fill("consumed"),
     );
   });

@@ -14,7 +14,7 @@ const PATIENT_MS = 10_000;
 const WORKERS = 8;
 
 function value<T>(result: StoreResult<T>): T {
-  if (!result.ok) throw new Error(`expected ok, got ${result.failure}: ${result.detail}`);
+  if (!result.ok) throw new Error(`expected ok, got ${result.error.failure}: ${result.error.detail}`);
   return result.value;
 }
 
@@ -137,7 +137,7 @@ describe("one consent database shared by several processes", () => {
       const refused = await impatient.consume(request.id, request.nonce);
       const waited = performance.now() - started;
       expect(refused.ok).toBe(false);
-      if (!refused.ok) expect(refused.failure).toBe("locked");
+      if (!refused.ok) expect(refused.error.failure).toBe("locked");
       expect(waited).toBeGreaterThanOrEqual(150);
       expect((await impatient.touchSession("locked-out", "c")).ok).toBe(false);
       // Opening an existing database only reads it, so it does not wait for the writer.

@@ -10,14 +10,15 @@ const [path, busy] = process.argv.slice(2);
 const opened = openSqliteStore(path, { clock: systemClock, ids: cryptoIds, busyTimeoutMs: Number(busy) });
 const answer = (value) => process.stdout.write(`${JSON.stringify(value)}\n`);
 if (!opened.ok) {
-  answer({ ready: false, failure: opened.failure, detail: opened.detail });
+  answer({ ready: false, failure: opened.error.failure, detail: opened.error.detail });
   process.exit(1);
 }
 const store = opened.value;
 answer({ ready: true, instanceId: store.instanceId });
 
 let held = null;
-const outcome = (r) => (r.ok ? { ok: true } : { ok: false, failure: r.failure, detail: r.detail });
+const outcome = (r) =>
+  r.ok ? { ok: true } : { ok: false, failure: r.error.failure, detail: r.error.detail };
 
 createInterface({ input: process.stdin }).on("line", async (line) => {
   const command = JSON.parse(line);
@@ -30,7 +31,7 @@ createInterface({ input: process.stdin }).on("line", async (line) => {
       for (let i = 0; i < command.times; i += 1) {
         const r = await store.takeLeaseRead(command.session, command.idleMs);
         if (r.ok) counts[r.value === null ? "none" : "taken"] += 1;
-        else counts[r.failure === "locked" ? "locked" : "other"] += 1;
+        else counts[r.error.failure === "locked" ? "locked" : "other"] += 1;
       }
       answer(counts);
       break;

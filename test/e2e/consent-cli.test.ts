@@ -20,7 +20,7 @@ import { createLedger, removeLedger } from "../helpers/consent.js";
 import { baseEnv, SERVER_ENTRY } from "../helpers/server.js";
 
 function value<T>(result: StoreResult<T>): T {
-  if (!result.ok) throw new Error(`expected ok, got ${result.failure}: ${result.detail}`);
+  if (!result.ok) throw new Error(`expected ok, got ${result.error.failure}: ${result.error.detail}`);
   return result.value;
 }
 

@@ -104,7 +104,7 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
       busyTimeoutMs: 2000,
       euid: world.user.uid,
     });
-    if (!opened.ok) throw new Error(opened.detail);
+    if (!opened.ok) throw new Error(opened.error.detail);
     return opened.value;
   }
 
@@ -146,14 +146,14 @@ describe.skipIf(SKIP !== null)("a passkey approval through the built server and 
         claimedSigner: "alice-laptop",
         at: Date.now(),
       });
-      if (!approved.ok) throw new Error(approved.detail);
+      if (!approved.ok) throw new Error(approved.error.detail);
     });
   }
 
   async function payloadOf(id: string): Promise<string> {
     return withStore(async (store) => {
       const request = await store.getRequest(id);
-      if (!request.ok) throw new Error(request.detail);
+      if (!request.ok) throw new Error(request.error.detail);
       return request.value.payload;
     });
   }

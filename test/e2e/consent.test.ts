@@ -53,11 +53,11 @@ async function storeSignature(
     busyTimeoutMs: 2000,
     euid: world.user.uid,
   });
-  if (!opened.ok) throw new Error(opened.detail);
+  if (!opened.ok) throw new Error(opened.error.detail);
   const store = opened.value;
   try {
     const request = await store.getRequest(id);
-    if (!request.ok) throw new Error(request.detail);
+    if (!request.ok) throw new Error(request.error.detail);
     const proof = sign(request.value.payload);
     const approved = await store.approve(id, {
       channel: "sshsig",
@@ -65,7 +65,7 @@ async function storeSignature(
       claimedSigner: "operator@test",
       at: Date.now(),
     });
-    if (!approved.ok) throw new Error(approved.detail);
+    if (!approved.ok) throw new Error(approved.error.detail);
   } finally {
     await store.close();
     for (const sidecar of [`${world.db}-wal`, `${world.db}-shm`]) {

@@ -242,20 +242,26 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
   });
 
   it("preflight: the pin names the host and the credential is readable", async () => {
-    expect(await record(remote.preflight(profile))).toEqual({ ok: true, output: "", durationMs: 0 });
+    expect(await record(remote.preflight(profile))).toEqual({
+      ok: true,
+      value: { output: "", durationMs: 0 },
+    });
   });
 
   it("preflight: a pin file without the host, or no pin file, is PIN_MISSING (no key is ever learned)", async () => {
     const otherPin = join(pinDir, "other_hosts");
     writeFileSync(otherPin, `[127.0.0.1]:1 ${sshd.hostKeyPublic()}\n`, { mode: 0o644 });
     const noEntry = await record(remote.preflight({ ...profile, knownHostsFile: otherPin }));
-    expect(noEntry).toMatchObject({ ok: false, code: "PIN_MISSING", interrupted: false });
-    expect(noEntry.ok || noEntry.message).toMatch(/has no key for \[127\.0\.0\.1\]:\d+/);
+    expect(noEntry).toMatchObject({ ok: false, error: { code: "PIN_MISSING", interrupted: false } });
+    expect(noEntry.ok || noEntry.error.message).toMatch(/has no key for \[127\.0\.0\.1\]:\d+/);
     const absent = await record(remote.preflight({ ...profile, knownHostsFile: join(pinDir, "absent") }));
-    expect(absent).toMatchObject({ ok: false, code: "PIN_MISSING" });
+    expect(absent).toMatchObject({ ok: false, error: { code: "PIN_MISSING" } });
     // A probe refuses too, before any connection: nothing was added to the pin file.
     expect(await record(remote.probe({ ...profile, knownHostsFile: otherPin }))).toMatchObject({
-      code: "PIN_MISSING",
+      ok: false,
+      error: {
+        code: "PIN_MISSING",
+      },
     });
     expect(readFileSync(otherPin, "utf8")).toBe(`[127.0.0.1]:1 ${sshd.hostKeyPublic()}\n`);
   });
@@ -278,8 +284,8 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     writeFileSync(loose, `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n`);
     chmodSync(loose, 0o666);
     const result = await record(remote.probe({ ...profile, knownHostsFile: loose }));
-    expect(result).toMatchObject({ ok: false, code: "PROFILE_INVALID" });
-    expect(result.ok || result.message).toMatch(/writable by group or others \(mode 0666\)/);
+    expect(result).toMatchObject({ ok: false, error: { code: "PROFILE_INVALID" } });
+    expect(result.ok || result.error.message).toMatch(/writable by group or others \(mode 0666\)/);
   });
 
   it("preflight: a pin file that became a link, or another account's file, since loading is refused", async () => {
@@ -287,8 +293,10 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     symlinkSync(pin, linked);
     expect(await record(remote.preflight({ ...profile, knownHostsFile: linked }))).toMatchObject({
       ok: false,
-      code: "PROFILE_INVALID",
-      message: expect.stringMatching(/is a symbolic link/),
+      error: {
+        code: "PROFILE_INVALID",
+        message: expect.stringMatching(/is a symbolic link/),
+      },
     });
     if (process.geteuid?.() === 0) {
       const foreign = join(pinDir, "foreign_hosts");
@@ -296,10 +304,12 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
       chownSync(foreign, 5151, 5151);
       expect(await record(remote.preflight({ ...profile, knownHostsFile: foreign }))).toMatchObject({
         ok: false,
-        code: "PROFILE_INVALID",
-        message: expect.stringMatching(
-          /owned by uid 5151, neither root nor the owner of the profile directory/,
-        ),
+        error: {
+          code: "PROFILE_INVALID",
+          message: expect.stringMatching(
+            /owned by uid 5151, neither root nor the owner of the profile directory/,
+          ),
+        },
       });
     }
   });
@@ -316,8 +326,10 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
       const asDaemon = makeRemote({ daemonUid: 4242 });
       expect(await record(asDaemon.preflight({ ...profile, knownHostsFile: swapped }))).toMatchObject({
         ok: false,
-        code: "PROFILE_INVALID",
-        message: expect.stringMatching(/directory \S+daemon-pins is owned by the daemon's own uid 4242/),
+        error: {
+          code: "PROFILE_INVALID",
+          message: expect.stringMatching(/directory \S+daemon-pins is owned by the daemon's own uid 4242/),
+        },
       });
       expect(await record(asDaemon.preflight(profile))).toMatchObject({ ok: true });
     },
@@ -326,19 +338,19 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
   it("probe connects, passes rrsync and lists the remote root", async () => {
     const result = await record(remote.probe(profile));
     expect(result).toMatchObject({ ok: true });
-    expect(result.ok && result.output).toMatch(/^d\S+\s+[\d,]+ \S+ \S+ \.$/m);
+    expect(result.ok && result.value.output).toMatch(/^d\S+\s+[\d,]+ \S+ \S+ \.$/m);
   });
 
   it("push, list and pull: a dry run writes nothing, the copy lands file by file, a second copy overwrites nothing", async () => {
     const run = join(receiver, "backups", "runs", "r1");
     const dry = await record(remote.push(profile, join(sources, "site"), "runs/r1", { dryRun: true }));
     expect(dry).toMatchObject({ ok: true });
-    expect(dry.ok && dry.output).toMatch(/^<f\+{9} index\.html$/m);
+    expect(dry.ok && dry.value.output).toMatch(/^<f\+{9} index\.html$/m);
     expect(existsSync(run)).toBe(false);
 
     const copy = await record(remote.push(profile, join(sources, "site"), "runs/r1", { dryRun: false }));
     expect(copy).toMatchObject({ ok: true });
-    expect(copy.ok && copy.output).toMatch(/^<f\+{9} assets\/app\.js$/m);
+    expect(copy.ok && copy.value.output).toMatch(/^<f\+{9} assets\/app\.js$/m);
     expect(hashes(run)).toEqual(hashes(join(sources, "site")));
 
     // The run directory is immutable: a changed source does not overwrite what is there.
@@ -351,13 +363,13 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
 
     const listing = await record(remote.list(profile, "runs/r1"));
     expect(listing).toMatchObject({ ok: true });
-    const names = (listing.ok ? listing.output : "")
+    const names = (listing.ok ? listing.value.output : "")
       .split("\n")
       .filter(Boolean)
       .map((line) => line.split(/\s+/).slice(4).join(" "));
     expect(names.sort()).toEqual([".", "assets", "assets/app.js", "empty", "index.html"]);
     // Sizes in plain digits, not grouped ("15,000"), for the caller to compare with its manifest.
-    expect(listing.ok && listing.output).toMatch(/^-\S+ +15000 \S+ \S+ assets\/app\.js$/m);
+    expect(listing.ok && listing.value.output).toMatch(/^-\S+ +15000 \S+ \S+ assets\/app\.js$/m);
 
     const into = mkdtempSync(join(stateDir, "pull-"));
     const pulled = await record(remote.pull(profile, "runs/r1", into, 1024 * 1024));
@@ -374,16 +386,23 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
   it("a run that does not exist is RUN_NOT_FOUND; a missing remote root is RECEIVER_REFUSED", async () => {
     expect(await record(remote.list(profile, "runs/never"))).toMatchObject({
       ok: false,
-      code: "RUN_NOT_FOUND",
+      error: {
+        code: "RUN_NOT_FOUND",
+      },
     });
     const into = mkdtempSync(join(stateDir, "pull-"));
     expect(await record(remote.pull(profile, "runs/never", into, 1000))).toMatchObject({
-      code: "RUN_NOT_FOUND",
+      ok: false,
+      error: {
+        code: "RUN_NOT_FOUND",
+      },
     });
     rmSync(into, { recursive: true });
     expect(await record(remote.probe({ ...profile, remoteRoot: "nowhere" }))).toMatchObject({
       ok: false,
-      code: "RECEIVER_REFUSED",
+      error: {
+        code: "RECEIVER_REFUSED",
+      },
     });
   });
 
@@ -402,10 +421,13 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     symlinkSync(outside, join(receiver, "escape"));
     const escaped = { ...profile, remoteRoot: "escape" };
     const push = await record(remote.push(escaped, join(sources, "site"), "runs/r2", { dryRun: false }));
-    expect(push).toMatchObject({ ok: false, code: "RECEIVER_REFUSED", interrupted: false });
-    expect(push.ok || push.message).toMatch(/rrsync refused/);
+    expect(push).toMatchObject({ ok: false, error: { code: "RECEIVER_REFUSED", interrupted: false } });
+    expect(push.ok || push.error.message).toMatch(/rrsync refused/);
     expect(readdirSync(outside)).toEqual([]);
-    expect(await record(remote.probe(escaped))).toMatchObject({ code: "RECEIVER_REFUSED" });
+    expect(await record(remote.probe(escaped))).toMatchObject({
+      ok: false,
+      error: { code: "RECEIVER_REFUSED" },
+    });
   });
 
   it("a receiver whose key is not confined by rrsync is refused at probe", async () => {
@@ -416,8 +438,8 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
         `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n[127.0.0.1]:${open.port} ${open.hostKeyPublic()}\n`,
       );
       const result = await record(remote.probe({ ...profile, port: open.port, remoteRoot: "." }));
-      expect(result).toMatchObject({ ok: false, code: "RECEIVER_REFUSED", interrupted: false });
-      expect(result.ok || result.message).toMatch(
+      expect(result).toMatchObject({ ok: false, error: { code: "RECEIVER_REFUSED", interrupted: false } });
+      expect(result.ok || result.error.message).toMatch(
         /accepted --log-file=\/dev\/null, which rrsync -no-overwrite refuses: the key is not confined/,
       );
     } finally {
@@ -428,38 +450,47 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
 
   it("a key the receiver does not accept is CREDENTIAL_REJECTED", async () => {
     const result = await record(remote.probe({ ...profile, credentialId: "wrong-key" }));
-    expect(result).toMatchObject({ ok: false, code: "CREDENTIAL_REJECTED", interrupted: false });
-    expect(result.ok || result.detail).toMatch(/Permission denied/);
+    expect(result).toMatchObject({ ok: false, error: { code: "CREDENTIAL_REJECTED", interrupted: false } });
+    expect(result.ok || result.error.detail).toMatch(/Permission denied/);
   });
 
   it("a missing, loose, linked or foreign key is CREDENTIAL_UNAVAILABLE, naming the path and mode", async () => {
     const missing = await record(remote.probe({ ...profile, credentialId: "absent-key" }));
-    expect(missing).toMatchObject({ ok: false, code: "CREDENTIAL_UNAVAILABLE" });
-    expect(missing.ok || missing.message).toContain(join(creds, "absent-key"));
+    expect(missing).toMatchObject({ ok: false, error: { code: "CREDENTIAL_UNAVAILABLE" } });
+    expect(missing.ok || missing.error.message).toContain(join(creds, "absent-key"));
 
     copyFileSync(fx.clientKey, join(creds, "loose-key"));
     chmodSync(join(creds, "loose-key"), 0o644);
     const loose = await record(remote.probe({ ...profile, credentialId: "loose-key" }));
-    expect(loose).toMatchObject({ ok: false, code: "CREDENTIAL_UNAVAILABLE" });
-    expect(loose.ok || loose.message).toBe(
+    expect(loose).toMatchObject({ ok: false, error: { code: "CREDENTIAL_UNAVAILABLE" } });
+    expect(loose.ok || loose.error.message).toBe(
       `the key ${join(creds, "loose-key")} has mode 0644; only 0600 or 0400, or 0440 with systemd's credential ACL, is accepted`,
     );
     expect(await record(remote.preflight({ ...profile, credentialId: "loose-key" }))).toMatchObject({
-      code: "CREDENTIAL_UNAVAILABLE",
+      ok: false,
+      error: {
+        code: "CREDENTIAL_UNAVAILABLE",
+      },
     });
 
     symlinkSync(join(creds, "backup-key"), join(creds, "linked-key"));
     expect(await record(remote.probe({ ...profile, credentialId: "linked-key" }))).toMatchObject({
-      code: "CREDENTIAL_UNAVAILABLE",
-      message: expect.stringMatching(/is a symbolic link/),
+      ok: false,
+      error: {
+        code: "CREDENTIAL_UNAVAILABLE",
+        message: expect.stringMatching(/is a symbolic link/),
+      },
     });
     if (process.geteuid?.() === 0) {
       copyFileSync(fx.clientKey, join(creds, "foreign-key"));
       chmodSync(join(creds, "foreign-key"), 0o600);
       chownSync(join(creds, "foreign-key"), 5151, 5151);
       expect(await record(remote.probe({ ...profile, credentialId: "foreign-key" }))).toMatchObject({
-        code: "CREDENTIAL_UNAVAILABLE",
-        message: expect.stringMatching(/owned by uid 5151/),
+        ok: false,
+        error: {
+          code: "CREDENTIAL_UNAVAILABLE",
+          message: expect.stringMatching(/owned by uid 5151/),
+        },
       });
     }
   });
@@ -471,8 +502,11 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     chmodSync(join(fallback, "backup-key"), 0o400);
     const none = makeRemote({ credentialsDirectory: null });
     expect(await record(none.probe(profile))).toMatchObject({
-      code: "CREDENTIAL_UNAVAILABLE",
-      message: expect.stringMatching(/no credential source/),
+      ok: false,
+      error: {
+        code: "CREDENTIAL_UNAVAILABLE",
+        message: expect.stringMatching(/no credential source/),
+      },
     });
     const withFallback = makeRemote({ credentialsDirectory: null, keyFileDirectory: fallback });
     expect(await record(withFallback.probe(profile))).toMatchObject({ ok: true });
@@ -485,8 +519,8 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
       `[127.0.0.1]:${sshd.port} ${sshd.hostKeyPublic()}\n[127.0.0.1]:${port} ${sshd.hostKeyPublic()}\n`,
     );
     const result = await record(remote.probe({ ...profile, port }));
-    expect(result).toMatchObject({ ok: false, code: "NETWORK_FAILURE", interrupted: false });
-    expect(result.ok || result.message).toMatch(/Connection refused/);
+    expect(result).toMatchObject({ ok: false, error: { code: "NETWORK_FAILURE", interrupted: false } });
+    expect(result.ok || result.error.message).toMatch(/Connection refused/);
     writePin();
   });
 
@@ -500,7 +534,7 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
       process.env.SSH_AUTH_SOCK = agentSocket;
       const from = recorder.requests.length;
       const result = await record(remote.probe({ ...profile, credentialId: "wrong-key" }));
-      expect(result).toMatchObject({ ok: false, code: "CREDENTIAL_REJECTED" });
+      expect(result).toMatchObject({ ok: false, error: { code: "CREDENTIAL_REJECTED" } });
       const made = recorder.requests.slice(from);
       expect(made.length).toBeGreaterThan(0);
       for (const request of made) {
@@ -559,8 +593,8 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     expect(existsSync(target) && readdirSync(target).length > 0).toBe(true);
     sshd.dropConnections();
     const result = await pending;
-    expect(result).toMatchObject({ ok: false, code: "WRITE_INTERRUPTED", interrupted: true });
-    expect(result.ok || result.message).toMatch(
+    expect(result).toMatchObject({ ok: false, error: { code: "WRITE_INTERRUPTED", interrupted: true } });
+    expect(result.ok || result.error.message).toMatch(
       /may have written; the run's state on the receiver is unknown/,
     );
     rmSync(target, { recursive: true, force: true });
@@ -576,8 +610,8 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     const limited = { ...profile, limits: { ...profile.limits, timeoutSeconds: 1 } };
     const started = Date.now();
     const result = await record(remote.push(limited, big, "runs/slow", { dryRun: false }));
-    expect(result).toMatchObject({ ok: false, code: "WRITE_INTERRUPTED", interrupted: true });
-    expect(result.ok || result.message).toMatch(/stopped after the profile's 1 s limit/);
+    expect(result).toMatchObject({ ok: false, error: { code: "WRITE_INTERRUPTED", interrupted: true } });
+    expect(result.ok || result.error.message).toMatch(/stopped after the profile's 1 s limit/);
     expect(Date.now() - started).toBeLessThan(15_000);
     rmSync(join(receiver, "backups", "runs", "slow"), { recursive: true, force: true });
     rmSync(big, { recursive: true, force: true });
@@ -590,7 +624,7 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     // The bound of a preview is output_bytes or 640 bytes per file of file_count, whichever is larger.
     const limited = { ...profile, limits: { ...profile.limits, outputBytes: 4096, fileCount: 4 } };
     const result = await record(remote.push(limited, many, "runs/many", { dryRun: true }));
-    expect(result).toMatchObject({ ok: false, code: "LIMIT_EXCEEDED" });
+    expect(result).toMatchObject({ ok: false, error: { code: "LIMIT_EXCEEDED" } });
     // A profile that may replicate 1000 files can preview (and list back) 400, whatever its output_bytes.
     const roomy = { ...profile, limits: { ...profile.limits, outputBytes: 4096, fileCount: 1000 } };
     expect(await record(remote.push(roomy, many, "runs/many", { dryRun: true }))).toMatchObject({ ok: true });
@@ -604,8 +638,8 @@ describe.skipIf(SKIP)("INFRA-1 transport against a real sshd with rrsync as the 
     const pinned = readFileSync(pin, "utf8");
     await sshd.rotateHostKey();
     const result = await record(remote.probe(profile));
-    expect(result).toMatchObject({ ok: false, code: "PIN_CHANGED", interrupted: false });
-    expect(result.ok || result.detail).toMatch(/REMOTE HOST IDENTIFICATION HAS CHANGED/);
+    expect(result).toMatchObject({ ok: false, error: { code: "PIN_CHANGED", interrupted: false } });
+    expect(result.ok || result.error.detail).toMatch(/REMOTE HOST IDENTIFICATION HAS CHANGED/);
     expect(readFileSync(pin, "utf8")).toBe(pinned);
     writePin();
     expect(await record(remote.probe(profile))).toMatchObject({ ok: true });
@@ -855,7 +889,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
       expect({
         name,
         ok: result.ok,
-        ...(result.ok ? {} : { code: result.code, message: result.message }),
+        ...(result.ok ? {} : { code: result.error.code, message: result.error.message }),
       }).toEqual({
         name,
         ok: true,
@@ -894,7 +928,7 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
     chownSync(pullInto, infra.daemonUser.uid, infra.daemonUser.gid);
     const report = driveAsDaemon<{ results: Record<string, RemoteResult> }>(infra, creds, "r-acl", pullInto);
     for (const [name, result] of Object.entries(report.results)) {
-      expect({ name, ok: result.ok, ...(result.ok ? {} : { message: result.message }) }).toEqual({
+      expect({ name, ok: result.ok, ...(result.ok ? {} : { message: result.error.message }) }).toEqual({
         name,
         ok: true,
       });
@@ -914,8 +948,10 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("INFRA-1 transport as the daemon's o
     );
     expect(refused.results.preflight).toMatchObject({
       ok: false,
-      code: "CREDENTIAL_UNAVAILABLE",
-      message: expect.stringMatching(/has mode 0440 with the ACL user::r--,user:\d+:r--,user:\d+:r--/),
+      error: {
+        code: "CREDENTIAL_UNAVAILABLE",
+        message: expect.stringMatching(/has mode 0440 with the ACL user::r--,user:\d+:r--,user:\d+:r--/),
+      },
     });
   });
 });

@@ -33,7 +33,7 @@ import { POSTGRES_SKIP_REASON, type PostgresCluster, startPostgres } from "./pos
  */
 
 export function value<T>(result: StoreResult<T> | StateResult<T>): T {
-  if (!result.ok) throw new Error(`expected ok, got ${result.failure}: ${result.detail}`);
+  if (!result.ok) throw new Error(`expected ok, got ${result.error.failure}: ${result.error.detail}`);
   return result.value;
 }
 

@@ -369,7 +369,7 @@ describe("interrupted writes", () => {
       ...remote,
       push: () =>
         new Promise((resolve) => {
-          release = () => resolve({ ok: true, output: "", durationMs: 0 });
+          release = () => resolve({ ok: true, value: { output: "", durationMs: 0 } });
         }),
     };
     const dying = createOperations(context(hanging));

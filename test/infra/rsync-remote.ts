@@ -47,16 +47,18 @@ export function createRsyncRemote(receiver: string, ssh?: SshReceiver): RsyncRem
       killGraceMs: 200,
     });
     if (outcome.exitCode === 0 && !outcome.timedOut) {
-      return { ok: true, output: outcome.output, durationMs: outcome.durationMs };
+      return { ok: true, value: { output: outcome.output, durationMs: outcome.durationMs } };
     }
     return {
       ok: false,
-      code: "TRANSFER_FAILED",
-      message: outcome.timedOut
-        ? "rsync ran out of time and was stopped."
-        : `rsync exited with ${outcome.exitCode}.`,
-      interrupted: outcome.timedOut || (outcome.exitCode ?? 0) < 0,
-      detail: outcome.output.slice(-2000),
+      error: {
+        code: "TRANSFER_FAILED",
+        message: outcome.timedOut
+          ? "rsync ran out of time and was stopped."
+          : `rsync exited with ${outcome.exitCode}.`,
+        interrupted: outcome.timedOut || (outcome.exitCode ?? 0) < 0,
+        detail: outcome.output.slice(-2000),
+      },
     };
   }
 
@@ -66,10 +68,12 @@ export function createRsyncRemote(receiver: string, ssh?: SshReceiver): RsyncRem
     failures.delete(op);
     return {
       ok: false,
-      code: failure.code,
-      message: `injected ${failure.code}.`,
-      interrupted: failure.interrupted,
-      detail: "",
+      error: {
+        code: failure.code,
+        message: `injected ${failure.code}.`,
+        interrupted: failure.interrupted,
+        detail: "",
+      },
     };
   }
 
@@ -80,7 +84,7 @@ export function createRsyncRemote(receiver: string, ssh?: SshReceiver): RsyncRem
     pushTimeoutMs: null,
     async preflight() {
       calls.push({ op: "preflight", path: "" });
-      return injected("preflight") ?? { ok: true, output: "", durationMs: 0 };
+      return injected("preflight") ?? { ok: true, value: { output: "", durationMs: 0 } };
     },
     async probe(profile) {
       calls.push({ op: "probe", path: "" });

@@ -73,13 +73,13 @@ describe("a source tree changed under the walk", () => {
       const res = await takeSnapshot([root], { entries: 1000, bytes: 1 << 24 }, dest);
       if (res.ok) {
         outcomes.ok += 1;
-        for (const file of res.manifest.files) {
+        for (const file of res.value.manifest.files) {
           const copied = readFileSync(join(dest, file.path), "utf8");
           expect(copied).toMatch(/^inside \d+\n$/);
         }
       } else {
         outcomes.refused += 1;
-        expect(res.code).toBe("SOURCE_UNSAFE");
+        expect(res.error.code).toBe("SOURCE_UNSAFE");
       }
       rmSync(dest, { recursive: true, force: true });
     }

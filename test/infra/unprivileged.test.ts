@@ -54,8 +54,10 @@ describe.skipIf(INFRA_SKIP_REASON !== null)("the snapshot walk as the daemon's a
     const res = asDaemon(user, script, [SNAPSHOT_MODULE, root, dest]);
     expect(res).toEqual({
       ok: false,
-      code: "SOURCE_UNSAFE",
-      message: `${join(root, "secret.txt")} cannot be read by the broker (permission denied).`,
+      error: {
+        code: "SOURCE_UNSAFE",
+        message: `${join(root, "secret.txt")} cannot be read by the broker (permission denied).`,
+      },
     });
   });
 

@@ -90,10 +90,10 @@ describe.skipIf(SSHD_MISSING)("consent acts bind what the SSH tools really do", 
     });
     actOf = async (name, raw) => {
       const parsed = tools.find((t) => t.name === name)!.parse(raw);
-      if (!parsed.ok) throw new Error(parsed.problems.join("; "));
-      const result = await acts(name, parsed.args, { tier: 2, clientId: ctx.clientId });
-      if (!result.ok) throw new Error(result.reason);
-      return result.act;
+      if (!parsed.ok) throw new Error(parsed.error.join("; "));
+      const result = await acts(name, parsed.value, { tier: 2, clientId: ctx.clientId });
+      if (!result.ok) throw new Error(result.error);
+      return result.value;
     };
   });
 
@@ -104,8 +104,8 @@ describe.skipIf(SSHD_MISSING)("consent acts bind what the SSH tools really do", 
 
   async function run(name: string, raw: Record<string, unknown>) {
     const parsed = tools.find((t) => t.name === name)!.parse(raw);
-    if (!parsed.ok) throw new Error(parsed.problems.join("; "));
-    return tools.find((t) => t.name === name)!.run(parsed.args, ctx);
+    if (!parsed.ok) throw new Error(parsed.error.join("; "));
+    return tools.find((t) => t.name === name)!.run(parsed.value, ctx);
   }
 
   for (const host of ["web", "jumped", "cfghost"]) {
