@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeError, type ErrorType, RelayError } from "./errors.js";
+import { describeError, ERROR_TYPES, type ErrorType, isErrorType, RelayError } from "./errors.js";
 import { fail, ok, type Result } from "./result.js";
 
 describe("the error grammar", () => {
@@ -10,13 +10,15 @@ describe("the error grammar", () => {
     expect(new RelayError("ValueErorr", "x").type).toBe("ValueErorr");
   });
 
-  it("passes on a token that arrives as text, as it came", () => {
+  it("checks a token that arrives as text against the closed list before it is one", () => {
     // What the launcher's reply carries: the token its runner's RelayError had, as a string.
     const wire: { type: string } = { type: "NotADirectoryError" };
-    const rebuilt = new RelayError(wire.type, "cwd is not a directory: /etc/passwd");
-    const token: ErrorType = rebuilt.type;
+    if (!isErrorType(wire.type)) throw new Error("a token of the list was refused");
+    const token: ErrorType = new RelayError(wire.type, "cwd is not a directory: /etc/passwd").type;
     expect(token).toBe("NotADirectoryError");
-    expect(rebuilt.code).toBe("NotADirectoryError");
+    expect(isErrorType("ValueErorr")).toBe(false);
+    expect(isErrorType("constructor")).toBe(false);
+    expect(ERROR_TYPES.every(isErrorType)).toBe(true);
   });
 
   it("describes a foreign error by its own name, and the untyped form by its message", () => {

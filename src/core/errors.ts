@@ -6,57 +6,60 @@
  * client's own. `""` is the untyped form, `[ERROR: <message>]` (see {@link RelayError.untyped}).
  * A foreign error (one the relay did not build) keeps its own name; {@link describeError} reads it.
  */
-export type ErrorType =
-  | ""
+export const ERROR_TYPES = [
+  "",
   // Operating-system failures, as Python names their errno values.
-  | "OSError"
-  | "FileNotFoundError"
-  | "FileExistsError"
-  | "PermissionError"
-  | "NotADirectoryError"
-  | "IsADirectoryError"
-  | "TimeoutError"
-  | "ConnectionError"
-  | "ConnectionRefusedError"
-  | "ConnectionResetError"
+  "OSError",
+  "FileNotFoundError",
+  "FileExistsError",
+  "PermissionError",
+  "NotADirectoryError",
+  "IsADirectoryError",
+  "TimeoutError",
+  "ConnectionError",
+  "ConnectionRefusedError",
+  "ConnectionResetError",
   // The caller's input, and the relay's own state.
-  | "ValueError"
-  | "RuntimeError"
-  | "CancelledError"
-  | "AbortError"
-  | "ConfigError"
-  | "InventoryError"
-  | "TransferLimitError"
+  "ValueError",
+  "RuntimeError",
+  "CancelledError",
+  "AbortError",
+  "ConfigError",
+  "InventoryError",
+  "TransferLimitError",
   // Terminals, forwards and SSH.
-  | "SessionError"
-  | "ForwardError"
-  | "FanoutError"
-  | "HostNotFoundError"
-  | "HostKeyNotVerifiable"
-  | "PermissionDenied"
-  | "ProtocolError"
-  | "ChannelError"
-  | "ChannelOpenError"
-  | "ChannelListenError"
-  | "SFTPError"
+  "SessionError",
+  "ForwardError",
+  "FanoutError",
+  "HostNotFoundError",
+  "HostKeyNotVerifiable",
+  "PermissionDenied",
+  "ProtocolError",
+  "ChannelError",
+  "ChannelOpenError",
+  "ChannelListenError",
+  "SFTPError",
   // The INFRA-1 broker's client.
-  | "InfraProtocolError";
+  "InfraProtocolError",
+] as const;
 
-/**
- * What the constructor takes as `type`: a literal must be a token of {@link ErrorType}, so a
- * misspelt one does not compile. A plain `string` is the one escape: a token passed on as text from
- * where it was built with this same type, today the launcher's reply (exec/launcher-protocol.ts
- * rebuilds the error its runner threw); it is taken as it came.
- */
-type TokenArgument<T extends string> = string extends T ? string : T extends ErrorType ? T : ErrorType;
+/** A token of the error grammar (docs/wire-contract.md §1.2); "" only for an untyped error. */
+export type ErrorType = (typeof ERROR_TYPES)[number];
+
+const KNOWN: ReadonlySet<string> = new Set(ERROR_TYPES);
+
+/** True when `text` is a token of the closed list: how a decoder checks a token that crossed a pipe. */
+export function isErrorType(text: string): text is ErrorType {
+  return KNOWN.has(text);
+}
 
 /**
  * A typed, expected failure. `type` is the token shown to the caller in
  * `[ERROR: <type>: <message>]` (docs/wire-contract.md §1.2); `code` is stable for tests.
  * A failure the contract shows without a type token, `[ERROR: <message>]`, is made
- * with {@link RelayError.untyped}. `T` only checks the constructor's token (see TokenArgument).
+ * with {@link RelayError.untyped}.
  */
-export class RelayError<T extends string = ErrorType> extends Error {
+export class RelayError extends Error {
   /** The type token; empty only for an untyped error (see {@link RelayError.untyped}). */
   readonly type: ErrorType;
   readonly code: string;
@@ -65,11 +68,10 @@ export class RelayError<T extends string = ErrorType> extends Error {
    * `type` names the failure; an empty `type` is the untyped form, kept so an
    * error rebuilt from its parts (across the launcher's pipe) stays what it was.
    */
-  constructor(type: TokenArgument<T>, message: string, options?: { code?: string; cause?: unknown }) {
+  constructor(type: ErrorType, message: string, options?: { code?: string; cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "RelayError";
-    // A literal was checked against ErrorType above; a passed-on string is one built with it.
-    this.type = type as ErrorType;
+    this.type = type;
     this.code = options?.code ?? type;
   }
 

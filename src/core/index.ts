@@ -1,6 +1,6 @@
 export { canonicalJson, compactJson, JsonNumberText, pythonJson } from "./canonical-json.js";
 export { type Clock, isoTimestamp, systemClock } from "./clock.js";
-export { describeError, type ErrorType, RelayError } from "./errors.js";
+export { describeError, ERROR_TYPES, type ErrorType, isErrorType, RelayError } from "./errors.js";
 export { foldHosts } from "./host-ranges.js";
 export { cryptoIds, type Ids } from "./ids.js";
 export {

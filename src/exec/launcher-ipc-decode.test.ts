@@ -1,7 +1,7 @@
 import { deserialize, serialize } from "node:v8";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { RelayError } from "../core/index.js";
+import { ERROR_TYPES, RelayError } from "../core/index.js";
 import {
   decodeFromLauncher,
   decodeToLauncher,
@@ -65,7 +65,7 @@ const fromLauncher: fc.Arbitrary<FromLauncher> = fc.oneof(
   fc
     .record({
       id,
-      type: fc.string({ minLength: 1, maxLength: 20 }),
+      type: fc.constantFrom(...ERROR_TYPES),
       message: fc.string(),
       relay: fc.boolean(),
     })
@@ -252,6 +252,16 @@ describe("bounds on what the launcher sends", () => {
     });
     expect(decodeFromLauncher(edited(failed, ["error", "type"], { to: "t".repeat(257) }))).toMatchObject({
       why: "failed.error.type is over 256 characters",
+    });
+    // A relay error names a token of the closed list; a plain error keeps its own name.
+    expect(decodeFromLauncher(edited(failed, ["error", "type"], { to: "ValueErorr" }))).toEqual({
+      kind: "bad",
+      why: "failed.error.type is not an error token of the relay",
+    });
+    const foreign = { kind: "failed", id: 1, error: toWireError(new TypeError("x")) };
+    expect(decodeFromLauncher(foreign)).toMatchObject({
+      kind: "failed",
+      error: { relay: false, type: "TypeError" },
     });
     const stages = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`s${"a".repeat(i)}`, 1]));
     expect(decodeFromLauncher({ ...done, stages })).toMatchObject({ why: "done.stages has over 16 stages" });

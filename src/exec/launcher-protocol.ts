@@ -1,4 +1,4 @@
-import { MAX_OUTPUT_BYTES, RelayError, type StageTimes } from "../core/index.js";
+import { isErrorType, MAX_OUTPUT_BYTES, RelayError, type StageTimes } from "../core/index.js";
 import type { ProcessOutcome, ProcessRequest } from "./types.js";
 
 /**
@@ -85,7 +85,8 @@ export function toWireError(err: unknown): WireError {
 /** Rebuild the error the launcher's runner threw: a RelayError keeps its type, message and code. */
 export function fromWireError(wire: WireError): Error {
   const cause = wire.cause === undefined ? undefined : plainError(wire.cause);
-  if (wire.relay) {
+  // The decoder refuses a relay error whose token is not in the closed list; this is the type's proof.
+  if (wire.relay && isErrorType(wire.type)) {
     return new RelayError(wire.type, wire.message, {
       ...(wire.code === undefined ? {} : { code: wire.code }),
       ...(cause === undefined ? {} : { cause }),
@@ -316,10 +317,14 @@ function decodeWireError(value: unknown): WireError {
   const e = plain(value, where);
   exactly(e, where, ["relay", "name", "type", "message", "code", "cause"]);
   const cause = field(e, "cause");
+  const relay = flag(e, where, "relay");
+  const type = text(e, where, "type", MAX_NAME_CHARS);
+  // A RelayError's token is one of the error grammar's; any other came from no runner of ours.
+  if (relay && !isErrorType(type)) throw new Malformed(`${where}.type is not an error token of the relay`);
   return {
-    relay: flag(e, where, "relay"),
+    relay,
     name: text(e, where, "name", MAX_NAME_CHARS),
-    type: text(e, where, "type", MAX_NAME_CHARS),
+    type,
     message: text(e, where, "message", MAX_MESSAGE_CHARS),
     code: optionalText(e, where, "code", MAX_NAME_CHARS),
     cause: cause === undefined ? undefined : decodeCause(cause),
