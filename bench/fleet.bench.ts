@@ -1,8 +1,11 @@
-import { rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { FLEET_SKIP_REASON, type Fleet, startFleet } from "../test/fixtures/fleet.js";
 import { FLEET_COMMAND, type FleetRun, measureRun } from "./fleet-measure.js";
 import { type FleetPeer, type FleetRunOptions, fleetPeers, peerRuns, runLimitMs } from "./fleet-peers.js";
-import { type BenchServer, startBenchServer } from "./harness.js";
+import { type BenchServer, ROOT, startBenchServer } from "./harness.js";
 import type { Bench, BenchFigure } from "./types.js";
 
 /**
@@ -18,6 +21,7 @@ export interface FleetBenchOptions extends FleetRunOptions {
 }
 
 const RELAY = "relay-shell";
+const FLOOR = "ssh2 floor";
 const COLD_BOUND = 1;
 const WARM_BOUND = 0.25;
 const RSS_BOUND_MIB = 300;
@@ -120,6 +124,44 @@ async function relayRuns(fleet: Fleet, o: FleetRunOptions): Promise<FleetRun[]> 
   }
 }
 
+/**
+ * The floor (bench/floors/fleet-floor.mjs): one process with nothing but ssh2, the same command on
+ * every host at the same concurrency, cold then warm. What no fan-out from one process can beat.
+ */
+async function floorRuns(fleet: Fleet, o: FleetRunOptions): Promise<FleetRun[]> {
+  const targets = join(fleet.dir, "floor-hosts.json");
+  writeFileSync(targets, JSON.stringify(fleet.hosts.map(({ address, port }) => ({ address, port }))));
+  const script = join(ROOT, "bench", "floors", "fleet-floor.mjs");
+  const args = [script, targets, fleet.user, fleet.clientKey, String(o.concurrency), FLEET_COMMAND];
+  const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] });
+  const lines = createInterface({ input: child.stdout });
+  const pending: string[] = [];
+  let waiting: ((text: string) => void) | null = null;
+  lines.on("line", (line) => {
+    if (line !== "done") pending.push(line);
+    else {
+      const text = pending.splice(0).join("\n");
+      waiting?.(text);
+      waiting = null;
+    }
+  });
+  const round = () =>
+    new Promise<{ output: string; failure: string | null }>((resolve) => {
+      waiting = (output) => resolve({ output, failure: null });
+      child.stdin.write("run\n");
+    });
+  const watch = { roots: () => (child.pid === undefined ? [] : [child.pid]) };
+  try {
+    return [
+      await measureRun(FLOOR, "cold", fleet.hosts, watch, round),
+      await measureRun(FLOOR, "warm", fleet.hosts, watch, round),
+    ];
+  } finally {
+    child.stdin.end();
+    child.kill();
+  }
+}
+
 /** Why a figure measured over `runs` says nothing of the whole fleet, or null when every run reached it. */
 function failureOf(runs: readonly FleetRun[]): string | null {
   const failed = runs.find((r) => r.failure !== null);
@@ -172,7 +214,7 @@ function ratioFigure(
   runs: readonly FleetRun[],
 ): BenchFigure {
   const relay = runs.find((r) => r.tool === RELAY && r.phase === phase);
-  const peers = runs.filter((r) => r.tool !== RELAY && r.phase === phase);
+  const peers = runs.filter((r) => r.tool !== RELAY && r.tool !== FLOOR && r.phase === phase);
   const fastest = peers
     .filter((r) => r.failure === null)
     .sort((a, b) => a.wallMs - b.wallMs)
@@ -195,6 +237,26 @@ function ratioFigure(
   return { name, value: ratio, unit: "x", target: `<= ${bound}`, met: ratio <= bound };
 }
 
+/** The relay over the floor, cold and warm: what the relay's own work adds to a fan-out. */
+function floorFigures(n: number, runs: readonly FleetRun[]): BenchFigure[] {
+  return (["cold", "warm"] as const).map((phase) => {
+    const relay = runs.find((r) => r.tool === RELAY && r.phase === phase);
+    const floor = runs.find((r) => r.tool === FLOOR && r.phase === phase);
+    const name = `${n} hosts, ${RELAY} ${phase} / ${FLOOR} ${phase}`;
+    const failed = failureOf([relay, floor].filter((r) => r !== undefined));
+    if (!relay || !floor || failed) {
+      return {
+        name,
+        value: Number.NaN,
+        unit: "x",
+        target: `reported (${failed ?? "not measured"})`,
+        met: null,
+      };
+    }
+    return { name, value: relay.wallMs / floor.wallMs, unit: "x", target: "reported", met: null };
+  });
+}
+
 /**
  * Every tool over one running fleet: the relay, then each installed peer. A
  * peer that is not installed is printed as such and left out.
@@ -215,6 +277,8 @@ export async function benchFleet(
     runs.push(...done);
   };
   add(await relayRuns(fleet, o));
+  await settle();
+  add(await floorRuns(fleet, o));
   for (const peer of peers) {
     if (peer.missing !== null) {
       console.log(`  ${peer.name}: ${peer.missing}`);
@@ -229,6 +293,7 @@ export async function benchFleet(
     ...tools.map((tool) => rssFigure(n, tool, runs)),
     ratioFigure(n, "cold", COLD_BOUND, runs),
     ratioFigure(n, "warm", WARM_BOUND, runs),
+    ...floorFigures(n, runs),
   ];
 }
 

@@ -116,6 +116,8 @@ describe.skipIf(SKIP !== null)("the fleet bench, small", () => {
     const runs = [
       "relay-shell cold",
       "relay-shell warm",
+      "ssh2 floor cold",
+      "ssh2 floor warm",
       ...PEERS.flatMap((p) => ["cold", "opening masters", "warm"].map((phase) => `${p.name} ${phase}`)),
     ];
     for (const run of runs) {
@@ -134,6 +136,10 @@ describe.skipIf(SKIP !== null)("the fleet bench, small", () => {
       const ratio = figures.find((f) => f.name.startsWith(`${N} hosts, relay-shell ${phase} / fastest peer`));
       expect(ratio?.value, phase).toBeGreaterThan(0);
       expect(typeof ratio?.met, phase).toBe("boolean");
+    }
+    for (const phase of ["cold", "warm"]) {
+      const overFloor = named.get(`${N} hosts, relay-shell ${phase} / ssh2 floor ${phase}`);
+      expect(overFloor?.value, phase).toBeGreaterThan(0);
     }
     expect(figures.filter((f) => f.met === false && !f.name.includes("/ fastest peer"))).toEqual([]);
     // Every peer's control masters were stopped with it.
