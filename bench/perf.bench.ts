@@ -291,6 +291,15 @@ export const perfBench: Bench = {
             return { ...started, first: () => started.server.call("noop", {}) };
           }),
         );
+        // The same first turn on the no-op server: what a call costs after a second of idling
+        // on this machine (a halted CPU waking, caches gone cold) whatever the server does.
+        addStartup(
+          "noop first turn",
+          await startupOnce(async () => {
+            const started = await connectMcp(noopCommand(dir));
+            return { ...started, first: () => started.server.call("noop", {}) };
+          }, true),
+        );
         if (haveCodex) {
           addStartup(
             "codex",
@@ -485,7 +494,7 @@ function report(
       `  after tools/list and ${FIRST_TURN_MS} ms`,
       fmt(startup("relay first turn", (x) => x.firstCallMs)),
       "—",
-      "—",
+      `SDK no-op the same way: ${fmt(startup("noop first turn", (x) => x.firstCallMs))} (${(startup("noop first turn", (x) => x.firstCallMs) / noop).toFixed(1)} x its warm p50)`,
     ),
   );
   console.log(
