@@ -2,6 +2,7 @@ import {
   describeError,
   foldHosts,
   neutralizeTerminalOutput,
+  type RunOutcome,
   type TerminalOutputMode,
   utf8Length,
 } from "../core/index.js";
@@ -11,15 +12,11 @@ import { timeoutText, unreachableText } from "./format.js";
 /** What one host of a fan-out did: its run, or why it has none. */
 export interface FanoutHostRun {
   host: string;
-  /** Absent when the host was not reached; `error` then says why. */
-  result?: {
-    exitCode: number | null;
-    output: string;
-    timedOut: boolean;
-    /** Output the host's buffer had to drop, and all it wrote: the marker reports the real size. */
-    droppedBytes: number;
-    totalBytes: number;
-  };
+  /**
+   * Absent when the host was not reached; `error` then says why. What the host's buffer had to drop
+   * and all it wrote let the marker report the real size.
+   */
+  result?: Pick<RunOutcome, "exitCode" | "output" | "timedOut" | "droppedBytes" | "totalBytes">;
   error?: unknown;
 }
 

@@ -1,4 +1,4 @@
-import { cryptoIds, type Ids, RelayError } from "../core/index.js";
+import { cryptoIds, type Ids, RelayError, type RunOutcome } from "../core/index.js";
 
 /** Fan-outs kept for follow-up calls; the oldest goes first past this count. */
 const KEPT_FANOUTS = 16;
@@ -15,13 +15,7 @@ const FANOUT_ID = /^fo-[0-9a-f]{12}(?:@[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?)?$/;
 /** What one host of a fan-out did, as kept: its run, or why it has none. */
 export interface KeptHostRun {
   host: string;
-  result?: {
-    exitCode: number | null;
-    timedOut: boolean;
-    output: string;
-    droppedBytes: number;
-    totalBytes: number;
-  };
+  result?: Pick<RunOutcome, "exitCode" | "timedOut" | "output" | "droppedBytes" | "totalBytes">;
   error?: unknown;
 }
 
