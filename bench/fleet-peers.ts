@@ -114,9 +114,24 @@ function packageVersion(pkg: string): string {
   }
 }
 
-/** The peers as installed here; a missing one says how to install it. */
-export function fleetPeers(): FleetPeer[] {
-  return SPECS.map((spec) => {
+/**
+ * The peers, each with why it cannot run when it cannot. RELAY_SHELL_BENCH_FLEET_PEERS (package
+ * names, comma-separated: pssh, clustershell, ansible-core) keeps only those, for a shorter run.
+ */
+export function fleetPeers(
+  only: string | undefined = process.env.RELAY_SHELL_BENCH_FLEET_PEERS,
+): FleetPeer[] {
+  const wanted =
+    only === undefined || only.trim() === "" ? null : new Set(only.split(",").map((p) => p.trim()));
+  if (wanted) {
+    const unknown = [...wanted].filter((name) => !SPECS.some((spec) => spec.pkg === name));
+    if (unknown.length > 0) {
+      throw new Error(
+        `RELAY_SHELL_BENCH_FLEET_PEERS: no peer ${unknown.join(", ")} (known: ${SPECS.map((s) => s.pkg).join(", ")})`,
+      );
+    }
+  }
+  return SPECS.filter((spec) => wanted === null || wanted.has(spec.pkg)).map((spec) => {
     const program = spec.program.slice(spec.program.lastIndexOf("/") + 1);
     const installed = existsSync(spec.program);
     return {
