@@ -8,6 +8,7 @@ import { perfBench } from "./perf.bench.js";
 import { scaleBench } from "./scale.bench.js";
 import { sessionsBench } from "./sessions.bench.js";
 import { sshBench } from "./ssh.bench.js";
+import { transferBench } from "./transfer.bench.js";
 import type { Bench, BenchFigure } from "./types.js";
 
 /**
@@ -25,6 +26,7 @@ const all: Bench[] = [
   perfBench,
   scaleBench,
   fleetBench,
+  transferBench,
 ];
 const wanted = process.argv.slice(2).map((arg) => arg.toLowerCase());
 const benches =

@@ -1,14 +1,11 @@
 import type { Stats as LocalStats } from "node:fs";
-import { lstat, mkdir, open, readdir, readlink, stat, symlink, unlink } from "node:fs/promises";
+import { lstat, mkdir, readdir, readlink, stat, symlink, unlink } from "node:fs/promises";
 import { posix } from "node:path";
 import type { FileEntryWithStats, InputAttributes, SFTPWrapper, Stats } from "ssh2";
 import { RelayError } from "../core/index.js";
-import { cleanServerMessage, printablePath } from "./server-text.js";
-
-/** SFTP status codes (draft-ietf-secsh-filexfer-02 §7) that change what we tell the caller. */
-const NO_SUCH_FILE = 2;
-const PERMISSION_DENIED = 3;
-const EOF_STATUS = 1;
+import { call, EOF_STATUS, localError, remoteError } from "./sftp-errors.js";
+import { getFile, type LocalWrite, putFile, type RemoteWrite } from "./sftp-file.js";
+import { createRequestWindow, requestBytesFor } from "./sftp-window.js";
 
 /** Only the permission bits travel: set-id and sticky bits are dropped in both directions. */
 export const MODE_BITS = 0o777;
@@ -36,150 +33,13 @@ export interface RemoteFs {
   /** Write `size` bytes of a local file to a remote path; see RemoteWrite. */
   put(local: string, remote: string, write: RemoteWrite, onBytes: (n: number) => void): Promise<void>;
   /** Read exactly `size` bytes (what the caller checked against its bounds, never what fstat claims later). */
-  get(remote: string, local: string, mode: number, size: number, onBytes: (n: number) => void): Promise<void>;
-}
-
-/** How one remote file is written. */
-interface RemoteWrite {
-  /**
-   * true: the path must not exist (O_CREAT|O_EXCL), so the open fails rather
-   * than follow a link that appeared there; false: an existing file the
-   * caller found with lstat is truncated and rewritten in place.
-   */
-  exclusive: boolean;
-  mode: number;
-  /** Bytes to copy: the size the caller checked against its bounds. */
-  size: number;
-  /** Seconds; applied through the open handle, so never through a link. */
-  atime: number;
-  mtime: number;
-  /**
-   * false for a destination that is not a regular file (`/dev/null`, a FIFO):
-   * its bytes are written, its mode and times are not the copy's to change.
-   */
-  setAttrs: boolean;
-}
-
-/** Local bytes in flight per upload: WRITE_WINDOW requests of WRITE_CHUNK bytes. */
-const WRITE_CHUNK = 65536;
-const WRITE_WINDOW = 32;
-
-function remoteError(err: unknown, op: string, rawWhere: string): RelayError {
-  if (err instanceof RelayError) return err;
-  const e = err as { code?: unknown; message?: unknown } | undefined;
-  // The server writes the message and may have named the path: neither reaches the caller raw.
-  const message = cleanServerMessage(typeof e?.message === "string" ? e.message : String(err));
-  const where = printablePath(rawWhere);
-  if (e?.code === NO_SUCH_FILE) {
-    // Creating a file fails this way only when a directory on its path is missing.
-    const what = op === "upload" ? `no such directory for ${where}` : `no such file: ${where}`;
-    return new RelayError("FileNotFoundError", what, { cause: err });
-  }
-  if (e?.code === PERMISSION_DENIED) {
-    return new RelayError("PermissionError", `permission denied: ${where} (${op})`, { cause: err });
-  }
-  if (/no response from server|not connected|channel/i.test(message)) {
-    return new RelayError("ConnectionError", `the SFTP channel closed during ${op} of ${where}`, {
-      cause: err,
-    });
-  }
-  return new RelayError("SFTPError", `${op} ${where} failed: ${message}`, { cause: err });
-}
-
-export function localError(err: unknown, op: string, rawPath: string): RelayError {
-  if (err instanceof RelayError) return err;
-  const e = err as NodeJS.ErrnoException;
-  // On a download the path holds names the server chose.
-  const path = printablePath(rawPath);
-  switch (e?.code) {
-    case "ENOENT":
-      return new RelayError(
-        "FileNotFoundError",
-        op === "write" ? `no such local directory for ${path}` : `no such local file: ${path}`,
-        { cause: err },
-      );
-    case "EACCES":
-    case "EPERM":
-      return new RelayError("PermissionError", `permission denied: ${path} (${op})`, { cause: err });
-    case "ENOTDIR":
-      return new RelayError("NotADirectoryError", `not a directory on the way to ${path}`, { cause: err });
-    case "EISDIR":
-      return new RelayError("IsADirectoryError", `is a directory: ${path}`, { cause: err });
-    default:
-      return new RelayError("OSError", `${op} ${path} failed: ${printablePath(e?.message ?? String(err))}`, {
-        cause: err,
-      });
-  }
-}
-
-function call<T>(
-  op: string,
-  where: string,
-  run: (cb: (err: Error | undefined | null, value?: T) => void) => void,
-) {
-  return new Promise<T>((resolve, reject) => {
-    try {
-      run((err, value) => (err ? reject(remoteError(err, op, where)) : resolve(value as T)));
-    } catch (err) {
-      // ssh2 throws synchronously when the channel is already gone.
-      reject(remoteError(err, op, where));
-    }
-  });
-}
-
-/** Reads answered with no byte before a download gives up on a file shorter than its size. */
-const MAX_EMPTY_READS = 64;
-
-/**
- * One fastGet. It reports local and remote failures through the same
- * callback: a Node errno (a string code) is the local side, anything else the
- * server's. A server that reported `size` bytes and then ends the file early
- * would keep fastGet asking for the missing bytes without end; `stop` (which
- * closes the channel) ends that instead, and the copy fails at once.
- */
-function download(
-  local: string,
-  where: string,
-  size: number,
-  onBytes: (n: number) => void,
-  stop: () => void,
-  run: (
-    opts: { step: (total: number, nb: number) => void },
-    cb: (err: Error | undefined | null) => void,
-  ) => void,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let seen = 0;
-    let empty = 0;
-    let failure: RelayError | null = null;
-    const step = (total: number, nb: number) => {
-      onBytes(total - seen);
-      seen = total;
-      if (nb > 0 || failure !== null || ++empty < MAX_EMPTY_READS) return;
-      failure = new RelayError(
-        "SFTPError",
-        `download ${printablePath(where)} failed: the server ended the file after ${total} of the ${size} bytes it reported`,
-      );
-      // Answer now: fastGet's own callback waits for the channel to close, which this server may never do.
-      reject(failure);
-      stop();
-    };
-    try {
-      run({ step }, (err) => {
-        if (failure) return;
-        if (!err) resolve();
-        else if (typeof (err as NodeJS.ErrnoException).code === "string")
-          reject(localError(err, "write", local));
-        else reject(remoteError(err, "download", where));
-      });
-    } catch (err) {
-      reject(remoteError(err, "download", where));
-    }
-  });
+  get(remote: string, local: string, write: LocalWrite, onBytes: (n: number) => void): Promise<void>;
 }
 
 export function createRemoteFs(sftp: SFTPWrapper, host: string): RemoteFs {
   const at = (path: string) => `${host}:${path}`;
+  // One window per transfer: every file of it shares the same slots.
+  const session = { sftp, window: createRequestWindow(requestBytesFor(sftp)) };
   const orNull = (err: unknown): null => {
     if (err instanceof RelayError && err.type === "FileNotFoundError") return null;
     throw err;
@@ -214,66 +74,6 @@ export function createRemoteFs(sftp: SFTPWrapper, host: string): RemoteFs {
     return kept;
   }
 
-  async function put(local: string, remote: string, write: RemoteWrite, onBytes: (n: number) => void) {
-    const where = at(remote);
-    let source: Awaited<ReturnType<typeof open>>;
-    try {
-      source = await open(local, "r");
-    } catch (err) {
-      throw localError(err, "read", local);
-    }
-    try {
-      const handle = await call<Buffer>("upload", where, (cb) =>
-        sftp.open(remote, write.exclusive ? "wx" : "w", { mode: write.mode }, cb),
-      );
-      let failure: unknown = null;
-      try {
-        // The mode goes on before the first byte (an existing file keeps its old mode until here).
-        if (write.setAttrs) await call<void>("upload", where, (cb) => sftp.fchmod(handle, write.mode, cb));
-        let next = 0;
-        const worker = async () => {
-          while (failure === null && next < write.size) {
-            const position = next;
-            const length = Math.min(WRITE_CHUNK, write.size - position);
-            next += length;
-            const buffer = Buffer.allocUnsafe(length);
-            const { bytesRead } = await source.read(buffer, 0, length, position).catch((err: unknown) => {
-              throw localError(err, "read", local);
-            });
-            if (bytesRead < length) {
-              throw new RelayError("OSError", `${printablePath(local)} shrank while it was being copied`);
-            }
-            await call<void>("upload", where, (cb) => sftp.write(handle, buffer, 0, length, position, cb));
-            onBytes(length);
-          }
-        };
-        const workers = Math.min(WRITE_WINDOW, Math.ceil(write.size / WRITE_CHUNK));
-        // Every worker ends before the handle is closed; the first failure is the answer.
-        await Promise.all(
-          Array.from({ length: workers }, () =>
-            worker().catch((err: unknown) => {
-              failure ??= err;
-            }),
-          ),
-        );
-        if (failure === null && write.setAttrs) {
-          // Through the handle: never through whatever the path names by now.
-          await call<void>("upload", where, (cb) => sftp.futimes(handle, write.atime, write.mtime, cb));
-        }
-      } catch (err) {
-        failure ??= err;
-      }
-      const closed = await close(handle, where).then(
-        () => null,
-        (err: unknown) => err,
-      );
-      if (failure !== null) throw failure;
-      if (closed !== null) throw closed;
-    } finally {
-      await source.close().catch(() => undefined);
-    }
-  }
-
   return {
     stat: (path) => call<Stats>("stat", at(path), (cb) => sftp.stat(path, cb)).catch(orNull),
     lstat: (path) => call<Stats>("lstat", at(path), (cb) => sftp.lstat(path, cb)).catch(orNull),
@@ -283,18 +83,10 @@ export function createRemoteFs(sftp: SFTPWrapper, host: string): RemoteFs {
     readlink: (path) => call<string>("readlink", at(path), (cb) => sftp.readlink(path, cb)),
     symlink: (target, path) => call<void>("symlink", at(path), (cb) => sftp.symlink(target, path, cb)),
     unlink: (path) => call<void>("unlink", at(path), (cb) => sftp.unlink(path, cb)),
-    put,
-    get: (remote, local, mode, size, onBytes) =>
-      download(
-        local,
-        at(remote),
-        size,
-        onBytes,
-        () => sftp.end(),
-        (opts, cb) =>
-          // fileSize: fastGet would otherwise ask fstat, whose answer a server can inflate after stat.
-          sftp.fastGet(remote, local, { ...opts, mode, fileSize: size }, cb),
-      ),
+    put: (local, remote, write, onBytes) =>
+      putFile(session, { local, remote, where: at(remote) }, write, onBytes),
+    get: (remote, local, write, onBytes) =>
+      getFile(session, { remote, local, where: at(remote) }, write, onBytes),
   };
 }
 
