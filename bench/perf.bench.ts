@@ -284,22 +284,20 @@ export const perfBench: Bench = {
             return { server, startupMs, first: shellTrue(server) };
           }, true),
         );
-        addStartup(
-          "noop",
-          await startupOnce(async () => {
-            const started = await connectMcp(noopCommand(dir));
-            return { ...started, first: () => started.server.call("noop", {}) };
-          }),
-        );
-        // The same first turn on the no-op server: what a call costs after a second of idling
+        // The no-op server both ways; its first turn is what a call costs after a second of idling
         // on this machine (a halted CPU waking, caches gone cold) whatever the server does.
-        addStartup(
-          "noop first turn",
-          await startupOnce(async () => {
-            const started = await connectMcp(noopCommand(dir));
-            return { ...started, first: () => started.server.call("noop", {}) };
-          }, true),
-        );
+        for (const [name, firstTurn] of [
+          ["noop", false],
+          ["noop first turn", true],
+        ] as const) {
+          addStartup(
+            name,
+            await startupOnce(async () => {
+              const started = await connectMcp(noopCommand(dir));
+              return { ...started, first: () => started.server.call("noop", {}) };
+            }, firstTurn),
+          );
+        }
         if (haveCodex) {
           addStartup(
             "codex",

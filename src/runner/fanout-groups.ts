@@ -118,9 +118,10 @@ interface GroupedHeader {
   fanout_id: string;
 }
 
-function groupEntry(group: OutputGroup, share: number) {
+/** A group as the object shows it; `hosts` already folded and fitted, once per group. */
+function groupEntry(group: OutputGroup, hosts: string, share: number) {
   return {
-    hosts: fitForJson(foldHosts(group.hosts), HOSTS_ROOM),
+    hosts,
     host_count: group.hosts.length,
     exit_code: group.exitCode,
     output: fitForJson(group.output, share, group.producedBytes),
@@ -147,17 +148,20 @@ export function formatGrouped(header: GroupedHeader, grouped: Grouped, limit: nu
   const { groups } = grouped;
   const failures = grouped.failures.map(failureEntry);
   const base = utf8Length(JSON.stringify({ ...header, groups: [], failures })) + TAIL_ROOM;
-  const empty = groups.map((group) => utf8Length(JSON.stringify(groupEntry(group, 0))) + 1);
-  const overhead = empty.reduce((sum, size) => sum + size, 0);
+  const folded = groups.map((group) => fitForJson(foldHosts(group.hosts), HOSTS_ROOM));
+  const overhead = groups.reduce(
+    (sum, group, i) => sum + utf8Length(JSON.stringify(groupEntry(group, folded[i] ?? "", 0))) + 1,
+    0,
+  );
   let share = Math.max(MIN_SHARE, Math.floor((limit - base - overhead) / Math.max(1, groups.length)));
   for (;;) {
     let used = base;
     const shown: ReturnType<typeof groupEntry>[] = [];
     const omitted: string[] = [];
-    for (const group of groups) {
+    for (const [i, group] of groups.entries()) {
       // Shown groups are a prefix of the order: once one is left out, the smaller ones are too.
       if (omitted.length === 0) {
-        const entry = groupEntry(group, share);
+        const entry = groupEntry(group, folded[i] ?? "", share);
         const size = utf8Length(JSON.stringify(entry)) + 1;
         if (used + size <= limit) {
           shown.push(entry);
