@@ -83,7 +83,7 @@ export interface SshPool {
     options: AcquireOptions,
     start: (lease: SshLease) => Promise<T>,
   ): Promise<OpenedOnLease<T>>;
-  /** Purge closed connections and close idle unpinned ones (also runs before every acquire). */
+  /** Close idle unpinned connections, oldest first (also runs before every acquire). */
   sweep(): void;
   stats(): SshPoolStats;
   /** Shutdown: cancel dials, close every connection; a dial finishing later is discarded. */
@@ -174,12 +174,22 @@ function retire(p: Pool, entry: Entry): void {
   if (entry.pins === 0) drop(p, entry);
 }
 
+/**
+ * Close the idle unpinned connections. The map is in LRU order (a lease and
+ * its release move an entry to the recent end), so the walk stops at the
+ * first unpinned entry still within its idle time: every later one is more
+ * recent. It runs before every acquire, so it must not cost a pass over a
+ * thousand-host pool. A closed entry leaves the map when it closes; one met
+ * on the way is purged.
+ */
 function sweep(p: Pool): void {
   const now = p.clock.monotonic();
   const idleMs = p.config.idleTimeoutSeconds * 1000;
-  for (const entry of [...p.entries.values()]) {
+  for (const entry of p.entries.values()) {
     if (entry.closed) drop(p, entry);
-    else if (idleMs > 0 && entry.pins === 0 && now - entry.lastUsed > idleMs) drop(p, entry);
+    else if (entry.pins > 0) continue;
+    else if (idleMs > 0 && now - entry.lastUsed > idleMs) drop(p, entry);
+    else break;
   }
 }
 
@@ -325,6 +335,8 @@ function startDial(p: Pool, target: SshTarget, key: string, options: AcquireOpti
         throw new RelayError("ConnectionError", "the SSH pool was shut down while dialling");
       }
       makeRoom(p);
+      // It joins at the recent end, so its idle time starts now, not when the dial began.
+      entry.lastUsed = p.clock.monotonic();
       p.entries.set(key, entry);
       return entry;
     },
