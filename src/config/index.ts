@@ -9,5 +9,6 @@ export {
   type SettingsReport,
   snapshotEnvironment,
 } from "./load.js";
-export type { AuditFormat, KnownHostsMode, PolicyMode, Settings } from "./types.js";
+export type { PolicyLayer } from "./policy-layer.js";
+export type { AuditFormat, ConsentLeaseMode, KnownHostsMode, PolicyMode, Settings } from "./types.js";
 export { checkBindSafety, configWarnings } from "./warnings.js";

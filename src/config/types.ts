@@ -5,7 +5,7 @@ export type KnownHostsMode = "strict" | "accept-new" | "ignore";
 export type AuditFormat = "jsonl" | "cef" | "leef";
 export type PolicyMode = "open" | "guarded" | "readonly";
 /** How long a signed read covers more reads (docs/consent.md): none, a short window, or the consent session. */
-type ConsentLeaseMode = "manual" | "window" | "session";
+export type ConsentLeaseMode = "manual" | "window" | "session";
 
 /**
  * The one typed, frozen settings object parsed from `RELAY_SHELL_*`
