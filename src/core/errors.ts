@@ -31,6 +31,9 @@ export const ERROR_TYPES = [
   "SessionError",
   "ForwardError",
   "FanoutError",
+  // A host of a fan-out its own policy refused, or holds for a confirmation or consent (docs/policy.md).
+  "PolicyDenied",
+  "PolicyHeld",
   "HostNotFoundError",
   "HostKeyNotVerifiable",
   "PermissionDenied",

@@ -31,10 +31,20 @@ export {
 } from "./modes/decide.js";
 export { canonicalIpForms, splitHostList, widenHostTokens } from "./modes/ip-widen.js";
 export { readOnlyProgramCount } from "./readonly/table.js";
+export {
+  type EffectivePolicy,
+  type HostRef,
+  type NamedPattern,
+  type PolicyBook,
+  policyConfigOf,
+  settingsPolicy,
+  settingsPolicyBook,
+} from "./scopes/index.js";
 export type {
   Basis,
   Classification,
   Classifier,
+  PolicyDecision,
   ProgramInput,
   ProgramLanguage,
   TierSpec,

@@ -117,4 +117,6 @@ export interface PolicyDecision {
   part: string;
   /** docs/wire-contract.md §1.2 reasons: `permitted`, `matched RELAY_SHELL_POLICY_DENY`, ... */
   reason: string;
+  /** The label of the deny or allow pattern that decided (policy_explain names it); null when none did. */
+  matched: string | null;
 }

@@ -1,8 +1,19 @@
 import { type AuditLog, redactArgs } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
 import { describeError, markStage, type Tier, tierName, utf8Length } from "../core/index.js";
-import { assessTier, type Classification, type Classifier, decide, targetLines } from "../policy/index.js";
+import {
+  assessTier,
+  type Classification,
+  type Classifier,
+  decide,
+  type EffectivePolicy,
+  type PolicyBook,
+  policyConfigOf,
+  settingsPolicyBook,
+  targetLines,
+} from "../policy/index.js";
 import { deniedText } from "./format.js";
+import { decideByPolicy } from "./host-policies.js";
 import type { CallBase, Finish } from "./record.js";
 import type { CallScope, TierFloor, Tool } from "./tool.js";
 
@@ -13,6 +24,8 @@ export interface AdmissionDeps {
   settings: Settings;
   classifier: Classifier;
   audit: AuditLog;
+  /** The policies in force (default: the settings' one policy for every call). */
+  policies?: PolicyBook;
 }
 
 interface Admitted {
@@ -24,6 +37,10 @@ interface Admitted {
   classification: Classification;
   tier: Tier;
   reason: string;
+  /** The policy that admitted it (for a split fan-out, the policy of the hosts that run). */
+  policy: EffectivePolicy;
+  /** Hosts of a split fan-out their policy refused or holds, by the name the call gave. */
+  hostRefusals?: ReadonlyMap<string, Error>;
 }
 
 interface Refused {
@@ -72,12 +89,8 @@ export function refusalRecord(tool: Tool, refused: Refused): Finish {
  */
 export function createAdmission(deps: AdmissionDeps): Admit {
   const { settings, classifier, audit } = deps;
-  const policyConfig = {
-    mode: settings.policyMode,
-    deny: settings.policyDeny,
-    allow: settings.policyAllow,
-    maxProbe: settings.maxInput + PROBE_SLACK,
-  };
+  const policies = deps.policies ?? settingsPolicyBook(settings);
+  const maxProbe = settings.maxInput + PROBE_SLACK;
   return (tool, args, scope) => {
     const policyText = tool.policyText(args, scope);
     const rawAuditArgs = tool.auditArgs(args, scope);
@@ -127,8 +140,25 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       floor,
     );
     markStage("classify");
-    // The deny list first, then the mode.
-    const decision = decide(policyConfig, tool.name, policyText, classification, targets);
+    // The policy of the call's hosts (the default for a local call), or of each group of them;
+    // each decides the deny list first, then max_tier, then the mode.
+    const ruled = decideByPolicy(policies, tool, args, classification, (policy) =>
+      decide(policyConfigOf(policy, maxProbe), tool.name, policyText, classification, targets),
+    );
+    if (ruled.kind === "unknown")
+      return unscanned("hosts unknown", "the hosts of the call could not be resolved to their policies");
+    if (ruled.kind === "none") {
+      const tier = classification.tier;
+      return {
+        admitted: false,
+        auditArgs,
+        classification,
+        tier,
+        reason: ruled.reason,
+        text: deniedText(tier, ruled.reason),
+      };
+    }
+    const { policy, decision, hostRefusals } = ruled;
     markStage("policy");
     const refuse = (reason: string): Refused => ({
       admitted: false,
@@ -161,6 +191,8 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       classification,
       tier: decision.tier,
       reason: decision.reason,
+      policy,
+      ...(hostRefusals ? { hostRefusals } : {}),
     };
   };
 }

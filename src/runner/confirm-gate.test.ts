@@ -15,6 +15,7 @@ const call = (tier: CallIdentity["tier"], command = "rm -rf /srv/x"): CallIdenti
   basis: "file_destruction",
   args: { command, cwd: "/srv" },
   session: "s1",
+  policy: { name: "default", confirmTier3: true, consent: false },
 });
 
 describe("the Tier-3 confirmation gate", () => {

@@ -16,7 +16,8 @@ export function createConfirmGate(broker: ConfirmBroker): Gate {
   return {
     name: "confirm-tier3",
     async check(call) {
-      if (call.tier !== 3) return { kind: "proceed" };
+      // Only Tier 3, and only where the call's policy asks for a confirmation (docs/policy.md).
+      if (call.tier !== 3 || !call.policy.confirmTier3) return { kind: "proceed" };
       const identity = { tool: call.tool, policyText: call.policyText, auditArgs: call.auditArgs };
       try {
         const confirmed = await broker.consume(identity);

@@ -55,6 +55,7 @@ function call(command: string, tier: Tier, session = "s1", followUps?: FollowUpP
     basis: tier === 0 ? "proven_read" : "test",
     args: { command },
     session,
+    policy: { name: "default", confirmTier3: false, consent: true },
     ...(followUps ? { followUps } : {}),
   };
 }

@@ -114,11 +114,14 @@ export function createConsentGate(deps: ConsentGateDeps): ConsentGate {
 }
 
 /** The consent gate's answer for one call. */
-async function checkCall(g: GateState, call: CallIdentity, ctx: ToolContext): Promise<GateVerdict> {
+async function checkCall(state: GateState, call: CallIdentity, ctx: ToolContext): Promise<GateVerdict> {
+  // A call whose policy does not ask for consent passes (docs/policy.md).
+  if (!call.policy.consent) return { kind: "proceed" };
+  const g = withLeaseMode(state, call.policy.consentLeaseMode);
   // The fixed read-only tools pass; a command proven to only read is a read, and reads need a
   // lease or a signature like any act (docs/consent.md).
   if (call.tier === 0 && !isRead(call)) return { kind: "proceed" };
-  await pruneNow(g, g.clock.now());
+  await pruneNow(state, state.clock.now());
   const session = call.session;
   const clientId = clientOf(g, session, ctx.clientId);
 
@@ -138,6 +141,13 @@ async function checkCall(g: GateState, call: CallIdentity, ctx: ToolContext): Pr
   // Verify and rollback commands bound at arm time run with the call: the human approves them too.
   const act = call.followUps ? withFollowUps(described.value, call.followUps) : described.value;
   return decideAct(g, call, ctx, act, clientId);
+}
+
+/** The gate as this call's policy sees it: its lease mode, when it names one, in place of the settings'. */
+function withLeaseMode(g: GateState, mode: ConsentGateSettings["leaseMode"] | undefined): GateState {
+  if (mode === undefined || mode === g.settings.leaseMode) return g;
+  // The same state (the leases, the clients) read under another lease mode; only the setting differs.
+  return Object.assign(Object.create(g) as GateState, { settings: { ...g.settings, leaseMode: mode } });
 }
 
 /** The client a consent session started with; its first call names it. */

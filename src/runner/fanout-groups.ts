@@ -2,12 +2,13 @@ import {
   describeError,
   foldHosts,
   neutralizeTerminalOutput,
+  RelayError,
   type RunOutcome,
   type TerminalOutputMode,
   utf8Length,
 } from "../core/index.js";
 import { fitForJson } from "./fanout-fit.js";
-import { timeoutText, unreachableText } from "./format.js";
+import { hostFailureText, timeoutText } from "./format.js";
 
 /** What one host of a fan-out did: its run, or why it has none. */
 export interface FanoutHostRun {
@@ -42,9 +43,14 @@ export interface Grouped {
   terminalRemoved: number;
 }
 
-/** The kind a failed host is filed under: TIMEOUT, or the error's type token. */
+/** The kind a failed host is filed under: TIMEOUT, the error's type token, and for a policy's refusal its name. */
 function failureKind(run: FanoutHostRun): string {
-  return run.result?.timedOut ? "TIMEOUT" : describeError(run.error).type;
+  if (run.result?.timedOut) return "TIMEOUT";
+  const { error } = run;
+  // Hosts refused or held by different policies are different kinds, each with its own reason.
+  if (error instanceof RelayError && (error.type === "PolicyDenied" || error.type === "PolicyHeld"))
+    return `${error.type} ${error.code}`;
+  return describeError(error).type;
 }
 
 /**
@@ -67,7 +73,7 @@ export function groupRuns(
       const known = failures.get(kind);
       if (known) known.hosts.push(run.host);
       else {
-        const text = result ? timeoutText(timeout) : unreachableText(run.error);
+        const text = result ? timeoutText(timeout) : hostFailureText(run.error);
         failures.set(kind, {
           error: kind,
           hosts: [run.host],

@@ -1,7 +1,7 @@
 import { neutralizeTerminalOutput, type TerminalOutputMode, utf8Length } from "../core/index.js";
 import { fitForJson } from "./fanout-fit.js";
 import { type FanoutHostRun, formatGrouped, groupRuns } from "./fanout-groups.js";
-import { timeoutText, unreachableText } from "./format.js";
+import { hostFailureText, timeoutText } from "./format.js";
 
 /** Bytes kept free for trailing notices (a tier line and a host-key line listing up to 8 hosts). */
 const NOTICE_ROOM = 1536;
@@ -97,7 +97,7 @@ export function formatFanout(
         return {
           host: name,
           exit_code: null,
-          output: fitForJson(neutralizeTerminalOutput(unreachableText(error), mode).text, limit),
+          output: fitForJson(neutralizeTerminalOutput(hostFailureText(error), mode).text, limit),
         };
       }
       if (result.timedOut) return { host: name, exit_code: null, output: timeoutText(timeout) };

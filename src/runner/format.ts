@@ -24,9 +24,19 @@ export function errorText(err: unknown): string {
 }
 
 /** A host of a fan-out that could not be reached, and why. */
-export function unreachableText(err: unknown): string {
+function unreachableText(err: unknown): string {
   const { type, message } = describeError(err);
   return `[UNREACHABLE: ${type}: ${message}]`;
+}
+
+/**
+ * Why a host of a fan-out has no output: its own policy refused the command
+ * or holds it for a gate (docs/policy.md), or it could not be reached.
+ */
+export function hostFailureText(err: unknown): string {
+  if (err instanceof RelayError && err.type === "PolicyDenied") return `[DENIED: ${err.message}]`;
+  if (err instanceof RelayError && err.type === "PolicyHeld") return `[HELD: ${err.message}]`;
+  return unreachableText(err);
 }
 
 export function timeoutText(seconds: number, suffix?: string): string {

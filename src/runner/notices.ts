@@ -1,6 +1,6 @@
 import type { PolicyMode, Settings } from "../config/index.js";
 import { type Tier, tierName } from "../core/index.js";
-import { BASIS_TEXT, type Basis } from "../policy/index.js";
+import { BASIS_TEXT, type Basis, type EffectivePolicy } from "../policy/index.js";
 import type { StructuredResult } from "./structured.js";
 import type { WorkResult } from "./work.js";
 
@@ -196,15 +196,16 @@ export function withNotices<R extends { text: string; structured: StructuredResu
   decided: { tier: Tier; basis: Basis },
   work: WorkResult,
   approval: { confirmed: boolean; consented: boolean },
-  settings: Settings,
+  under: { settings: Settings; policy: Pick<EffectivePolicy, "mode" | "confirmTier3"> },
   recordLost = false,
 ): R {
+  const { settings, policy } = under;
   const notices = computeNotices({
     enabled: settings.unsafeNotices,
     tier: decided.tier,
     basis: decided.basis,
-    mode: settings.policyMode,
-    brokerOn: settings.confirmTier3,
+    mode: policy.mode,
+    brokerOn: policy.confirmTier3,
     confirmed: approval.confirmed,
     consented: approval.consented,
     fields: work.threw ? undefined : work.fields,

@@ -41,7 +41,7 @@ export function rehearseCall(
       { tier: admission.tier, basis: admission.classification.basis },
       work,
       { confirmed: false, consented: false },
-      deps.settings,
+      { settings: deps.settings, policy: admission.policy },
     );
   } catch (err) {
     deps.logger.warn({ err: String(err), tool: tool?.name }, "rehearsal of a call failed");

@@ -73,6 +73,7 @@ function identityOf(call: GatedCall, followUps: FollowUpPlan | undefined): CallI
     basis: basisOf(admission.classification),
     args: call.args,
     session: call.session,
+    policy: admission.policy,
     ...(followUps ? { followUps } : {}),
   };
 }

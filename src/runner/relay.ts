@@ -2,7 +2,7 @@ import { type AuditLog, redactArgs } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
 import { type Logger, markStage, silentLogger, traceCall, truncateUtf8 } from "../core/index.js";
 import type { CallMetrics } from "../metrics/index.js";
-import type { Classifier } from "../policy/index.js";
+import type { Classifier, EffectivePolicy, PolicyBook } from "../policy/index.js";
 import { type Admit, admittedBase, classifyLoose, createAdmission, refusalRecord } from "./admission.js";
 import { type FollowUpReport, runFollowUps } from "./follow-up.js";
 import { clampOutput, errorText } from "./format.js";
@@ -28,6 +28,8 @@ export interface RelayDeps {
   audit: AuditLog;
   metrics: CallMetrics;
   tools: readonly Tool[];
+  /** The policies in force (default: the settings' one policy for every call; docs/policy.md). */
+  policies?: PolicyBook;
   /** Controls consulted, in order, after policy admitted a call. */
   gates?: readonly Gate[];
   logger?: Logger;
@@ -96,7 +98,12 @@ export function createRelay(deps: RelayDeps): Relay {
     gates: deps.gates ?? [],
     logger,
     byName: new Map(deps.tools.map((t) => [t.name, t])),
-    admit: createAdmission({ settings, classifier, audit }),
+    admit: createAdmission({
+      settings,
+      classifier,
+      audit,
+      ...(deps.policies ? { policies: deps.policies } : {}),
+    }),
     record: createRecorder({ settings, audit, metrics, logger }),
   };
   return {
@@ -172,13 +179,14 @@ async function runCall(p: Pipeline, toolName: string, raw: unknown, ctx: CallCon
   const toolCtx: ToolContext = {
     ...toolContextOf(p.logger, ctx),
     admitted: { policyText: admission.policyText, tier: admission.tier },
+    ...(admission.hostRefusals ? { hostRefusals: admission.hostRefusals } : {}),
   };
   const call = { tool: tool.name, admission, args, session: ctx.session ?? "" };
   const gated = await runGates(p.gates, call, toolCtx, base, tool.auditAction);
   // Nothing ran, so no notice: a challenge or a refusal is not a result.
   if ("stopped" in gated) return finish(p, ctx, gated.stopped);
   markStage("gates");
-  return runAdmitted(p, { tool, args, ctx, toolCtx, base, passed: gated.passed });
+  return runAdmitted(p, { tool, args, ctx, toolCtx, base, passed: gated.passed, policy: admission.policy });
 }
 
 /** An admitted call the gates let through: its work and record, its follow-ups, its notices. */
@@ -191,6 +199,7 @@ async function runAdmitted(
     toolCtx: ToolContext;
     base: ReturnType<typeof admittedBase>;
     passed: Passed;
+    policy: EffectivePolicy;
   },
 ): Promise<RunResult> {
   const { tool, args, ctx, base, passed } = call;
@@ -216,7 +225,7 @@ async function runAdmitted(
     { tier: base.tier, basis: base.classification.basis },
     work,
     { confirmed: passed.confirmed, consented: passed.consented },
-    settings,
+    { settings, policy: call.policy },
     p.record.lost(ctx),
   );
   markStage("notices");

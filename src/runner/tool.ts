@@ -1,7 +1,14 @@
 import type { AuditAction } from "../audit/index.js";
 import type { FollowUpPlan } from "../broker/index.js";
 import type { RunOutcome, Tier } from "../core/index.js";
-import type { Classification, PolicyTarget, ProgramInput, TierSpec } from "../policy/index.js";
+import type {
+  Classification,
+  EffectivePolicy,
+  HostRef,
+  PolicyTarget,
+  ProgramInput,
+  TierSpec,
+} from "../policy/index.js";
 import type { FanoutOutcome } from "./fanout.js";
 import { type ArgParser, type ArgsOf, createArgParser, type ParamTable, toInputSchema } from "./params.js";
 
@@ -27,6 +34,12 @@ interface ConsentCapability {
   signer: string;
 }
 
+/** A host a call reaches: the name the call gave, and where it leads. */
+export interface CallHost {
+  name: string;
+  ref: HostRef;
+}
+
 /** What a tool learns about the call it serves. */
 export interface ToolContext {
   signal: AbortSignal;
@@ -41,6 +54,12 @@ export interface ToolContext {
    * have waited in between.
    */
   admitted?: { policyText: string; tier: Tier };
+  /**
+   * Hosts of a fan-out their own policy refused or holds (docs/policy.md),
+   * by the name the call gave: the tool reports each with its error and
+   * never dials it. Absent when every host may run.
+   */
+  hostRefusals?: ReadonlyMap<string, Error>;
   /** Report progress to the client (MCP progress notifications); a no-op when it asked for none. */
   progress(done: number, total: number, message?: string): void;
 }
@@ -174,6 +193,13 @@ export interface ToolDef<P extends ParamTable, C = unknown> {
    * own line (ADR 0020). Never throws; what cannot be resolved is left out.
    */
   targets?(args: ArgsOf<P>): PolicyTarget[];
+  /**
+   * The hosts the call reaches, each by the name the call gave and as the
+   * SSH layer resolves it: the runner finds each one's policy (docs/policy.md).
+   * Throws when a name cannot be resolved, and the call is then refused: a
+   * host whose policy is unknown is not dialled.
+   */
+  hosts?(args: ArgsOf<P>): CallHost[];
   /** JSON Schema of each tool-specific structuredContent field. */
   resultFields?: Record<string, Record<string, unknown>>;
   /**
@@ -220,6 +246,7 @@ export interface Tool {
   readonly programInput?: (args: unknown) => ProgramInput;
   auditArgs(args: unknown, scope: CallScope): Record<string, unknown>;
   readonly targets?: (args: unknown) => PolicyTarget[];
+  readonly hosts?: (args: unknown) => CallHost[];
   readonly followUp?: (args: unknown, command: string) => unknown;
   readonly auditAction?: AuditAction;
   readonly auditInvalid?: (raw: Record<string, unknown>) => Record<string, unknown>;
@@ -234,6 +261,7 @@ export function defineTool<P extends ParamTable, C = unknown>(def: ToolDef<P, C>
   const typed = (args: unknown) => args as ArgsOf<P>;
   const followUp = def.followUp;
   const targets = def.targets;
+  const hosts = def.hosts;
   const programInput = def.programInput;
   const tierFloor = def.tierFloor;
   const act = def.act;
@@ -253,6 +281,7 @@ export function defineTool<P extends ParamTable, C = unknown>(def: ToolDef<P, C>
     ...(programInput ? { programInput: (args: unknown) => programInput(typed(args)) } : {}),
     auditArgs: (args, scope) => def.auditArgs(typed(args), scope),
     ...(targets ? { targets: (args: unknown) => targets(typed(args)) } : {}),
+    ...(hosts ? { hosts: (args: unknown) => hosts(typed(args)) } : {}),
     ...(followUp ? { followUp: (args: unknown, command: string) => followUp(typed(args), command) } : {}),
     ...(def.auditAction ? { auditAction: def.auditAction } : {}),
     ...(def.auditInvalid ? { auditInvalid: def.auditInvalid } : {}),
@@ -291,6 +320,13 @@ export interface CallIdentity {
   session: string;
   /** Verify/rollback commands an earlier gate bound to this call: they run with it, so they are part of the act. */
   followUps?: FollowUpPlan;
+  /**
+   * The policy that admitted the call (docs/policy.md): whether it asks for a
+   * Tier-3 confirmation or consent, and its lease mode (absent: the consent
+   * gate's own, the settings').
+   */
+  policy: Pick<EffectivePolicy, "name" | "confirmTier3" | "consent"> &
+    Partial<Pick<EffectivePolicy, "consentLeaseMode">>;
 }
 
 export type GateVerdict =

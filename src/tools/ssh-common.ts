@@ -1,6 +1,7 @@
 import type { Settings } from "../config/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import { type PolicyTarget, type ProgramInput, type TierSpec, widenHostTokens } from "../policy/index.js";
+import type { CallHost } from "../runner/index.js";
 import type { ConnectionOverrides, HostKeyReport, SshService, SshTarget } from "../ssh/index.js";
 import { withAddressForms } from "./targets.js";
 
@@ -131,6 +132,18 @@ function endpointTargets(t: SshTarget): PolicyTarget[] {
  * dialled host, user and port of the target and of every hop. A host that
  * does not resolve keeps what was typed; the call then fails before dialling.
  */
+/**
+ * A host a call names, as the runner finds its policy (docs/policy.md): the
+ * inventory alias when the name is one, and the address and port it leads to.
+ * Throws when the name cannot be resolved.
+ */
+export function callHost(ssh: SshService, host: string, a?: ConnectionArgs): CallHost {
+  const spec = ssh.directory.lookup(host);
+  const target = ssh.directory.resolve(host, a === undefined ? {} : toOverrides(a));
+  const alias = spec.source === "inventory" ? spec.name : null;
+  return { name: host, ref: { alias, hostname: target.host, port: target.port } };
+}
+
 export function sshTargets(ssh: SshService, host: string, a?: ConnectionArgs): PolicyTarget[] {
   const out: PolicyTarget[] = [{ kind: "host", value: host }];
   if (a !== undefined && a.user !== "") out.push({ kind: "user", value: a.user });

@@ -5,11 +5,11 @@ import {
   commandOutcome,
   defineTool,
   fanoutShare,
+  hostFailureText,
   PER_HOST_FANOUT,
   type Tool,
   type ToolContext,
   type ToolOutcome,
-  unreachableText,
 } from "../runner/index.js";
 import {
   createFanoutResults,
@@ -22,7 +22,14 @@ import {
 import { type BindContext, hostListTargets, sha256 } from "./consent-bindings.js";
 import { clampTimeout } from "./shell.js";
 import { sshCheckTool } from "./ssh-check.js";
-import { REMOTE_COMMAND_TIER, remoteProgram, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
+import {
+  callHost,
+  REMOTE_COMMAND_TIER,
+  remoteProgram,
+  type SshToolDeps,
+  sshProbe,
+  sshTargets,
+} from "./ssh-common.js";
 import { fleetTargets, NO_HOSTS, overCap } from "./ssh-fleet-hosts.js";
 
 /** Hosts one fan-out may name (ADR 0041). */
@@ -42,7 +49,14 @@ type HostKeys = Array<HostKeyReport & { name: string }>;
 /** A one-word state for the progress notification of a host that finished. */
 function stateOf(run: KeptHostRun): string {
   const r = run.result;
-  if (!r) return "unreachable";
+  if (!r) {
+    const type = run.error instanceof RelayError ? run.error.type : "";
+    return type === "PolicyDenied"
+      ? "denied by its policy"
+      : type === "PolicyHeld"
+        ? "held by its policy"
+        : "unreachable";
+  }
   if (r.timedOut) return "timeout";
   return r.exitCode === null ? "no exit status" : `exit ${r.exitCode}`;
 }
@@ -77,6 +91,9 @@ async function runFanout(
     hosts,
     concurrency,
     async (host): Promise<KeptHostRun & { hostKey?: HostKeyReport }> => {
+      // A host its own policy refused or holds is reported with the runner's reason, never dialled.
+      const refused = ctx.hostRefusals?.get(host);
+      if (refused) return { host, error: refused };
       // A cancelled call dials no further host; the ones in flight stop through the signal.
       if (ctx.signal.aborted)
         return { host, error: new RelayError("CancelledError", "the call was cancelled") };
@@ -160,6 +177,11 @@ function fanoutTool(deps: SshToolDeps, results: FanoutResults): Tool {
       const listed = a.hosts.trim() === "" ? hosts.join(", ") : a.hosts;
       return sshProbe(ssh, `${a.command}\n${listed}`, hosts);
     },
+    // Each host's own policy decides for it (docs/policy.md); past the cap run() refuses first.
+    hosts: (a) =>
+      fleetTargets(ssh, a.hosts)
+        .slice(0, FANOUT_HOST_CAP)
+        .map((host) => callHost(ssh, host)),
     // Past the cap run() refuses before dialling, so the hosts beyond it never act.
     targets: (a) =>
       fleetTargets(ssh, a.hosts)
@@ -233,7 +255,7 @@ function fanoutResultTool(deps: SshToolDeps, results: FanoutResults): Tool {
           `no host ${shown} in fan-out ${fanout.id}; host="" lists its hosts`,
         );
       }
-      if (!run.result) return { body: unreachableText(run.error), fields };
+      if (!run.result) return { body: hostFailureText(run.error), fields };
       return commandOutcome(run.result, fanout.timeout, fields);
     },
   });

@@ -5,6 +5,7 @@ import { type BindContext, canonicalSpec, sshTarget, Unbindable } from "./consen
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
+  callHost,
   connectionAudit,
   connectionFields,
   HOST_PARAM,
@@ -90,6 +91,7 @@ function forwardTool({ ssh, forwards, bindAny }: SshForwardToolDeps): Tool {
       return dest ? widenHostTokens(probe, [dest]) : probe;
     },
     targets: (a) => [...sshTargets(ssh, a.host, a), ...forwardTargets(a.spec, bindAny)],
+    hosts: (a) => [callHost(ssh, a.host, a)],
     auditArgs: (a) => ({ host: a.host, spec: a.spec, ...connectionAudit(ssh, a.host, a) }),
     act: (a, { deps }: BindContext) => {
       const spec = parseForwardSpec(a.spec);

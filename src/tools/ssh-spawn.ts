@@ -7,6 +7,7 @@ import { SESSION_RESULT_FIELDS } from "./sessions.js";
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
+  callHost,
   connectionAudit,
   connectionFields,
   HOST_PARAM,
@@ -57,6 +58,7 @@ export function createSshSpawnTools(deps: SshSpawnToolDeps): Tool[] {
     budget: () => 4096,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
     targets: (a) => sshTargets(ssh, a.host, a),
+    hosts: (a) => [callHost(ssh, a.host, a)],
     auditArgs: (a) => {
       const size = clampTerminalSize(a.cols, a.rows);
       return {

@@ -16,6 +16,7 @@ import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
   type ConnectionArgs,
+  callHost,
   connectionAudit,
   connectionFields,
   HOST_PARAM,
@@ -226,6 +227,7 @@ function transferTool(deps: SshTransferToolDeps, direction: TransferDirection): 
         [a.host],
         a.jump,
       ),
+    hosts: (a) => [callHost(ssh, a.host, a)],
     targets: (a) => [
       ...sshTargets(ssh, a.host, a),
       ...localPathTargets("local", a.local_path),

@@ -5,6 +5,7 @@ import { clampTimeout } from "./shell.js";
 import {
   CONNECTION_PARAMS,
   CONNECTION_RESULT_FIELDS,
+  callHost,
   connectionAudit,
   connectionFields,
   HOST_PARAM,
@@ -51,6 +52,7 @@ export function createSshTools(deps: SshToolDeps): Tool[] {
     budget: () => 65536,
     policyText: (a) => sshProbe(ssh, `${a.command}\n${a.host}`, [a.host], a.jump),
     targets: (a) => sshTargets(ssh, a.host, a),
+    hosts: (a) => [callHost(ssh, a.host, a)],
     auditArgs: (a) => ({
       host: a.host,
       command: a.command,

@@ -55,6 +55,7 @@ const read = (command: string, session = "s1"): CallIdentity => ({
   basis: "proven_read",
   args: { command },
   session,
+  policy: { name: "default", confirmTier3: false, consent: true },
 });
 
 describe("a lease's budget is the one the signed read opened it with", () => {

@@ -4,7 +4,13 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { configWarnings, loadSettings } from "../../src/config/index.js";
-import { assessTier, createClassifier, decide } from "../../src/policy/index.js";
+import {
+  assessTier,
+  createClassifier,
+  decide,
+  policyConfigOf,
+  settingsPolicy,
+} from "../../src/policy/index.js";
 import { baseEnv, REPO_ROOT, SERVER_ENTRY, startServer, type TestServer } from "../helpers/server.js";
 
 /** Notices and posture (ADR 0011), through the built server. */
@@ -71,12 +77,7 @@ describe("the default posture is open, and pinned (SC-5)", () => {
   it("admits a corpus of dangerous commands under the default settings, still classified Tier 3", async () => {
     const settings = loadSettings({}, { cwd: "/tmp", homeDir: "/home/op" });
     const classifier = await createClassifier();
-    const config = {
-      mode: settings.policyMode,
-      deny: settings.policyDeny,
-      allow: settings.policyAllow,
-      maxProbe: 1 << 20,
-    };
+    const config = policyConfigOf(settingsPolicy(settings), 1 << 20);
     for (const command of DANGEROUS) {
       const classification = assessTier({ kind: "heuristic", floor: 1, windows: false }, command, classifier);
       const decision = decide(config, "shell_exec", command, classification);

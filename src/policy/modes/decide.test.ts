@@ -6,13 +6,23 @@ import { assessTier, decide, type PolicyConfig, policyProbe, targetLines } from 
 import { widenHostTokens } from "./ip-widen.js";
 
 const re = (source: string) => new RegExp(source, "iu");
-const config = (over: Partial<PolicyConfig> = {}): PolicyConfig => ({
-  mode: "open",
-  deny: null,
-  allow: null,
-  maxProbe: 1_000_000,
-  ...over,
-});
+/** The settings' way of writing a policy: one deny and one allow regex, or none. */
+type TestConfig = Omit<Partial<PolicyConfig>, "deny" | "allow"> & {
+  deny?: RegExp | null;
+  allow?: RegExp | null;
+};
+const config = (over: TestConfig = {}): PolicyConfig => {
+  const { deny = null, allow = null, ...rest } = over;
+  return {
+    mode: "open",
+    maxTier: 3,
+    name: null,
+    maxProbe: 1_000_000,
+    ...rest,
+    deny: deny ? [{ regex: deny, label: "RELAY_SHELL_POLICY_DENY" }] : [],
+    allow: allow ? [{ regex: allow, label: "RELAY_SHELL_POLICY_ALLOW" }] : [],
+  };
+};
 const cls = (tier: Tier): Classification => ({
   tier,
   basis:
@@ -37,7 +47,12 @@ describe("deny list first, in every mode", () => {
         "cat secret",
         cls(tier),
       );
-      expect(d).toEqual({ ...cls(tier), allowed: false, reason: "matched RELAY_SHELL_POLICY_DENY" });
+      expect(d).toEqual({
+        ...cls(tier),
+        allowed: false,
+        reason: "matched RELAY_SHELL_POLICY_DENY",
+        matched: "RELAY_SHELL_POLICY_DENY",
+      });
     }
   });
 
@@ -74,7 +89,12 @@ describe("deny list first, in every mode", () => {
 describe("modes", () => {
   it("readonly admits only Tier 0 and ignores the allow list", () => {
     const c = config({ mode: "readonly", allow: re(".") });
-    expect(decide(c, "server_info", "", cls(0))).toEqual({ ...cls(0), allowed: true, reason: "permitted" });
+    expect(decide(c, "server_info", "", cls(0))).toEqual({
+      ...cls(0),
+      allowed: true,
+      reason: "permitted",
+      matched: null,
+    });
     expect(decide(c, "shell_exec", "ls", cls(1)).reason).toBe("readonly mode refuses Tier 1 (REVERSIBLE)");
     expect(decide(c, "shell_exec", "apt install x", cls(2)).reason).toBe(
       "readonly mode refuses Tier 2 (STATEFUL)",
@@ -83,6 +103,7 @@ describe("modes", () => {
       ...cls(3),
       allowed: false,
       reason: "readonly mode refuses Tier 3 (IRREVERSIBLE)",
+      matched: null,
     });
   });
 
@@ -98,6 +119,7 @@ describe("modes", () => {
       ...cls(2),
       allowed: true,
       reason: "guarded: allowed by RELAY_SHELL_POLICY_ALLOW",
+      matched: "RELAY_SHELL_POLICY_ALLOW",
     });
     expect(decide(allow, "shell_exec", "rm -rf /tmp/x", cls(3)).allowed).toBe(true);
     expect(decide(allow, "shell_exec", "mkfs /dev/sda", cls(3)).reason).toBe(
@@ -109,7 +131,7 @@ describe("modes", () => {
   it("open admits every tier with reason permitted and never consults the allow list", () => {
     for (const tier of TIERS) {
       const d = decide(config({ allow: re("^$") }), "shell_exec", "rm -rf /", cls(tier));
-      expect(d).toEqual({ ...cls(tier), allowed: true, reason: "permitted" });
+      expect(d).toEqual({ ...cls(tier), allowed: true, reason: "permitted", matched: null });
     }
   });
 
@@ -251,7 +273,12 @@ describe("target lines (ADR 0020)", () => {
   it("a deny pattern that matches only a target refuses, in every mode", () => {
     for (const mode of MODES) {
       const d = decide(config({ mode, deny: re("canary") }), "shell_exec", "touch ./x", cls(1), targets);
-      expect(d).toEqual({ ...cls(1), allowed: false, reason: "matched RELAY_SHELL_POLICY_DENY" });
+      expect(d).toEqual({
+        ...cls(1),
+        allowed: false,
+        reason: "matched RELAY_SHELL_POLICY_DENY",
+        matched: "RELAY_SHELL_POLICY_DENY",
+      });
     }
   });
 
@@ -295,4 +322,61 @@ describe("target lines (ADR 0020)", () => {
       }),
     );
   });
+});
+
+describe("a policy other than the settings' default (docs/policy.md)", () => {
+  const named = (over: TestConfig = {}) => config({ name: "tag:prod", ...over });
+
+  it("names itself in every refusal and the pattern that matched, never the pattern's text", () => {
+    const c = {
+      ...named({ mode: "guarded" }),
+      deny: [
+        { regex: re("^never"), label: "RELAY_SHELL_POLICY_DENY" },
+        { regex: re("secret"), label: "deny[1] of tag:prod" },
+      ],
+    };
+    const d = decide(c, "shell_exec", "cat secret", cls(0));
+    expect(d).toMatchObject({ allowed: false, reason: "policy tag:prod: matched deny[1] of tag:prod" });
+    expect(d.matched).toBe("deny[1] of tag:prod");
+    expect(decide(named({ mode: "readonly" }), "shell_exec", "x", cls(1)).reason).toBe(
+      "policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)",
+    );
+    expect(decide(named({ mode: "guarded" }), "shell_exec", "x", cls(2)).reason).toBe(
+      "policy tag:prod: guarded mode refuses Tier 2 (STATEFUL) without a match in its allow list",
+    );
+  });
+
+  it("admits by the first allow pattern that matches, and says which", () => {
+    const c = {
+      ...named({ mode: "guarded" }),
+      allow: [
+        { regex: re("^shell_exec apt "), label: "allow[0] of tag:prod" },
+        { regex: re("systemctl restart"), label: "allow[1] of tag:prod" },
+      ],
+    };
+    const d = decide(c, "shell_exec", "systemctl restart nginx", cls(2));
+    expect(d).toMatchObject({ allowed: true, reason: "guarded: allowed by allow[1] of tag:prod" });
+    expect(d.matched).toBe("allow[1] of tag:prod");
+  });
+
+  it.each(MODES)(
+    "%s: max_tier refuses every tier above it, before the mode and after the deny list",
+    (mode) => {
+      for (const maxTier of TIERS) {
+        for (const tier of TIERS) {
+          const d = decide(named({ mode, maxTier, allow: re(".") }), "shell_exec", "x", cls(tier));
+          if (tier > maxTier) {
+            expect(d.allowed).toBe(false);
+            expect(d.reason).toMatch(/^policy tag:prod: Tier \d \(\w+\) is above its max_tier \d$/);
+          } else {
+            // Within the bound the mode decides as it would without one.
+            const unbounded = decide(named({ mode, allow: re(".") }), "shell_exec", "x", cls(tier));
+            expect(d).toEqual(unbounded);
+          }
+        }
+      }
+      const denied = decide(named({ mode, maxTier: 0, deny: re("x") }), "shell_exec", "x", cls(3));
+      expect(denied.reason).toBe("policy tag:prod: matched RELAY_SHELL_POLICY_DENY");
+    },
+  );
 });

@@ -1,4 +1,5 @@
-import { isNonAsciiSeparator, tierName } from "../../core/index.js";
+import { isNonAsciiSeparator, type Tier, tierName } from "../../core/index.js";
+import type { NamedPattern } from "../scopes/types.js";
 import type {
   Classification,
   Classifier,
@@ -10,10 +11,17 @@ import type {
 
 export interface PolicyConfig {
   mode: PolicyMode;
-  /** Searched (unanchored) in the probe first, in every mode; null = no deny list. */
-  deny: RegExp | null;
-  /** Consulted only in guarded mode for Tier >= 2; null = no allow list. */
-  allow: RegExp | null;
+  /** Searched (unanchored) in the probe first, in every mode; empty = no deny list. */
+  deny: readonly NamedPattern[];
+  /** Consulted only in guarded mode for Tier >= 2; empty = no allow list. */
+  allow: readonly NamedPattern[];
+  /** The highest tier admitted at all (3 = no bound beyond the mode). */
+  maxTier: Tier;
+  /**
+   * The policy named in refusal reasons (`tag:prod`); null for the default
+   * policy of the settings alone, whose reasons are the contract's, byte for byte.
+   */
+  name: string | null;
   /**
    * Longest probe, in UTF-16 code units, the operator regexes are run on, so
    * that a pathological pattern has a bounded input (docs/wire-contract.md §14.9). The runner
@@ -92,11 +100,20 @@ function searches(regex: RegExp, probe: string): boolean {
   return stateless.test(probe);
 }
 
-function denies(deny: RegExp, probe: string, targets: readonly string[], maxProbe: number): boolean {
-  if (searches(deny, probe)) return true;
+/** The first deny pattern found in the probe or in a target line, or null. */
+function denying(
+  deny: readonly NamedPattern[],
+  probe: string,
+  targets: readonly string[],
+  maxProbe: number,
+): NamedPattern | null {
   // The runner refuses target lines longer than its input bound before this point; the cut only
   // bounds a direct caller.
-  return targets.some((line) => searches(deny, line.length > maxProbe ? line.slice(0, maxProbe) : line));
+  const lines = targets.map((line) => (line.length > maxProbe ? line.slice(0, maxProbe) : line));
+  for (const pattern of deny) {
+    if (searches(pattern.regex, probe) || lines.some((line) => searches(pattern.regex, line))) return pattern;
+  }
+  return null;
 }
 
 function assertMaxProbe(maxProbe: number): void {
@@ -126,7 +143,7 @@ export function modeSummary(mode: PolicyMode): string {
 }
 
 /**
- * Admission: the deny list first in every mode, then the mode. The
+ * Admission: the deny list first in every mode, then the policy's max_tier, then the mode. The
  * classification is carried into the decision whatever the answer, so a
  * refused call still records its tier.
  *
@@ -145,28 +162,36 @@ export function decide(
   const full = policyProbe(tool, policyText);
   const probe = full.length > config.maxProbe ? full.slice(0, config.maxProbe) : full;
   const { tier, basis, part } = classification;
-  const verdict = (allowed: boolean, reason: string): PolicyDecision => ({
+  // Another policy than the settings' default says whose rule refused.
+  const named = (reason: string) => (config.name === null ? reason : `policy ${config.name}: ${reason}`);
+  const verdict = (allowed: boolean, reason: string, matched: string | null = null): PolicyDecision => ({
     allowed,
     tier,
     basis,
     part,
-    reason,
+    reason: allowed ? reason : named(reason),
+    matched,
   });
   const label = `Tier ${tier} (${tierName(tier)})`;
 
-  if (config.deny !== null && denies(config.deny, probe, targets, config.maxProbe)) {
-    return verdict(false, "matched RELAY_SHELL_POLICY_DENY");
-  }
+  const denied = denying(config.deny, probe, targets, config.maxProbe);
+  if (denied !== null) return verdict(false, `matched ${denied.label}`, denied.label);
+  if (tier > config.maxTier) return verdict(false, `${label} is above its max_tier ${config.maxTier}`);
   switch (config.mode) {
     case "readonly":
       return tier === 0 ? verdict(true, "permitted") : verdict(false, `readonly mode refuses ${label}`);
-    case "guarded":
+    case "guarded": {
       if (tier < 2) return verdict(true, "permitted");
-      if (config.allow !== null && searches(config.allow, probe)) {
-        return verdict(true, "guarded: allowed by RELAY_SHELL_POLICY_ALLOW");
-      }
-      // "an RELAY_SHELL_..." is the Python wording, kept byte for byte.
-      return verdict(false, `guarded mode refuses ${label} without an RELAY_SHELL_POLICY_ALLOW match`);
+      const allowed = config.allow.find((pattern) => searches(pattern.regex, probe));
+      if (allowed !== undefined) return verdict(true, `guarded: allowed by ${allowed.label}`, allowed.label);
+      // "an RELAY_SHELL_..." is the Python wording, kept byte for byte for the settings' default.
+      return verdict(
+        false,
+        config.name === null
+          ? `guarded mode refuses ${label} without an RELAY_SHELL_POLICY_ALLOW match`
+          : `guarded mode refuses ${label} without a match in its allow list`,
+      );
+    }
     case "open":
       return verdict(true, "permitted");
     default: {
