@@ -148,6 +148,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   // One store of passkey sign counters for the console's logins and consent's passkey approvals.
   const counters = settings.consolePasskeys === "" ? null : openPasskeyCounters(settings, shared, clock);
   // Consent opens after the tools (its acts are found in them): server_info and the console ask at call time.
+  let relayRef: Relay | null = null;
   const consentPending = async () => (await consent?.pending()) ?? null;
   const tools = buildToolSet({
     settings,
@@ -164,6 +165,11 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     version,
     runtime,
     consentPending,
+    // The runner answers policy_explain; it exists once the tools do.
+    explain: (tool, args, scope) => {
+      if (!relayRef) throw new Error("the runner is not built yet");
+      return relayRef.explain(tool, args, scope);
+    },
   });
   const gates: Gate[] = broker ? [createConfirmGate(broker)] : [];
   // Human consent exists only when the operator turned it on; it refuses to start on an unsafe anchor.
@@ -183,6 +189,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     : null;
   if (consent) gates.push(consent.gate);
   const relay = createRelay({ settings, classifier, audit, metrics, tools, gates, logger });
+  relayRef = relay;
   const mcp = mcpDepsOf(relay, { version, ready, processes, classifier, ssh, consent });
   return {
     server: createMcpServer(mcp),

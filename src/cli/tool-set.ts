@@ -11,12 +11,14 @@ import {
   createConfirmTool,
   createDiagnosticsTools,
   createInfraTools,
+  createPolicyExplainTool,
   createSessionTools,
   createShellTools,
   createSshForwardTools,
   createSshSpawnTools,
   createSshTools,
   createSshTransferTools,
+  type ExplainCall,
   type RuntimeInfo,
 } from "../tools/index.js";
 
@@ -44,6 +46,8 @@ export interface ToolSetDeps {
    * function, at call time.
    */
   consentPending(): Promise<number | null>;
+  /** The runner's policy_explain answer; the runner is built from these tools, so it is reached late. */
+  explain: ExplainCall;
 }
 
 /**
@@ -74,6 +78,7 @@ export function buildToolSet(deps: ToolSetDeps): Tool[] {
         consentPending: deps.consentPending,
       },
     }),
+    createPolicyExplainTool({ settings, explain: deps.explain }),
   ];
   // The INFRA-1 broker's tools exist only where the operator named its socket.
   if (settings.infraSocket !== "") {

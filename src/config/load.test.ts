@@ -36,6 +36,7 @@ describe("defaults", () => {
       policyDeny: null,
       policyAllow: null,
       unsafeNotices: true,
+      policyExplainPatterns: false,
       confirmTier3: false,
       confirmTtl: 120,
       confirmRollback: false,

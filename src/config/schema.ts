@@ -79,6 +79,7 @@ const TABLE: SettingTable = {
   policyDeny: ["RELAY_SHELL_POLICY_DENY", regexSetting],
   policyAllow: ["RELAY_SHELL_POLICY_ALLOW", regexSetting],
   unsafeNotices: ["RELAY_SHELL_UNSAFE_NOTICES", bool(true)],
+  policyExplainPatterns: ["RELAY_SHELL_POLICY_EXPLAIN_PATTERNS", bool(false)],
   // broker
   confirmTier3: ["RELAY_SHELL_CONFIRM_TIER3", bool(false)],
   confirmTtl: ["RELAY_SHELL_CONFIRM_TTL", int(120, 5, 3600)],

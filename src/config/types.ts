@@ -41,6 +41,8 @@ export interface Settings {
   policyDeny: RegExp | null;
   policyAllow: RegExp | null;
   unsafeNotices: boolean;
+  /** policy_explain may show the text of the pattern that matched, not only where it was written. */
+  policyExplainPatterns: boolean;
   // broker (docs/wire-contract.md §4.5)
   confirmTier3: boolean;
   confirmTtl: number;

@@ -41,6 +41,8 @@ interface Admitted {
   policy: EffectivePolicy;
   /** Hosts of a split fan-out their policy refused or holds, by the name the call gave. */
   hostRefusals?: ReadonlyMap<string, Error>;
+  /** The label of the allow pattern that admitted it, if one did (policy_explain). */
+  matched: string | null;
 }
 
 interface Refused {
@@ -52,9 +54,14 @@ interface Refused {
   reason: string;
   /** The `[DENIED …]` text returned to the caller. */
   text: string;
+  /** The label of the deny pattern that refused it, if one did (policy_explain). */
+  matched?: string | null;
+  /** The policy that refused it; absent when no policy was reached (unscanned input). */
+  policy?: EffectivePolicy;
 }
 
 export type Admit = (tool: Tool, args: unknown, scope: CallScope) => Admitted | Refused;
+export type { Admitted, Refused };
 
 /** What the record of an admitted call starts from: the decision and the redacted arguments. */
 export function admittedBase(tool: Tool, admission: Admitted): CallBase {
@@ -167,6 +174,8 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       tier: decision.tier,
       reason,
       text: deniedText(decision.tier, reason),
+      matched: decision.matched,
+      policy,
     });
     if (!decision.allowed) return refuse(decision.reason);
 
@@ -193,6 +202,7 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       reason: decision.reason,
       policy,
       ...(hostRefusals ? { hostRefusals } : {}),
+      matched: decision.matched,
     };
   };
 }

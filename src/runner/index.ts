@@ -9,6 +9,7 @@ export { outputSchemaFor } from "./structured.js";
 export {
   annotationsFor,
   type CallHost,
+  type CallScope,
   commandOutcome,
   defineTool,
   type Gate,

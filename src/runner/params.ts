@@ -19,7 +19,9 @@ type ParamSpec =
   | { type: "integer"; description: string; default?: number; optional?: true }
   | { type: "number"; description: string; default?: number }
   | { type: "boolean"; description: string; default?: boolean }
-  | { type: "boolean_or_null"; description: string; default: null };
+  | { type: "boolean_or_null"; description: string; default: null }
+  /** A JSON object, taken as given (a tool that forwards another call's arguments). */
+  | { type: "object"; description: string; default?: Record<string, never> };
 
 export type ParamTable = Readonly<Record<string, ParamSpec>>;
 
@@ -29,7 +31,9 @@ type ValueOf<S extends ParamSpec> = S extends { type: "string" }
     ? number
     : S extends { type: "boolean" }
       ? boolean
-      : boolean | null;
+      : S extends { type: "object" }
+        ? Record<string, unknown>
+        : boolean | null;
 
 /** Parsed arguments: every parameter is present, except `optional` ones, which may be undefined. */
 export type ArgsOf<P extends ParamTable> = {
@@ -65,6 +69,16 @@ function coerceBoolean(value: unknown): unknown {
   return value;
 }
 
+/** An object sent as its JSON text, as some clients send every argument, is read as the object. */
+function coerceObject(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
 function fieldSchema(spec: ParamSpec): z.ZodType {
   switch (spec.type) {
     case "string": {
@@ -89,6 +103,10 @@ function fieldSchema(spec: ParamSpec): z.ZodType {
     }
     case "boolean_or_null":
       return z.preprocess(coerceBoolean, z.boolean().nullable()).default(null);
+    case "object": {
+      const s = z.preprocess(coerceObject, z.record(z.string(), z.unknown()));
+      return spec.default === undefined ? s : s.default(spec.default);
+    }
   }
 }
 

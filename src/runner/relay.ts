@@ -4,6 +4,7 @@ import { type Logger, markStage, silentLogger, traceCall, truncateUtf8 } from ".
 import type { CallMetrics } from "../metrics/index.js";
 import type { Classifier, EffectivePolicy, PolicyBook } from "../policy/index.js";
 import { type Admit, admittedBase, classifyLoose, createAdmission, refusalRecord } from "./admission.js";
+import { explainCall } from "./explain.js";
 import { type FollowUpReport, runFollowUps } from "./follow-up.js";
 import { clampOutput, errorText } from "./format.js";
 import { withNotices } from "./notices.js";
@@ -19,7 +20,7 @@ import {
   withExtra,
 } from "./relay-results.js";
 import type { StructuredResult } from "./structured.js";
-import type { Gate, Tool, ToolContext } from "./tool.js";
+import type { CallScope, Gate, Tool, ToolContext } from "./tool.js";
 import { performWork } from "./work.js";
 
 export interface RelayDeps {
@@ -66,6 +67,11 @@ export interface Relay {
   refuseOversized(toolName: string | null, messageBytes: number, ctx: CallContext): RunResult;
   /** Warm the path of a call without running or recording it (rehearse.ts). Never throws. */
   rehearse(toolName: string, rawArgs: unknown): void;
+  /**
+   * What a call would get, decided exactly as run() decides it, with nothing
+   * run, dialled, planned or recorded (explain.ts; policy_explain records its own call).
+   */
+  explain(toolName: string, rawArgs: unknown, scope: CallScope): Record<string, unknown>;
 }
 
 /** What every call of one relay shares: its dependencies, its tools by name, admission and the recorder. */
@@ -123,6 +129,19 @@ export function createRelay(deps: RelayDeps): Relay {
         ),
       ),
     recordRead: (label, args, read) => recordRead(p, label, args, read),
+    explain: (toolName, rawArgs, scope) =>
+      explainCall(
+        {
+          settings,
+          classifier,
+          admit: p.admit,
+          byName: p.byName,
+          showPatterns: settings.policyExplainPatterns,
+        },
+        toolName,
+        rawArgs,
+        scope,
+      ),
   };
 }
 

@@ -75,6 +75,12 @@ const INSTRUCTIONS: readonly Paragraph[] = [
       "auto_rollback: they run once each after the operation, on the same target, and are reported after its output.",
   },
   {
+    tools: ["policy_explain"],
+    text:
+      "Before a call that may be refused, policy_explain(tool, arguments) says what it would get (tier, the " +
+      "policy of its host, admitted, refused and why, or held for a confirmation or consent) without running it.",
+  },
+  {
     tools: ["server_info", "audit_tail"],
     text:
       "server_info reports the policy mode, limits, audit state and configuration warnings; audit_tail shows " +

@@ -6,6 +6,7 @@ export {
 export { createDiagnosticsTools, type RuntimeInfo } from "./diagnostics.js";
 export { buildInstructions, buildOperatingGuide } from "./guide.js";
 export { createInfraTools } from "./infra.js";
+export { createPolicyExplainTool, type ExplainCall } from "./policy-explain.js";
 export { createSshResources } from "./resources.js";
 export { createSessionTools } from "./sessions.js";
 export { createShellTools } from "./shell.js";

@@ -145,6 +145,7 @@ const CALLS: Record<string, { args: Record<string, unknown>; exact: boolean }> =
   ssh_forward_close: { args: { forward_id: "fw-000000000000" }, exact: true },
   server_info: { args: {}, exact: false },
   audit_tail: { args: { lines: 1 }, exact: false },
+  policy_explain: { args: { tool: "shell_exec", arguments: { command: "rm -rf /tmp/x" } }, exact: true },
   operation_confirm: { args: { token: "not-a-token" }, exact: true },
 };
 

@@ -19,6 +19,7 @@ describe("shell tools over stdio", () => {
     expect(names).toEqual([
       "audit_tail",
       "operation_confirm",
+      "policy_explain",
       "server_info",
       "session_kill",
       "session_list",
