@@ -13,7 +13,7 @@ import {
   type ProcessRunner,
 } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
-import { type Classifier, createClassifier } from "../policy/index.js";
+import { type Classifier, createClassifier, type PolicyBook } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
 import { createConfirmGate, createRelay, type Gate, type Relay } from "../runner/index.js";
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
@@ -33,6 +33,7 @@ import {
   type RuntimeInfo,
 } from "../tools/index.js";
 import { type ConsoleApprovals, openConsent } from "./consent-wiring.js";
+import { openPolicyBook } from "./policy-book.js";
 import { openBroker, openPasskeyCounters, openSharedState } from "./state.js";
 import { buildToolSet } from "./tool-set.js";
 
@@ -44,6 +45,8 @@ export interface BuiltServer {
   audit: AuditLog;
   processes: ProcessRunner;
   metrics: CallCounter;
+  /** Every policy in force and which one governs a host (docs/policy.md, "Policy per host and per tag"). */
+  policies: PolicyBook;
   /** What the MCP server is built from; the HTTP edge builds one server per session from it. */
   mcp: McpServerDeps;
   /** Live values for the /metrics gauges, read at scrape time. */
@@ -131,6 +134,8 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const runtime = readRuntimeInfo();
   // Throws on a malformed inventory, so start-up fails (exit 2) instead of dialling alias names later.
   const ssh = openSsh(settings, options.env, runtime, clock);
+  // Throws on a policy file or an inventory policy it cannot apply as written: start-up fails the same way.
+  const policies = openPolicyBook(settings, ssh.directory);
   const { classifier, ready } = loadClassifier();
   const version = packageVersion();
   const terminals = await openTerminals(settings, shared, {
@@ -191,6 +196,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     audit,
     processes,
     metrics,
+    policies,
     mcp,
     gauges: {
       activeSessions: () => sessions.size,

@@ -35,6 +35,7 @@ describe("defaults", () => {
       policyMode: "open",
       policyDeny: null,
       policyAllow: null,
+      policyFile: "",
       unsafeNotices: true,
       confirmTier3: false,
       confirmTtl: 120,

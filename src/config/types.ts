@@ -40,6 +40,8 @@ export interface Settings {
   policyMode: PolicyMode;
   policyDeny: RegExp | null;
   policyAllow: RegExp | null;
+  /** The policy per host and per tag, TOML or JSON (docs/policy.md); "" = none. */
+  policyFile: string;
   unsafeNotices: boolean;
   // broker (docs/wire-contract.md §4.5)
   confirmTier3: boolean;
