@@ -13,7 +13,7 @@ import {
   type ProcessRunner,
 } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
-import { type Classifier, createClassifier } from "../policy/index.js";
+import { type Classifier, createClassifier, type PolicyBook } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
 import { createConfirmGate, createRelay, type Gate, type Relay } from "../runner/index.js";
 import { createMcpServer, type McpServerDeps } from "../server/index.js";
@@ -33,6 +33,7 @@ import {
   type RuntimeInfo,
 } from "../tools/index.js";
 import { type ConsoleApprovals, openConsent } from "./consent-wiring.js";
+import { openPolicyBook } from "./policy-book.js";
 import { openBroker, openPasskeyCounters, openSharedState } from "./state.js";
 import { buildToolSet } from "./tool-set.js";
 
@@ -44,6 +45,8 @@ export interface BuiltServer {
   audit: AuditLog;
   processes: ProcessRunner;
   metrics: CallCounter;
+  /** Every policy in force and which one governs a host (docs/policy.md, "Policy per host and per tag"). */
+  policies: PolicyBook;
   /** What the MCP server is built from; the HTTP edge builds one server per session from it. */
   mcp: McpServerDeps;
   /** Live values for the /metrics gauges, read at scrape time. */
@@ -131,6 +134,8 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   const runtime = readRuntimeInfo();
   // Throws on a malformed inventory, so start-up fails (exit 2) instead of dialling alias names later.
   const ssh = openSsh(settings, options.env, runtime, clock);
+  // Throws on a policy file or an inventory policy it cannot apply as written: start-up fails the same way.
+  const policies = openPolicyBook(settings, ssh.directory);
   const { classifier, ready } = loadClassifier();
   const version = packageVersion();
   const terminals = await openTerminals(settings, shared, {
@@ -144,7 +149,13 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     { maxForwards: settings.maxForwards, bindAny: settings.forwardBindAny },
     { directory: ssh.directory, pool: ssh.pool, ids: cryptoIds, logger },
   );
-  const broker = openBroker(settings, shared, clock);
+  // A gate exists where any policy in force asks for it; each call's own policy decides whether it applies.
+  const broker = openBroker(
+    settings,
+    shared,
+    clock,
+    policies.all().some((p) => p.confirmTier3),
+  );
   // One store of passkey sign counters for the console's logins and consent's passkey approvals.
   const counters = settings.consolePasskeys === "" ? null : openPasskeyCounters(settings, shared, clock);
   // Consent opens after the tools (its acts are found in them): server_info and the console ask at call time.
@@ -165,6 +176,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     version,
     runtime,
     consentPending,
+    policies,
     // The runner answers policy_explain; it exists once the tools do.
     explain: (tool, args, scope) => {
       if (!relayRef) throw new Error("the runner is not built yet");
@@ -172,8 +184,8 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     },
   });
   const gates: Gate[] = broker ? [createConfirmGate(broker)] : [];
-  // Human consent exists only when the operator turned it on; it refuses to start on an unsafe anchor.
-  const consent = settings.consent
+  // Human consent exists only where a policy turns it on; it refuses to start on an unsafe anchor.
+  const consent = policies.all().some((p) => p.consent)
     ? await openConsent(settings, {
         clock,
         shared,
@@ -188,7 +200,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
       })
     : null;
   if (consent) gates.push(consent.gate);
-  const relay = createRelay({ settings, classifier, audit, metrics, tools, gates, logger });
+  const relay = createRelay({ settings, classifier, audit, metrics, tools, gates, logger, policies });
   relayRef = relay;
   const mcp = mcpDepsOf(relay, { version, ready, processes, classifier, ssh, consent });
   return {
@@ -198,6 +210,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     audit,
     processes,
     metrics,
+    policies,
     mcp,
     gauges: {
       activeSessions: () => sessions.size,

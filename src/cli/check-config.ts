@@ -6,6 +6,7 @@ import { modeSummary } from "../policy/index.js";
 import { loadHttpEdge } from "../server/index.js";
 import { buildServer } from "./build.js";
 import { fail } from "./exit.js";
+import { policyLine } from "./policy-book.js";
 import { httpEdgeOptions, openConsole } from "./serve.js";
 
 function launcherText(kind: "native" | "node"): string {
@@ -51,6 +52,7 @@ export async function checkConfig(
     }
   }
   built.close();
+  const policies = built.policies.all();
   for (const [name, value] of Object.entries(describeSettings(settings))) {
     process.stderr.write(`relay_shell: setting ${name}=${value === null ? "" : String(value)}\n`);
   }
@@ -63,6 +65,8 @@ export async function checkConfig(
     `relay_shell: config OK (transport=${settings.transport}, policy=${settings.policyMode}, audit=${settings.auditPath})\n`,
   );
   process.stderr.write(`relay_shell: policy ${settings.policyMode}: ${modeSummary(settings.policyMode)}\n`);
+  for (const policy of policies)
+    process.stderr.write(`relay_shell: policy in force: ${policyLine(policy)}\n`);
   process.stderr.write(`relay_shell: process launcher: ${launcherText(defaultLauncherKind())}\n`);
   for (const warning of warnings) process.stderr.write(`relay_shell: warning: ${warning}\n`);
   for (const name of report.unknown) process.stderr.write(`relay_shell: unknown setting ignored: ${name}\n`);

@@ -36,11 +36,16 @@ export async function openSharedState(
 }
 
 /**
- * The Tier-3 confirmation broker, only when the operator turned it on (ADR 0009). Several
+ * The Tier-3 confirmation broker, only when a policy in force asks for it (ADR 0009, docs/policy.md). Several
  * relays share the tokens: armed through one, consumed once through any (ADR 0038).
  */
-export function openBroker(settings: Settings, shared: PgState | null, clock: Clock): ConfirmBroker | null {
-  if (!settings.confirmTier3) return null;
+export function openBroker(
+  settings: Settings,
+  shared: PgState | null,
+  clock: Clock,
+  wanted: boolean,
+): ConfirmBroker | null {
+  if (!wanted) return null;
   const config = { ttlSeconds: settings.confirmTtl, rollback: settings.confirmRollback };
   return shared
     ? createPgConfirmBroker(shared, config, { clock, ids: cryptoIds })

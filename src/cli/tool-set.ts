@@ -3,7 +3,7 @@ import type { ConfirmBroker } from "../broker/index.js";
 import type { Settings } from "../config/index.js";
 import type { Clock } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
-import type { Classifier } from "../policy/index.js";
+import type { Classifier, PolicyBook } from "../policy/index.js";
 import { createFollowUpVetter, type Tool } from "../runner/index.js";
 import type { DescendantReaper, SessionRegistry } from "../sessions/index.js";
 import type { ForwardRegistry, SshService } from "../ssh/index.js";
@@ -46,6 +46,8 @@ export interface ToolSetDeps {
    * function, at call time.
    */
   consentPending(): Promise<number | null>;
+  /** The policies in force: a verify or rollback command is vetted under them like any call. */
+  policies: PolicyBook;
   /** The runner's policy_explain answer; the runner is built from these tools, so it is reached late. */
   explain: ExplainCall;
 }
@@ -94,6 +96,7 @@ export function buildToolSet(deps: ToolSetDeps): Tool[] {
     settings,
     classifier: deps.classifier,
     audit: deps.audit,
+    policies: deps.policies,
     tools: [...tools],
   });
   tools.push(createConfirmTool({ broker, vetFollowUp }));

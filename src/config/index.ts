@@ -9,6 +9,7 @@ export {
   type SettingsReport,
   snapshotEnvironment,
 } from "./load.js";
-export type { PolicyLayer } from "./policy-layer.js";
+export { loadPolicyFile, type PolicyFile } from "./policy-file.js";
+export { type PolicyLayer, parsePolicyLayer, tagNameProblem } from "./policy-layer.js";
 export type { AuditFormat, ConsentLeaseMode, KnownHostsMode, PolicyMode, Settings } from "./types.js";
 export { checkBindSafety, configWarnings } from "./warnings.js";

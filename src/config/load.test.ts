@@ -35,6 +35,7 @@ describe("defaults", () => {
       policyMode: "open",
       policyDeny: null,
       policyAllow: null,
+      policyFile: "",
       unsafeNotices: true,
       policyExplainPatterns: false,
       confirmTier3: false,

@@ -78,6 +78,8 @@ const TABLE: SettingTable = {
   policyMode: ["RELAY_SHELL_POLICY_MODE", (env) => enumSetting(env, ["open", "guarded", "readonly"], "open")],
   policyDeny: ["RELAY_SHELL_POLICY_DENY", regexSetting],
   policyAllow: ["RELAY_SHELL_POLICY_ALLOW", regexSetting],
+  // policy per host and per tag (docs/policy.md); read and checked as a trust anchor at start-up
+  policyFile: ["RELAY_SHELL_POLICY_FILE", path(() => "")],
   unsafeNotices: ["RELAY_SHELL_UNSAFE_NOTICES", bool(true)],
   policyExplainPatterns: ["RELAY_SHELL_POLICY_EXPLAIN_PATTERNS", bool(false)],
   // broker

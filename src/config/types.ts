@@ -40,6 +40,8 @@ export interface Settings {
   policyMode: PolicyMode;
   policyDeny: RegExp | null;
   policyAllow: RegExp | null;
+  /** The policy per host and per tag, TOML or JSON (docs/policy.md); "" = none. */
+  policyFile: string;
   unsafeNotices: boolean;
   /** policy_explain may show the text of the pattern that matched, not only where it was written. */
   policyExplainPatterns: boolean;

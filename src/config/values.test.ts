@@ -194,6 +194,7 @@ describe("paths", () => {
         RELAY_SHELL_AUTH_STATE_DIR: "~/oauth",
         RELAY_SHELL_SESSION_RECORD_DIR: "./rec/../records",
         RELAY_SHELL_SSH_KNOWN_HOSTS_FILE: "~/.ssh/relay_known_hosts",
+        RELAY_SHELL_POLICY_FILE: "~/relay/policy.toml",
       },
       opts({ cwd }),
     );
@@ -203,12 +204,17 @@ describe("paths", () => {
     expect(s.authStateDir).toBe("/home/op/oauth");
     expect(s.sessionRecordDir).toBe(join(cwd, "records"));
     expect(s.sshKnownHostsFile).toBe("/home/op/.ssh/relay_known_hosts");
+    expect(s.policyFile).toBe("/home/op/relay/policy.toml");
   });
 
   it("treats an empty or blank path as unset", () => {
-    const s = loadSettings({ RELAY_SHELL_AUDIT_PATH: "", RELAY_SHELL_INVENTORY: "  " }, opts());
+    const s = loadSettings(
+      { RELAY_SHELL_AUDIT_PATH: "", RELAY_SHELL_INVENTORY: "  ", RELAY_SHELL_POLICY_FILE: " " },
+      opts(),
+    );
     expect(s.auditPath).toBe("/home/op/.local/state/relay-shell/audit.jsonl");
     expect(s.inventory).toBe("");
+    expect(s.policyFile).toBe("");
   });
 
   it("takes the broker socket as a path and refuses one the kernel could not address", () => {

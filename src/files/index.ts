@@ -1,2 +1,2 @@
 export { FILE_TOO_LARGE, openIfExists, readBoundedFile } from "./read-bounded.js";
-export { trustAnchorProblems } from "./trust-anchor.js";
+export { type TrustAnchorOwner, trustAnchorProblems } from "./trust-anchor.js";

@@ -15,7 +15,9 @@
  * - `readonly/`: the read-only table and the Tier-0 proof (ADR 0033);
  * - `engine/`: `createClassifier` and the engine that runs all of the above
  *   over each command, within the depth and byte budgets;
- * - `modes/`: modes, the deny and allow lists, target lines, IP widening.
+ * - `modes/`: modes, the deny and allow lists, target lines, IP widening;
+ * - `scopes/`: the policy per host and per tag, its layers' precedence and
+ *   which one governs a host (it matches addresses with `modes/`' forms).
  *
  * No module imports itself through others (test/import-cycles.test.ts).
  */
@@ -32,6 +34,7 @@ export {
 export { canonicalIpForms, splitHostList, widenHostTokens } from "./modes/ip-widen.js";
 export { readOnlyProgramCount } from "./readonly/table.js";
 export {
+  createPolicyBook,
   type EffectivePolicy,
   type HostRef,
   type NamedPattern,

@@ -5,8 +5,8 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
-import { type ApprovalVerifier, openSqliteStore } from "../consent/index.js";
 import { loadSettings } from "../config/index.js";
+import { type ApprovalVerifier, openSqliteStore } from "../consent/index.js";
 import { cryptoIds, systemClock, type Tier } from "../core/index.js";
 import { createCallCounter } from "../metrics/index.js";
 import {

@@ -139,6 +139,8 @@ function lookup(d: Directory, raw: string): HostSpec {
     jump: null,
     source: "explicit",
     knownHosts: null,
+    tags: [],
+    policy: null,
   };
 }
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { KnownHostsMode } from "../config/index.js";
+import { type KnownHostsMode, type PolicyLayer, parsePolicyLayer, tagNameProblem } from "../config/index.js";
 import { RelayError } from "../core/index.js";
 import { FILE_TOO_LARGE, readBoundedFile } from "../files/index.js";
 import { isWritableHostName } from "./known-hosts.js";
@@ -18,6 +18,10 @@ export interface HostSpec {
   source: HostSource;
   /** The entry's own host-key mode (inventory only); null = the server default. */
   knownHosts: KnownHostsMode | null;
+  /** Tags naming the policy file's tag policies (inventory only; docs/policy.md). */
+  tags: readonly string[];
+  /** The entry's own policy, its most specific layer (inventory only); null = none. */
+  policy: PolicyLayer | null;
 }
 
 /** The listing shape of docs/wire-contract.md §2.4 (`ssh_hosts`) and §3.1. */
@@ -80,6 +84,20 @@ const modeValue = z
     z.enum(["strict", "accept-new", "ignore"], { error: "known_hosts must be strict, accept-new or ignore" }),
   );
 
+const tagList = z
+  .array(z.string({ error: "each tag must be a string" }), { error: "tags must be a list of tag names" })
+  .superRefine((tags, ctx) => {
+    tags.forEach((tag, i) => {
+      const problem = tagNameProblem(tag);
+      if (problem !== null) ctx.addIssue({ code: "custom", message: problem, path: [i] });
+      else if (tags.indexOf(tag) !== i) {
+        ctx.addIssue({ code: "custom", message: `tag ${JSON.stringify(tag)} is listed twice`, path: [i] });
+      }
+    });
+  });
+
+const ENTRY_KEYS = "hostname, host, user, port, identity_file, jump, proxyjump, known_hosts, tags, policy";
+
 const entrySchema = z.strictObject(
   {
     hostname: hostName.optional(),
@@ -93,6 +111,9 @@ const entrySchema = z.strictObject(
     jump: text("jump").regex(NO_SPACE_OR_CONTROL, "jump must not contain spaces").optional(),
     proxyjump: text("proxyjump").regex(NO_SPACE_OR_CONTROL, "proxyjump must not contain spaces").optional(),
     known_hosts: modeValue.optional(),
+    tags: tagList.optional(),
+    // Checked by parsePolicyLayer, which names the field within the policy.
+    policy: z.unknown().optional(),
   },
   { error: (issue) => (issue.code === "invalid_type" ? "each entry must be a JSON object" : undefined) },
 );
@@ -124,6 +145,11 @@ function cannotRead(path: string, err: unknown): RelayError {
       cause: err,
     },
   );
+}
+
+/** `tags[1]`: a field of an entry, indexes in brackets. */
+function fieldName(path: readonly PropertyKey[]): string {
+  return path.map((p, i) => (typeof p === "number" ? `[${p}]` : `${i > 0 ? "." : ""}${String(p)}`)).join("");
 }
 
 function fail(path: string, problem: string): never {
@@ -159,10 +185,10 @@ export function parseInventory(textValue: string, path: string): HostSpec[] {
     const parsed = entrySchema.safeParse((data as Record<string, unknown>)[alias]);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      const field = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+      const field = issue && issue.path.length > 0 ? `${fieldName(issue.path)}: ` : "";
       const message =
         issue?.code === "unrecognized_keys"
-          ? `${issue.message}; accepted keys are hostname, host, user, port, identity_file, jump, proxyjump, known_hosts`
+          ? `${issue.message}; accepted keys are ${ENTRY_KEYS}`
           : (issue?.message ?? "invalid entry");
       fail(path, `entry ${JSON.stringify(alias)}: ${field}${message}`);
     }
@@ -171,6 +197,8 @@ export function parseInventory(textValue: string, path: string): HostSpec[] {
     if (!isWritableHostName(hostname.replace(/^\[(.*)\]$/, "$1"))) {
       fail(path, `entry ${JSON.stringify(alias)}: no hostname given and the alias is not a usable host name`);
     }
+    const policy = e.policy === undefined ? null : parsePolicyLayer(e.policy, "policy");
+    if (policy?.ok === false) fail(path, `entry ${JSON.stringify(alias)}: ${policy.error}`);
     specs.push({
       name: alias,
       hostname,
@@ -180,6 +208,8 @@ export function parseInventory(textValue: string, path: string): HostSpec[] {
       jump: e.jump ?? e.proxyjump ?? null,
       source: "inventory",
       knownHosts: e.known_hosts ?? null,
+      tags: e.tags ?? [],
+      policy: policy?.value ?? null,
     });
   }
   return specs;

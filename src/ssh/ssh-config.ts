@@ -173,6 +173,8 @@ export function parseSshConfig(text: string, path: string | null): SshConfigFile
       jump: own.proxyJump ?? null,
       source: "ssh_config",
       knownHosts: null,
+      tags: [],
+      policy: null,
     };
   });
 

@@ -117,6 +117,45 @@ describe("relay-shell CLI", () => {
     expect(r.stderr).toContain("audit sink degraded");
   });
 
+  it("--check-config prints each policy in force, never the text of a pattern", () => {
+    const inventory = join(dir, "policy-inventory.json");
+    writeFileSync(
+      inventory,
+      JSON.stringify({
+        web1: { hostname: "10.0.0.5", policy: { mode: "readonly", deny: ["never-shown"], consent: true } },
+        web2: { hostname: "10.0.0.6" },
+      }),
+    );
+    const r = cli(["--check-config"], {
+      RELAY_SHELL_AUDIT_PATH: join(dir, "policies.jsonl"),
+      RELAY_SHELL_INVENTORY: inventory,
+      RELAY_SHELL_POLICY_DENY: "^shell_exec reboot",
+    });
+    expect(r.code).toBe(0);
+    const lines = r.stderr.split("\n").filter((line) => line.startsWith("relay_shell: policy in force: "));
+    expect(lines).toEqual([
+      "relay_shell: policy in force: default (settings): mode=open deny=1 allow=0 consent=false confirm_tier3=false max_tier=3",
+      `relay_shell: policy in force: host:web1 (${inventory}): mode=readonly deny=2 allow=0 consent=true confirm_tier3=false max_tier=3`,
+    ]);
+    expect(r.stderr).not.toContain("never-shown");
+  });
+
+  it("refuses to start on a policy file the relay could write, naming the file", () => {
+    // The test's own account writes the file, and the relay runs as that account.
+    const policy = join(dir, "policy.toml");
+    writeFileSync(policy, '[tags.prod]\nmode = "readonly"\n');
+    for (const args of [["--check-config"], []]) {
+      const r = cli(args, {
+        RELAY_SHELL_AUDIT_PATH: join(dir, "policy-file.jsonl"),
+        RELAY_SHELL_POLICY_FILE: policy,
+      });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(
+        `RELAY_SHELL_POLICY_FILE: ${policy}: the relay must not be able to change the policy it obeys: `,
+      );
+    }
+  });
+
   it("serves on embedded defaults with no settings at all (audit in the XDG state dir)", async () => {
     const home = join(dir, "home");
     const transport = new StdioClientTransport({
