@@ -1,0 +1,192 @@
+import { chmodSync, chownSync, copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Fleet, FLEET_SKIP_REASON, startFleet } from "../fixtures/fleet.js";
+import {
+  CONSENT_SKIP_REASON,
+  type ConsentRelay,
+  type ConsentWorld,
+  createConsentWorld,
+} from "../helpers/consent.js";
+
+/**
+ * Policy per host and per tag (docs/policy.md) against real sshd: six
+ * inventory hosts tagged prod, staging and lab, each its own loopback
+ * address, one policy file the operator owns. The relay runs as an account
+ * of its own, which cannot write the policy it obeys.
+ */
+const SKIP = CONSENT_SKIP_REASON ?? FLEET_SKIP_REASON;
+const TAGS = ["prod", "prod", "staging", "staging", "lab", "lab"] as const;
+
+const POLICY = `# the three environments of docs/policy.md
+[tags.prod]
+mode = "readonly"
+
+[tags.staging]
+mode = "guarded"
+consent = true
+
+[tags.lab]
+mode = "open"
+`;
+
+describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three environments", () => {
+  let world: ConsentWorld;
+  let fleet: Fleet;
+  let relay: ConsentRelay;
+  let canary: string;
+  let policyFile: string;
+  let env: Record<string, string>;
+  const names = TAGS.map((tag, i) => `${tag}${(i % 2) + 1}`);
+
+  beforeAll(async () => {
+    world = createConsentWorld();
+    fleet = await startFleet(TAGS.length);
+    // What the relay's account reads: its own copy of the client key, the inventory, the pins.
+    const key = join(world.home, "id_fleet");
+    copyFileSync(fleet.clientKey, key);
+    chownSync(key, world.user.uid, world.user.gid);
+    chmodSync(key, 0o600);
+    const knownHosts = join(world.work, "known_hosts");
+    copyFileSync(fleet.files.knownHosts, knownHosts);
+    chmodSync(knownHosts, 0o644);
+    const inventory = join(world.work, "inventory.json");
+    const entries = fleet.hosts.map((h, i) => [
+      names[i],
+      { hostname: h.address, port: h.port, user: fleet.user, identity_file: key, tags: [TAGS[i]] },
+    ]);
+    writeFileSync(inventory, JSON.stringify(Object.fromEntries(entries)));
+    chmodSync(inventory, 0o644);
+    // The operator's: root-owned 0644 in the root-owned 0755 directory beside allowed-signers.
+    policyFile = join(world.root, "anchors", "policy.toml");
+    writeFileSync(policyFile, POLICY);
+    chmodSync(policyFile, 0o644);
+    canary = join(world.work, "canary");
+    writeFileSync(canary, "");
+    chmodSync(canary, 0o666);
+    env = {
+      RELAY_SHELL_CONSENT: "false",
+      RELAY_SHELL_POLICY_FILE: policyFile,
+      RELAY_SHELL_INVENTORY: inventory,
+      RELAY_SHELL_SSH_CONFIG: join(world.work, "no-ssh-config"),
+      RELAY_SHELL_SSH_KNOWN_HOSTS: "strict",
+      RELAY_SHELL_SSH_KNOWN_HOSTS_FILE: knownHosts,
+    };
+    relay = await world.startRelay(env);
+  }, 120_000);
+
+  afterAll(async () => {
+    await relay?.close();
+    fleet?.stop();
+    world?.cleanup();
+  });
+
+  const lines = () =>
+    readFileSync(canary, "utf8")
+      .split("\n")
+      .filter((l) => l !== "");
+  const command = () => `echo ran >> ${canary}`;
+
+  it("refuses the command on prod, holds it on staging and runs it on lab, in one fan-out", async () => {
+    const before = lines().length;
+    const r = await relay.call("ssh_fanout", { command: command(), hosts: names.join(","), concurrency: 6 });
+    const body = JSON.parse(r.text) as {
+      results: Array<{ host: string; exit_code: number | null; output: string }>;
+    };
+    const byHost = Object.fromEntries(body.results.map((x) => [x.host, x]));
+    for (const host of ["prod1", "prod2"]) {
+      expect(byHost[host]).toEqual({
+        host,
+        exit_code: null,
+        output: "[DENIED: policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)]",
+      });
+    }
+    for (const host of ["staging1", "staging2"]) {
+      expect(byHost[host]?.output).toBe(
+        "[HELD: policy tag:staging holds it for signed consent: run it on these hosts in a call of their own]",
+      );
+    }
+    for (const host of ["lab1", "lab2"]) expect(byHost[host]).toMatchObject({ exit_code: 0, output: "" });
+    // Only the two lab hosts ran it: prod and staging were never dialled for it.
+    expect(lines().length - before).toBe(2);
+    expect(r.structured.failed_hosts).toBe(4);
+  });
+
+  it("gives a call to one environment that environment's policy, its gate included", async () => {
+    const before = lines().length;
+    const prod = await relay.call("ssh_exec", { host: "prod1", command: command() });
+    expect(prod.text).toBe(
+      "[DENIED tier 1 (REVERSIBLE): policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)]",
+    );
+    expect((await relay.call("ssh_exec", { host: "prod1", command: "cat /etc/hostname" })).text).toMatch(
+      /^\[exit 0\]/,
+    );
+    const staging = await relay.call("ssh_fanout", { command: command(), hosts: "staging1,staging2" });
+    expect(staging.text).toMatch(/^\[CONSENT REQUIRED id=[0-9a-f]+/);
+    const lab = await relay.call("ssh_exec", { host: "lab1", command: command() });
+    expect(lab.text).toBe("[exit 0]\n");
+    expect(lines().length - before).toBe(1);
+  });
+
+  it("finds a host's policy by its address as well as by its alias", async () => {
+    const prod = fleet.hosts[0];
+    if (!prod) throw new Error("no fleet");
+    const before = lines().length;
+    const r = await relay.call("ssh_exec", {
+      host: `${fleet.user}@${prod.address}`,
+      port: prod.port,
+      identity_file: join(world.home, "id_fleet"),
+      command: command(),
+    });
+    expect(r.text).toBe(
+      "[DENIED tier 1 (REVERSIBLE): policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)]",
+    );
+    expect(lines().length).toBe(before);
+  });
+
+  it("policy_explain says what each of those calls then got, and runs nothing", async () => {
+    const before = lines().length;
+    const explain = async (tool: string, args: Record<string, unknown>) =>
+      JSON.parse((await relay.call("policy_explain", { tool, arguments: args })).text) as Record<
+        string,
+        unknown
+      >;
+    const fan = await explain("ssh_fanout", { command: command(), hosts: names.join(",") });
+    expect(fan).toMatchObject({
+      verdict: "admitted",
+      tier: 1,
+      policy: { name: "tag:lab", source: policyFile, mode: "open" },
+      hosts_not_run: [
+        { hosts: "prod[1-2]", host_count: 2, verdict: "refused" },
+        { hosts: "staging[1-2]", host_count: 2, verdict: "held_for_consent" },
+      ],
+    });
+    expect(await explain("ssh_exec", { host: "prod1", command: command() })).toMatchObject({
+      verdict: "refused",
+      reason: "policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)",
+      policy: { name: "tag:prod" },
+    });
+    expect(await explain("ssh_exec", { host: "staging1", command: command() })).toMatchObject({
+      verdict: "held_for_consent",
+      policy: { name: "tag:staging" },
+    });
+    expect(await explain("ssh_exec", { host: "lab1", command: command() })).toMatchObject({
+      verdict: "admitted",
+      policy: { name: "tag:lab" },
+    });
+    expect(lines().length).toBe(before);
+    // Each explanation is a record of its own, and the call it explains is not.
+    const explained = world.records().filter((rec) => rec.tool === "policy_explain");
+    expect(explained.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it("refuses to start on a policy file its own account can write", async () => {
+    chownSync(policyFile, world.user.uid, world.user.gid);
+    try {
+      await expect(world.startRelay(env)).rejects.toThrow(/RELAY_SHELL_POLICY_FILE/);
+    } finally {
+      chownSync(policyFile, 0, 0);
+    }
+    expect(existsSync(policyFile)).toBe(true);
+  });
+});
