@@ -1,7 +1,7 @@
 import { chmodSync, chownSync, copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Fleet, FLEET_SKIP_REASON, startFleet } from "../fixtures/fleet.js";
+import { FLEET_SKIP_REASON, type Fleet, startFleet } from "../fixtures/fleet.js";
 import {
   CONSENT_SKIP_REASON,
   type ConsentRelay,
