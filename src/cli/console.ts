@@ -138,6 +138,17 @@ async function posture(settings: Settings, built: BuiltServer, euid: number): Pr
       degradedReason: audit.degradedReason,
     },
     warnings: configWarnings(settings, { euid }),
+    policies: built.policies.all().map((p) => ({
+      name: p.name,
+      source: p.source,
+      mode: p.mode,
+      deny: p.deny.length,
+      allow: p.allow.length,
+      consent: p.consent,
+      leaseMode: p.consentLeaseMode,
+      confirmTier3: p.confirmTier3,
+      maxTier: p.maxTier,
+    })),
   };
 }
 

@@ -74,6 +74,7 @@ export function buildToolSet(deps: ToolSetDeps): Tool[] {
       audit: deps.audit,
       version: deps.version,
       runtime: deps.runtime,
+      policies: deps.policies.all(),
       live: {
         inventoryHosts: () => ssh.directory.list().length,
         confirmPending: async () => (await broker?.pending()) ?? 0,

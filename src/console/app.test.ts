@@ -20,6 +20,7 @@ const POSTURE: Posture = {
   consent: { enabled: false, leaseMode: "manual", pending: null },
   audit: { path: "/a", chain: false, failClosed: true, degraded: false, degradedReason: "" },
   warnings: ["<script>alert(1)</script>"],
+  policies: [],
 };
 
 function app(origin: string) {
@@ -87,6 +88,25 @@ describe("the console's cookies", () => {
 });
 
 describe("the posture page", () => {
+  it("lists the policies in force with their settings, never a pattern's text, escaped", () => {
+    const policy = {
+      name: "tag:<prod>",
+      source: "/etc/relay/policy.toml",
+      mode: "readonly",
+      deny: 2,
+      allow: 0,
+      consent: true,
+      leaseMode: "window",
+      confirmTier3: false,
+      maxTier: 2,
+    };
+    const html = posturePage("t", "op", { ...POSTURE, policies: [policy] });
+    expect(html).toContain('<section class="card" id="policies">');
+    expect(html).toContain(
+      "<tr><td><code>tag:&lt;prod&gt;</code></td><td><code>/etc/relay/policy.toml</code></td><td><code>readonly</code></td><td>2</td><td>0</td><td>on (window)</td><td>off</td><td>2</td></tr>",
+    );
+  });
+
   it("escapes every value it shows", () => {
     const html = posturePage('"><b>', "op<i>", POSTURE);
     expect(html).not.toContain("<script>alert(1)</script>");

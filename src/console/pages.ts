@@ -15,6 +15,34 @@ export interface Posture {
     degradedReason: string;
   };
   warnings: string[];
+  /** Every policy in force (docs/policy.md), the default first: never the text of a pattern. */
+  policies: PolicySummary[];
+}
+
+/** One policy as the posture page lists it. */
+export interface PolicySummary {
+  name: string;
+  source: string;
+  mode: string;
+  deny: number;
+  allow: number;
+  consent: boolean;
+  leaseMode: string;
+  confirmTier3: boolean;
+  maxTier: number;
+}
+
+/** The table of the policies in force: which rule governs which hosts is in docs/policy.md. */
+function policiesTable(policies: readonly PolicySummary[]): string {
+  const rows = policies.map(
+    (p) =>
+      `<tr><td><code>${esc(p.name)}</code></td><td><code>${esc(p.source)}</code></td><td><code>${esc(p.mode)}</code></td>` +
+      `<td>${p.deny}</td><td>${p.allow}</td><td>${p.consent ? `on (${esc(p.leaseMode)})` : "off"}</td>` +
+      `<td>${p.confirmTier3 ? "on" : "off"}</td><td>${p.maxTier}</td></tr>`,
+  );
+  return `<table class="policies" id="posture-policies"><tr><th>Policy</th><th>Source</th><th>Mode</th><th>Deny patterns</th><th>Allow patterns</th><th>Consent</th><th>Tier-3 confirmation</th><th>Max tier</th></tr>
+${rows.join("\n")}
+</table>`;
 }
 
 const ESCAPES: Record<string, string> = {
@@ -197,6 +225,10 @@ ${row("Audit state", audit, "posture-audit-state")}
 ${row("Audit hash chain", state(p.audit.chain, "on", "off"), "posture-audit-chain")}
 ${row("Audit fail-closed", state(p.audit.failClosed, "on", "off", "bad"), "posture-audit-fail-closed")}
 </table>
+</section>
+<section class="card" id="policies">
+<h2>Policies in force</h2>
+${policiesTable(p.policies)}
 </section>
 <section class="card" id="warnings">
 <h2>Configuration warnings</h2>

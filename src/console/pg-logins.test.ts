@@ -23,6 +23,7 @@ const POSTURE: Posture = {
   consent: { enabled: false, leaseMode: "manual", pending: null },
   audit: { path: "/a", chain: false, failClosed: true, degraded: false, degradedReason: "" },
   warnings: [],
+  policies: [],
 };
 
 /** One relay's console over a login store: the passkey `alice-laptop` (credential `cred-a`) is enrolled. */

@@ -2,7 +2,7 @@ import type { AuditLog } from "../audit/index.js";
 import { configWarnings, type Settings } from "../config/index.js";
 import { ledgerPath } from "../consent/index.js";
 import { clamp } from "../core/index.js";
-import type { TierSpec } from "../policy/index.js";
+import type { EffectivePolicy, TierSpec } from "../policy/index.js";
 import { annotationsFor, clampOutput, defineTool, type Tool } from "../runner/index.js";
 
 /** Facts about the running process, gathered once at start-up by the CLI. */
@@ -20,6 +20,8 @@ export interface DiagnosticsDeps {
   audit: AuditLog;
   version: string;
   runtime: RuntimeInfo;
+  /** Every policy in force, the default first (docs/policy.md). */
+  policies?: readonly EffectivePolicy[];
   /** Live counts owned by other parts of the server (pending tokens, sessions, ...). */
   live?: {
     confirmPending?: () => Promise<number>;
@@ -85,8 +87,10 @@ async function serverInfo(deps: DiagnosticsDeps): Promise<Record<string, unknown
     },
     // Only for several relays on one state, so one relay's answer is unchanged (docs/scaling.md).
     ...(settings.stateUrl !== "" ? { state: stateSection(settings) } : {}),
+    // Only where a policy file or the inventory adds policies, so one policy's answer is unchanged.
+    ...(policiesSection(deps.policies) ?? {}),
     // Only with consent on, so the default posture's answer is unchanged (docs/consent.md).
-    ...(settings.consent
+    ...(settings.consent || deps.policies?.some((p) => p.consent)
       ? { consent: consentSection(settings, (await deps.live?.consentPending?.()) ?? null) }
       : {}),
     seccomp: {
@@ -99,6 +103,24 @@ async function serverInfo(deps: DiagnosticsDeps): Promise<Record<string, unknown
     ssh: sshSection(settings, deps.live?.inventoryHosts?.() ?? null),
     // Computed from the live settings on every call, never cached.
     warnings: configWarnings(settings, { euid: runtime.euid }),
+  };
+}
+
+/** The policies in force, by what they decide; a pattern is counted, never shown. */
+function policiesSection(policies: readonly EffectivePolicy[] | undefined) {
+  if (!policies || (policies.length === 1 && policies[0]?.source === "settings")) return null;
+  return {
+    policies: policies.map((p) => ({
+      name: p.name,
+      source: p.source,
+      mode: p.mode,
+      deny_patterns: p.deny.length,
+      allow_patterns: p.allow.length,
+      consent: p.consent,
+      lease_mode: p.consentLeaseMode,
+      confirm_tier3: p.confirmTier3,
+      max_tier: p.maxTier,
+    })),
   };
 }
 

@@ -180,6 +180,22 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     expect(explained.length).toBeGreaterThanOrEqual(4);
   });
 
+  it("server_info lists the policies in force, counting patterns, never showing them", async () => {
+    const info = JSON.parse((await relay.call("server_info")).text) as {
+      policies: Array<Record<string, unknown>>;
+      consent?: unknown;
+    };
+    expect(info.policies.map((p) => [p.name, p.mode, p.consent])).toEqual([
+      ["default", "open", false],
+      ["tag:prod", "readonly", false],
+      ["tag:staging", "guarded", true],
+      ["tag:lab", "open", false],
+    ]);
+    expect(info.policies[1]).toMatchObject({ source: policyFile, deny_patterns: 0, max_tier: 3 });
+    // Consent is on where a policy turns it on, so its section is there.
+    expect(info.consent).toBeDefined();
+  });
+
   it("refuses to start on a policy file its own account can write", async () => {
     chownSync(policyFile, world.user.uid, world.user.gid);
     try {
