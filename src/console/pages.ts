@@ -20,7 +20,7 @@ export interface Posture {
 }
 
 /** One policy as the posture page lists it. */
-export interface PolicySummary {
+interface PolicySummary {
   name: string;
   source: string;
   mode: string;

@@ -37,7 +37,6 @@ export {
   createPolicyBook,
   type EffectivePolicy,
   type HostRef,
-  type NamedPattern,
   type PolicyBook,
   policyConfigOf,
   settingsPolicy,

@@ -1,3 +1,3 @@
 export { createPolicyBook, type PolicyBookOptions, type PolicyHost } from "./book.js";
 export { policyConfigOf, settingsPolicy, settingsPolicyBook } from "./settings.js";
-export type { EffectivePolicy, HostRef, NamedPattern, PolicyBook } from "./types.js";
+export type { EffectivePolicy, HostRef, PolicyBook } from "./types.js";
