@@ -33,7 +33,8 @@ describe("the policy book the server is built with", () => {
       cwd: dir,
     });
     try {
-      const book = openPolicyBook(settings, ssh.directory);
+      // Running as root every file is the relay's to write: the trust check is tested on its own.
+      const book = openPolicyBook(settings, ssh.directory, () => []);
       expect(book.forHost({ alias: null, hostname: "10.0.0.5", port: 2222 }).name).toBe("host:web1");
       expect(book.forHost({ alias: null, hostname: "10.0.0.5", port: 22 })).toBe(book.default);
       expect(book.all().map(policyLine)).toEqual([
@@ -43,5 +44,59 @@ describe("the policy book the server is built with", () => {
     } finally {
       ssh.close();
     }
+  });
+
+  it("holds an inventory that picks hosts' policies to the policy file's rule, and no other", () => {
+    const open = (entries: Record<string, unknown>, policy: string) => {
+      const inventory = join(dir, "inv-check.json");
+      writeFileSync(inventory, JSON.stringify(entries));
+      const policyFile = join(dir, "policy-check.toml");
+      writeFileSync(policyFile, policy);
+      const settings = loadSettings(
+        {
+          RELAY_SHELL_INVENTORY: inventory,
+          RELAY_SHELL_POLICY_FILE: policyFile,
+          RELAY_SHELL_SSH_CONFIG: join(dir, "none"),
+        },
+        { cwd: dir, homeDir: dir },
+      );
+      const ssh = createSshLayer(settings, {
+        clock: systemClock,
+        home: dir,
+        localUser: "svc",
+        agentSocket: "",
+        cwd: dir,
+      });
+      const checked: string[] = [];
+      // A check that finds the inventory writable by the relay and the policy file safe.
+      const check = (path: string) => {
+        checked.push(path);
+        return path === inventory
+          ? [`${path} is owned by the relay's own uid 1000, which could rewrite it`]
+          : [];
+      };
+      try {
+        return { book: () => openPolicyBook(settings, ssh.directory, check), checked };
+      } finally {
+        ssh.close();
+      }
+    };
+    const tagged = open(
+      { web1: { hostname: "10.0.0.5", tags: ["prod"] } },
+      '[tags.prod]\nmode = "readonly"\n',
+    );
+    expect(tagged.book).toThrow(
+      /RELAY_SHELL_INVENTORY: .*inv-check\.json: its tags and policies decide hosts' policies, and the relay must not be able to change the policy it obeys: .* owned by the relay's own uid/,
+    );
+    const own = open({ web1: { hostname: "10.0.0.5", policy: { max_tier: 0 } } }, "");
+    expect(own.book).toThrow(/decide hosts' policies/);
+    // Tags no policy names decide nothing: the inventory is read as before.
+    const words = open({ web1: { hostname: "10.0.0.5", tags: ["eu"] } }, '[tags.prod]\nmode = "readonly"\n');
+    expect(
+      words
+        .book()
+        .all()
+        .map((p) => p.name),
+    ).toEqual(["default", "tag:prod"]);
   });
 });

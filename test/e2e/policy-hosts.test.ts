@@ -50,7 +50,8 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     const knownHosts = join(world.work, "known_hosts");
     copyFileSync(fleet.files.knownHosts, knownHosts);
     chmodSync(knownHosts, 0o644);
-    const inventory = join(world.work, "inventory.json");
+    // Its tags pick hosts' policies, so the inventory is the operator's too, beside the policy file.
+    const inventory = join(world.root, "anchors", "inventory.json");
     const entries = fleet.hosts.map((h, i) => [
       names[i],
       { hostname: h.address, port: h.port, user: fleet.user, identity_file: key, tags: [TAGS[i]] },
@@ -196,13 +197,21 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     expect(info.consent).toBeDefined();
   });
 
-  it("refuses to start on a policy file its own account can write", async () => {
+  it("refuses to start on a policy file or a tagged inventory its own account can write", async () => {
     chownSync(policyFile, world.user.uid, world.user.gid);
     try {
-      await expect(world.startRelay(env)).rejects.toThrow(/RELAY_SHELL_POLICY_FILE/);
+      await expect(world.startRelay(env)).rejects.toThrow(
+        /RELAY_SHELL_POLICY_FILE: .*policy\.toml: the relay must not/,
+      );
     } finally {
       chownSync(policyFile, 0, 0);
     }
+    // The same inventory in a directory the relay owns: it could move prod1 under the lab's tag.
+    const writable = join(world.work, "inventory.json");
+    copyFileSync(env.RELAY_SHELL_INVENTORY ?? "", writable);
+    await expect(world.startRelay({ ...env, RELAY_SHELL_INVENTORY: writable })).rejects.toThrow(
+      /RELAY_SHELL_INVENTORY: .*inventory\.json: its tags and policies decide hosts' policies/,
+    );
     expect(existsSync(policyFile)).toBe(true);
   });
 });
