@@ -1,5 +1,6 @@
 import { chmodSync, chownSync, copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FLEET_SKIP_REASON, type Fleet, startFleet } from "../fixtures/fleet.js";
 import {
@@ -28,6 +29,7 @@ consent = true
 
 [tags.lab]
 mode = "open"
+confirm_tier3 = true
 `;
 
 describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three environments", () => {
@@ -180,6 +182,48 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     const explained = world.records().filter((rec) => rec.tool === "policy_explain");
     expect(explained.length).toBeGreaterThanOrEqual(4);
   });
+
+  it("policy_explain agrees with what the call then gets, over generated fan-outs", async () => {
+    // Commands of Tier 0, 1 and 3, each aimed only at the canary; held acts stay few (the consent queue).
+    const commands = [`cat ${canary}`, command(), `rm -f ${canary}.gone`];
+    const outcomeOf = (text: string) =>
+      text.startsWith("[DENIED")
+        ? "refused"
+        : text.startsWith("[CONFIRM REQUIRED")
+          ? "needs_confirmation"
+          : text.startsWith("[CONSENT REQUIRED")
+            ? "held_for_consent"
+            : "admitted";
+    await fc.assert(
+      fc.asyncProperty(
+        fc.subarray(names, { minLength: 1 }),
+        fc.constantFrom(...commands),
+        async (hosts, cmd) => {
+          const args = { command: cmd, hosts: hosts.join(","), concurrency: 6 };
+          const explained = JSON.parse(
+            (await relay.call("policy_explain", { tool: "ssh_fanout", arguments: args })).text,
+          );
+          const before = lines().length;
+          const done = await relay.call("ssh_fanout", args);
+          expect({ hosts, cmd, verdict: explained.verdict }).toEqual({
+            hosts,
+            cmd,
+            verdict: outcomeOf(done.text),
+          });
+          if (explained.verdict !== "admitted") return;
+          // The hosts it said would not run did not: only the others appended to the canary.
+          const notRun = (explained.hosts_not_run ?? []).reduce(
+            (n: number, g: { host_count: number }) => n + g.host_count,
+            0,
+          );
+          const results = (JSON.parse(done.text) as { results: Array<{ exit_code: number | null }> }).results;
+          expect(results.filter((r) => r.exit_code === 0).length).toBe(hosts.length - notRun);
+          if (cmd === command()) expect(lines().length - before).toBe(hosts.length - notRun);
+        },
+      ),
+      { numRuns: 30 },
+    );
+  }, 120_000);
 
   it("server_info lists the policies in force, counting patterns, never showing them", async () => {
     const info = JSON.parse((await relay.call("server_info")).text) as {
