@@ -3,23 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tagBook, testFanout } from "../../test/helpers/policies.js";
 import { createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
 import { loadSettings } from "../config/index.js";
 import { type ApprovalVerifier, openSqliteStore } from "../consent/index.js";
 import { cryptoIds, systemClock, type Tier } from "../core/index.js";
 import { createCallCounter } from "../metrics/index.js";
-import {
-  type Classifier,
-  createClassifier,
-  type EffectivePolicy,
-  type PolicyBook,
-  settingsPolicy,
-} from "../policy/index.js";
+import { type Classifier, createClassifier, type EffectivePolicy, settingsPolicy } from "../policy/index.js";
 import { createConfirmGate } from "./confirm-gate.js";
 import { createConsentGate } from "./consent-gate.js";
 import { createRelay } from "./relay.js";
-import { defineTool } from "./tool.js";
 
 /** Commands of every tier; none of them runs: the tool only counts that it was called. */
 const COMMANDS = [
@@ -92,12 +86,8 @@ describe("policy_explain agrees with what the call then gets", () => {
           const auditPath = join(dir, "audit.jsonl");
           const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath }, { cwd: dir });
           const base = settingsPolicy(settings);
-          const tagged = new Map(Object.entries(layers).map(([tag, l]) => [tag, policyOf(base, tag, l)]));
-          const book: PolicyBook = {
-            default: base,
-            forHost: (ref) => tagged.get((ref.alias ?? "").replace(/\d+$/, "")) ?? base,
-            all: () => [base, ...tagged.values()],
-          };
+          const tagged = Object.entries(layers).map(([tag, l]) => [tag, policyOf(base, tag, l)] as const);
+          const book = tagBook(base, Object.fromEntries(tagged));
           const store = openSqliteStore(join(dir, `consent-${Math.random()}.db`), {
             clock: systemClock,
             ids: cryptoIds,
@@ -105,31 +95,7 @@ describe("policy_explain agrees with what the call then gets", () => {
           });
           if (!store.ok) throw new Error(store.error.detail);
           const ran: string[][] = [];
-          const tool = defineTool({
-            name: "fleet",
-            title: "fleet",
-            description: "a fan-out that runs nothing",
-            params: {
-              command: { type: "string", description: "command" },
-              hosts: { type: "string", description: "hosts" },
-            },
-            tier: { kind: "heuristic", floor: 0, windows: false },
-            annotations: {
-              readOnlyHint: false,
-              destructiveHint: true,
-              idempotentHint: false,
-              openWorldHint: true,
-            },
-            budget: () => 4096,
-            policyText: (a) => a.command,
-            auditArgs: (a) => ({ command: a.command, hosts: a.hosts }),
-            hosts: (a) =>
-              a.hosts.split(",").map((name) => ({ name, ref: { alias: name, hostname: name, port: 22 } })),
-            async run(a, ctx) {
-              ran.push(a.hosts.split(",").filter((h) => !ctx.hostRefusals?.has(h)));
-              return { body: "ran", exitCode: 0 };
-            },
-          });
+          const tool = testFanout({ run: (hosts) => ran.push(hosts) });
           const broker = createConfirmBroker(
             { ttlSeconds: 60, rollback: false },
             { clock: systemClock, ids: cryptoIds },

@@ -2,40 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { aliasHost, tagBook, testFanout } from "../../test/helpers/policies.js";
 import { createAuditLog } from "../audit/index.js";
 import { loadSettings } from "../config/index.js";
 import { RelayError, systemClock } from "../core/index.js";
-import {
-  type Classifier,
-  createClassifier,
-  type EffectivePolicy,
-  type PolicyBook,
-  settingsPolicy,
-} from "../policy/index.js";
+import { type Classifier, createClassifier, type PolicyBook, settingsPolicy } from "../policy/index.js";
 import { createAdmission } from "./admission.js";
-import { type CallHost, defineTool } from "./tool.js";
 
 type FleetArgs = { command: string; hosts: string };
-
-/** Hosts named `<tag><n>`: the tag picks the policy, as an inventory's tags would. */
-const hostOf = (name: string): CallHost => ({
-  name,
-  ref: { alias: name, hostname: `${name}.test`, port: 22 },
-});
-
-function bookOf(base: EffectivePolicy, tagged: Record<string, Partial<EffectivePolicy>>): PolicyBook {
-  const policies = new Map(
-    Object.entries(tagged).map(([tag, over]) => [
-      tag,
-      { ...base, name: `tag:${tag}`, source: "policy.toml", ...over },
-    ]),
-  );
-  return {
-    default: base,
-    forHost: (ref) => policies.get((ref.alias ?? "").replace(/\d+$/, "")) ?? base,
-    all: () => [base, ...policies.values()],
-  };
-}
 
 describe("a call's policy is its hosts' (docs/policy.md)", () => {
   let dir: string;
@@ -55,26 +29,12 @@ describe("a call's policy is its hosts' (docs/policy.md)", () => {
       { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
       { clock: systemClock },
     );
-    const tool = defineTool({
-      name: "fleet",
-      title: "fleet",
-      description: "test fan-out",
-      params: {
-        command: { type: "string", description: "command" },
-        hosts: { type: "string", description: "hosts" },
+    const tool = testFanout({
+      hosts: (hosts) => {
+        hostCalls.push(hosts);
+        if (hosts.includes("?")) throw new RelayError("ValueError", "no such host");
+        return hosts.split(",").map(aliasHost);
       },
-      // As the remote-command tools: a command proven to only read is Tier 0.
-      tier: { kind: "heuristic", floor: 0, windows: false },
-      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
-      budget: () => 1024,
-      policyText: (a) => a.command,
-      auditArgs: (a) => ({ command: a.command, hosts: a.hosts }),
-      hosts: (a) => {
-        hostCalls.push(a.hosts);
-        if (a.hosts.includes("?")) throw new RelayError("ValueError", "no such host");
-        return a.hosts.split(",").map(hostOf);
-      },
-      run: async () => ({ body: "" }),
     });
     const admit = createAdmission({ settings, classifier, audit, ...(book ? { policies: book } : {}) });
     return { settings, admit: (a: FleetArgs) => admit(tool, a, { clientId: "" }) };
@@ -83,7 +43,7 @@ describe("a call's policy is its hosts' (docs/policy.md)", () => {
   function threeEnvironments() {
     const { settings } = admitWith(undefined);
     const base = settingsPolicy(settings);
-    return bookOf(base, {
+    return tagBook(base, {
       prod: { mode: "readonly" },
       staging: {
         mode: "guarded",
@@ -158,7 +118,7 @@ describe("a call's policy is its hosts' (docs/policy.md)", () => {
 
   it("lets the settings' deny list refuse on every host, whatever the host's policy admits", () => {
     const { settings } = admitWith(undefined, { RELAY_SHELL_POLICY_DENY: "canary" });
-    const book = bookOf(settingsPolicy(settings), { lab: { mode: "open" }, prod: { mode: "readonly" } });
+    const book = tagBook(settingsPolicy(settings), { lab: { mode: "open" }, prod: { mode: "readonly" } });
     const { admit } = admitWith(book, { RELAY_SHELL_POLICY_DENY: "canary" });
     const a = admit({ command: "cat /tmp/canary", hosts: "lab1,prod1" });
     expect(a.admitted ? "" : a.reason).toBe(
