@@ -167,9 +167,12 @@ export function createAdmission(deps: AdmissionDeps): Admit {
     }
     const { policy, decision, hostRefusals } = ruled;
     markStage("policy");
+    // The record names the policy that decided, unless it is the settings' own (records as before).
+    const recorded =
+      policyConfigOf(policy, maxProbe).name === null ? auditArgs : { ...auditArgs, policy: policy.name };
     const refuse = (reason: string): Refused => ({
       admitted: false,
-      auditArgs,
+      auditArgs: recorded,
       classification,
       tier: decision.tier,
       reason,
@@ -196,7 +199,7 @@ export function createAdmission(deps: AdmissionDeps): Admit {
       admitted: true,
       policyText,
       rawAuditArgs,
-      auditArgs,
+      auditArgs: recorded,
       classification,
       tier: decision.tier,
       reason: decision.reason,

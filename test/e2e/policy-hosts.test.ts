@@ -181,6 +181,11 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     // Each explanation is a record of its own, and the call it explains is not.
     const explained = world.records().filter((rec) => rec.tool === "policy_explain");
     expect(explained.length).toBeGreaterThanOrEqual(4);
+    // A call's record names the policy that decided it.
+    const refusedProd = world
+      .records()
+      .filter((rec) => rec.tool === "ssh_exec" && (rec.args as { host?: string }).host === "prod1");
+    expect(refusedProd.at(0)?.args).toMatchObject({ host: "prod1", policy: "tag:prod" });
   });
 
   it("policy_explain agrees with what the call then gets, over generated fan-outs", async () => {
