@@ -1,9 +1,9 @@
 import { clamp, describeError } from "../core/index.js";
 import type { TierSpec } from "../policy/index.js";
-import { annotationsFor, defineTool, type TierFloor, type Tool } from "../runner/index.js";
+import { annotationsFor, defineTool, hostFailureText, type TierFloor, type Tool } from "../runner/index.js";
 import { type HostKeyReport, mapBounded } from "../ssh/index.js";
 import { type BindContext, hostListTargets } from "./consent-bindings.js";
-import { type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
+import { callHost, type SshToolDeps, sshProbe, sshTargets } from "./ssh-common.js";
 import { fleetTargets, NO_HOSTS, overCap } from "./ssh-fleet-hosts.js";
 
 const CHECK_HOST_CAP = 100;
@@ -79,6 +79,11 @@ export function sshCheckTool(deps: SshToolDeps): Tool {
       return sshProbe(ssh, a.hosts.trim() === "" ? hosts.join(" ") : a.hosts, hosts);
     },
     tierFloor: (a) => outsideInventory(deps, a.hosts),
+    // It runs `echo ok` on each host: each host's own policy decides for it (docs/policy.md).
+    hosts: (a) =>
+      fleetTargets(ssh, a.hosts)
+        .slice(0, CHECK_HOST_CAP)
+        .map((host) => callHost(ssh, host)),
     targets: (a) =>
       fleetTargets(ssh, a.hosts)
         .slice(0, CHECK_HOST_CAP)
@@ -95,7 +100,13 @@ export function sshCheckTool(deps: SshToolDeps): Tool {
       const lines = await mapBounded(
         hosts,
         CHECK_CONCURRENCY,
-        (host) => probe(deps, host, timeout, ctx.signal, keys),
+        (host) => {
+          // A host its own policy refused or holds is not dialled: the line says why.
+          const refused = ctx.hostRefusals?.get(host);
+          return refused
+            ? Promise.resolve(`${host}: ${hostFailureText(refused)}`)
+            : probe(deps, host, timeout, ctx.signal, keys);
+        },
         (_line, _index, done) => ctx.progress(done, hosts.length),
       );
       const ok = lines.filter((l) => l.endsWith(": ok")).length;

@@ -1,7 +1,14 @@
 import { clamp, RelayError } from "../core/index.js";
 import { buildEnv } from "../exec/index.js";
 import { splitHostList, type TierSpec, widenHostTokens } from "../policy/index.js";
-import { annotationsFor, clampOutput, commandOutcome, defineTool, type Tool } from "../runner/index.js";
+import {
+  annotationsFor,
+  clampOutput,
+  commandOutcome,
+  defineTool,
+  hostFailureText,
+  type Tool,
+} from "../runner/index.js";
 import { toListing } from "../ssh/index.js";
 import { Unbindable } from "./consent-bindings.js";
 import type { SshToolDeps } from "./ssh-common.js";
@@ -91,9 +98,22 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
       if ("body" in checked) throw new Unbindable("no hosts to scan");
       return { hosts: [...checked.hosts].sort(), port: a.port, key_types: [...checked.types].sort() };
     },
+    // ssh-keyscan dials each name as written (no inventory alias): each host's own policy decides for it.
+    hosts: (a) =>
+      splitHostList(a.hosts).map((name) => ({
+        name,
+        ref: { alias: null, hostname: name.replace(/^\[(.*)\]$/, "$1"), port: a.port },
+      })),
     async run(a, ctx) {
       const checked = validateKeyscan(a.hosts, a.port, a.key_types);
       if ("body" in checked) return { body: checked.body };
+      // A host its own policy refused or holds is not scanned; a comment line says why.
+      const refusals = ctx.hostRefusals;
+      const notes = checked.hosts.flatMap((h) => {
+        const refused = refusals?.get(h);
+        return refused ? [`# ${h}: ${hostFailureText(refused)}\n`] : [];
+      });
+      if (refusals) checked.hosts = checked.hosts.filter((h) => !refusals.has(h));
       const timeout = clamp(a.timeout, 1, 60);
       // An argv, not a shell line: the hosts were validated anyway, and `--` ends the options.
       const argv = [
@@ -119,7 +139,8 @@ export function createSshInventoryTools(deps: SshToolDeps): Tool[] {
         ctx.signal,
       );
       const fields = { duration_ms: Math.round(result.durationMs), output_bytes: result.totalBytes };
-      return commandOutcome(result, 2 * timeout + 5, fields);
+      const outcome = commandOutcome(result, 2 * timeout + 5, fields);
+      return notes.length === 0 ? outcome : { ...outcome, body: notes.join("") + outcome.body };
     },
   });
 

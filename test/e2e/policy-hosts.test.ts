@@ -22,6 +22,8 @@ const TAGS = ["prod", "prod", "staging", "staging", "lab", "lab"] as const;
 const POLICY = `# the three environments of docs/policy.md
 [tags.prod]
 mode = "readonly"
+# The probes too stay off production: a policy's own deny pattern, named by its place in the file.
+deny = ['^ssh_(check|keyscan) ']
 
 [tags.staging]
 mode = "guarded"
@@ -230,6 +232,25 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     );
   }, 120_000);
 
+  it("decides each host of ssh_check and ssh_keyscan by its own policy, dialling only the admitted ones", async () => {
+    const check = await relay.call("ssh_check", { hosts: "prod1,lab1" });
+    expect(check.text.split("\n")).toEqual([
+      "prod1: [DENIED: policy tag:prod: matched deny[0] of tag:prod]",
+      "lab1: ok",
+    ]);
+    const [prod, lab] = [fleet.hosts[0], fleet.hosts[4]];
+    if (!prod || !lab) throw new Error("no fleet");
+    const scan = await relay.call("ssh_keyscan", { hosts: `${prod.address},${lab.address}`, port: lab.port });
+    expect(scan.text).toContain(
+      `# ${prod.address}: [DENIED: policy tag:prod: matched deny[0] of tag:prod]\n`,
+    );
+    expect(scan.text).toContain(`[${lab.address}]:${lab.port} ssh-ed25519 `);
+    expect(scan.text).not.toContain(`[${prod.address}]:${prod.port} ssh-`);
+    expect((await relay.call("ssh_check", { hosts: "prod1,prod2" })).text).toBe(
+      "[DENIED tier 0 (READ_ONLY): policy tag:prod: matched deny[0] of tag:prod]",
+    );
+  });
+
   it("server_info lists the policies in force, counting patterns, never showing them", async () => {
     const info = JSON.parse((await relay.call("server_info")).text) as {
       policies: Array<Record<string, unknown>>;
@@ -241,7 +262,7 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
       ["tag:staging", "guarded", true],
       ["tag:lab", "open", false],
     ]);
-    expect(info.policies[1]).toMatchObject({ source: policyFile, deny_patterns: 0, max_tier: 3 });
+    expect(info.policies[1]).toMatchObject({ source: policyFile, deny_patterns: 1, max_tier: 3 });
     // Consent is on where a policy turns it on, so its section is there.
     expect(info.consent).toBeDefined();
   });
