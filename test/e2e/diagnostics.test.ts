@@ -19,9 +19,11 @@ describe("server_info, audit_tail and the prompt over stdio", () => {
     }
     // Every registered tool is named, and nothing that looks like a tool name but is not one.
     const { tools } = await s.client.listTools();
-    expect(tools).toHaveLength(23);
+    expect(tools).toHaveLength(24);
     for (const tool of tools) expect(text).toContain(tool.name);
-    const named = new Set(text.match(/\b(?:shell|ssh|session|server|audit|operation)_[a-z_]+\b/g) ?? []);
+    const named = new Set(
+      text.match(/\b(?:shell|ssh|session|server|audit|operation|policy)_[a-z_]+\b/g) ?? [],
+    );
     expect([...named].sort()).toEqual(tools.map((t) => t.name).sort());
     expect(text).toMatch(/irreversible command returns \[CONFIRM REQUIRED/);
   });

@@ -52,7 +52,7 @@ describe("infra tools are listed only when RELAY_SHELL_INFRA_SOCKET is set", () 
     try {
       const { tools } = await s.client.listTools();
       expect(tools.filter((t) => t.name.startsWith("infra_"))).toEqual([]);
-      expect(tools).toHaveLength(23);
+      expect(tools).toHaveLength(24);
       expect(s.client.getInstructions()).not.toContain("infra_");
       const r = await s.call("infra_status");
       expect(r.text).toBe("[ERROR: ValueError: unknown tool: infra_status]");
@@ -65,7 +65,7 @@ describe("infra tools are listed only when RELAY_SHELL_INFRA_SOCKET is set", () 
     const s = await startServer({ RELAY_SHELL_INFRA_SOCKET: "/nonexistent/infra.sock" });
     try {
       const { tools } = await s.client.listTools();
-      expect(tools).toHaveLength(28);
+      expect(tools).toHaveLength(29);
       const infra = tools.filter((t) => t.name.startsWith("infra_"));
       expect(infra.map((t) => t.name).sort()).toEqual(INFRA_TOOLS);
       const byName = new Map(infra.map((t) => [t.name, t]));

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import { chmodSync, chownSync, copyFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
@@ -9,6 +10,7 @@ import {
   type ConsentWorld,
   createConsentWorld,
 } from "../helpers/consent.js";
+import { baseEnv, SERVER_ENTRY } from "../helpers/server.js";
 
 /**
  * Policy per host and per tag (docs/policy.md) against real sshd: six
@@ -265,6 +267,28 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     expect(info.policies[1]).toMatchObject({ source: policyFile, deny_patterns: 1, max_tier: 3 });
     // Consent is on where a policy turns it on, so its section is there.
     expect(info.consent).toBeDefined();
+  });
+
+  it("--check-config, as the relay's account, prints each policy in force and never a pattern's text", () => {
+    const r = spawnSync(
+      "/usr/sbin/runuser",
+      ["-u", world.user.name, "--", process.execPath, SERVER_ENTRY, "--check-config"],
+      {
+        env: baseEnv({ HOME: world.home, USER: world.user.name, ...world.settings(env) }),
+        cwd: world.home,
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
+    expect(r.status).toBe(0);
+    const lines = r.stderr.split("\n").filter((line) => line.startsWith("relay_shell: policy in force: "));
+    expect(lines).toEqual([
+      "relay_shell: policy in force: default (settings): mode=open deny=0 allow=0 consent=false confirm_tier3=false max_tier=3",
+      `relay_shell: policy in force: tag:prod (${policyFile}): mode=readonly deny=1 allow=0 consent=false confirm_tier3=false max_tier=3`,
+      `relay_shell: policy in force: tag:staging (${policyFile}): mode=guarded deny=0 allow=0 consent=true confirm_tier3=false max_tier=3`,
+      `relay_shell: policy in force: tag:lab (${policyFile}): mode=open deny=0 allow=0 consent=false confirm_tier3=true max_tier=3`,
+    ]);
+    expect(r.stderr).not.toContain("check|keyscan");
   });
 
   it("refuses to start on a policy file or a tagged inventory its own account can write", async () => {
