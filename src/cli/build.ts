@@ -35,7 +35,7 @@ import {
 import { type ConsoleApprovals, openConsent } from "./consent-wiring.js";
 import { openPolicyBook } from "./policy-book.js";
 import { openBroker, openPasskeyCounters, openSharedState } from "./state.js";
-import { buildToolSet } from "./tool-set.js";
+import { buildToolSet, lateExplainer } from "./tool-set.js";
 
 export interface BuiltServer {
   server: Server;
@@ -159,7 +159,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
   // One store of passkey sign counters for the console's logins and consent's passkey approvals.
   const counters = settings.consolePasskeys === "" ? null : openPasskeyCounters(settings, shared, clock);
   // Consent opens after the tools (its acts are found in them): server_info and the console ask at call time.
-  let relayRef: Relay | null = null;
+  const explainer = lateExplainer();
   const consentPending = async () => (await consent?.pending()) ?? null;
   const tools = buildToolSet({
     settings,
@@ -177,11 +177,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     runtime,
     consentPending,
     policies,
-    // The runner answers policy_explain; it exists once the tools do.
-    explain: (tool, args, scope) => {
-      if (!relayRef) throw new Error("the runner is not built yet");
-      return relayRef.explain(tool, args, scope);
-    },
+    explain: explainer.explain,
   });
   const gates: Gate[] = broker ? [createConfirmGate(broker)] : [];
   // Human consent exists only where a policy turns it on; it refuses to start on an unsafe anchor.
@@ -201,7 +197,7 @@ export async function buildServer(options: BuildOptions): Promise<BuiltServer> {
     : null;
   if (consent) gates.push(consent.gate);
   const relay = createRelay({ settings, classifier, audit, metrics, tools, gates, logger, policies });
-  relayRef = relay;
+  explainer.bind(relay);
   const mcp = mcpDepsOf(relay, { version, ready, processes, classifier, ssh, consent });
   return {
     server: createMcpServer(mcp),

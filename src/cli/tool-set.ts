@@ -4,7 +4,7 @@ import type { Settings } from "../config/index.js";
 import type { Clock } from "../core/index.js";
 import type { ProcessRunner } from "../exec/index.js";
 import type { Classifier, PolicyBook } from "../policy/index.js";
-import { createFollowUpVetter, type Tool } from "../runner/index.js";
+import { createFollowUpVetter, type Relay, type Tool } from "../runner/index.js";
 import type { DescendantReaper, SessionRegistry } from "../sessions/index.js";
 import type { ForwardRegistry, SshService } from "../ssh/index.js";
 import {
@@ -50,6 +50,23 @@ export interface ToolSetDeps {
   policies: PolicyBook;
   /** The runner's policy_explain answer; the runner is built from these tools, so it is reached late. */
   explain: ExplainCall;
+}
+
+/**
+ * policy_explain's way to the runner, which is built from the tools and so
+ * exists only after them: the tool asks through `explain`, bound once the runner is.
+ */
+export function lateExplainer(): { explain: ExplainCall; bind(relay: Relay): void } {
+  let relay: Relay | null = null;
+  return {
+    explain: (tool, args, scope) => {
+      if (!relay) throw new Error("the runner is not built yet");
+      return relay.explain(tool, args, scope);
+    },
+    bind: (built) => {
+      relay = built;
+    },
+  };
 }
 
 /**
