@@ -160,4 +160,42 @@ describe("policy_explain agrees with what the call then gets", () => {
       { numRuns: 150 },
     );
   }, 120_000);
+
+  it("names the pattern that decided and shows its text only when the operator allows it", () => {
+    const explainWith = (env: Record<string, string>) => {
+      const auditPath = join(dir, "audit-patterns.jsonl");
+      const settings = loadSettings(
+        { RELAY_SHELL_AUDIT_PATH: auditPath, RELAY_SHELL_POLICY_DENY: "hidden-canary-word", ...env },
+        { cwd: dir },
+      );
+      const audit = createAuditLog(
+        { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
+        { clock: systemClock },
+      );
+      const relay = createRelay({
+        settings,
+        classifier,
+        audit,
+        metrics: createCallCounter(),
+        tools: [testFanout({})],
+      });
+      return relay.explain(
+        "fleet",
+        { command: "cat /tmp/hidden-canary-word", hosts: "lab1" },
+        { clientId: "" },
+      );
+    };
+    const hidden = explainWith({});
+    expect(hidden).toMatchObject({
+      verdict: "refused",
+      reason: "matched RELAY_SHELL_POLICY_DENY",
+      matched: "RELAY_SHELL_POLICY_DENY",
+    });
+    expect(JSON.stringify(hidden)).not.toContain("hidden-canary-word");
+    const shown = explainWith({ RELAY_SHELL_POLICY_EXPLAIN_PATTERNS: "true" });
+    expect(shown).toMatchObject({
+      matched: "RELAY_SHELL_POLICY_DENY",
+      matched_pattern: "hidden-canary-word",
+    });
+  });
 });
