@@ -27,6 +27,51 @@ interface GroupedBody {
 }
 
 describe("groupRuns", () => {
+  it("files hosts a policy refused or held by kind and policy, each with its own reason (docs/policy.md)", () => {
+    const prod = new RelayError(
+      "PolicyDenied",
+      "policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)",
+      {
+        code: "tag:prod",
+      },
+    );
+    const db = new RelayError("PolicyDenied", "policy host:db1: matched deny[0] of host:db1", {
+      code: "host:db1",
+    });
+    const staging = new RelayError(
+      "PolicyHeld",
+      "policy tag:staging holds it for signed consent: run it on these hosts in a call of their own",
+      {
+        code: "tag:staging",
+      },
+    );
+    const runs: FanoutHostRun[] = [
+      { host: "prod1", error: prod },
+      ran("lab1", "ok\n"),
+      { host: "db1", error: db },
+      { host: "prod2", error: prod },
+      { host: "staging1", error: staging },
+    ];
+    expect(groupRuns(runs, 30, "safe").failures).toEqual([
+      {
+        error: "PolicyDenied tag:prod",
+        hosts: ["prod1", "prod2"],
+        message: "[DENIED: policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)]",
+      },
+      {
+        error: "PolicyDenied host:db1",
+        hosts: ["db1"],
+        message: "[DENIED: policy host:db1: matched deny[0] of host:db1]",
+      },
+      {
+        error: "PolicyHeld tag:staging",
+        hosts: ["staging1"],
+        message:
+          "[HELD: policy tag:staging holds it for signed consent: run it on these hosts in a call of their own]",
+      },
+    ]);
+  });
+
   it("groups identical output and exit status, largest first, and failures by kind", () => {
     const runs = [
       ran(name(1), "a\n"),
