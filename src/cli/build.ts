@@ -1,17 +1,12 @@
-import { accessSync, appendFileSync, constants, readFileSync } from "node:fs";
-import { homedir, userInfo } from "node:os";
+import { appendFileSync } from "node:fs";
+import { homedir } from "node:os";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { type AuditLog, createAuditLog } from "../audit/index.js";
 import type { Settings } from "../config/index.js";
 import type { PasskeyCounters } from "../consent/index.js";
 import type { Logger } from "../core/index.js";
 import { type Clock, cryptoIds, enableStageTrace, type StageRecord, systemClock } from "../core/index.js";
-import {
-  createLauncherRunner,
-  defaultLauncherKind,
-  type LauncherRunner,
-  type ProcessRunner,
-} from "../exec/index.js";
+import { createLauncherRunner, type LauncherRunner, type ProcessRunner } from "../exec/index.js";
 import { type CallCounter, createCallCounter, type GaugeProviders } from "../metrics/index.js";
 import { type Classifier, createClassifier, type PolicyBook } from "../policy/index.js";
 import { createSubreaper } from "../proc/index.js";
@@ -34,6 +29,7 @@ import {
 } from "../tools/index.js";
 import { type ConsoleApprovals, openConsent } from "./consent-wiring.js";
 import { openPolicyBook } from "./policy-book.js";
+import { packageVersion, readRuntimeInfo } from "./runtime.js";
 import { openBroker, openPasskeyCounters, openSharedState } from "./state.js";
 import { buildToolSet, lateExplainer } from "./tool-set.js";
 
@@ -77,44 +73,6 @@ export interface BuildOptions {
    * embedding process (a test runner) would hand it orphans of its own.
    */
   adoptOrphans?: boolean;
-}
-
-const SUDO_CANDIDATES = ["/usr/bin/sudo", "/bin/sudo", "/usr/local/bin/sudo"];
-
-export function readRuntimeInfo(): RuntimeInfo {
-  let user = "";
-  try {
-    user = userInfo().username;
-  } catch {
-    // No passwd entry for this uid (containers): the contract reports "".
-  }
-  const sudoBinary =
-    SUDO_CANDIDATES.find((path) => {
-      try {
-        accessSync(path, constants.X_OK);
-        return true;
-      } catch {
-        return false;
-      }
-    }) ?? "";
-  return {
-    uid: process.getuid?.() ?? -1,
-    euid: process.geteuid?.() ?? -1,
-    user,
-    sudoBinary,
-    launcher: defaultLauncherKind(),
-  };
-}
-
-export function packageVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
-      version?: unknown;
-    };
-    return typeof pkg.version === "string" ? pkg.version : "0.0.0";
-  } catch {
-    return "0.0.0";
-  }
 }
 
 /** Wire the whole server from settings. Used by serve and by --check-config. */

@@ -8,8 +8,8 @@ import {
 } from "../config/index.js";
 import { cryptoIds, describeError, type Logger, systemClock } from "../core/index.js";
 import { BrokerStartRefused, type RunningBroker, startInfraBroker, startupLines } from "../infra/index.js";
-import { packageVersion } from "./build.js";
 import { flagTokens } from "./flags.js";
+import { packageVersion } from "./runtime.js";
 
 const INFRA_BROKER_USAGE = `usage: relay-shell infra-broker --config DIR [--socket PATH] [--state DIR] [--allow-key-file DIR]
                              [--allowed-signers FILE]

@@ -9,10 +9,10 @@ import {
   type SettingsReport,
   snapshotEnvironment,
 } from "../config/index.js";
-import { packageVersion, readRuntimeInfo } from "./build.js";
 import { checkConfig } from "./check-config.js";
 import { fail } from "./exit.js";
 import { flagTokens } from "./flags.js";
+import { packageVersion, readRuntimeInfo } from "./runtime.js";
 import { serve } from "./serve.js";
 import { runVerifyAudit } from "./verify-audit.js";
 

@@ -6,14 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tagBook, testFanout } from "../../test/helpers/policies.js";
 import { createAuditLog } from "../audit/index.js";
 import { createConfirmBroker } from "../broker/index.js";
-import { loadSettings } from "../config/index.js";
+import { loadSettings, type Settings } from "../config/index.js";
 import { type ApprovalVerifier, openSqliteStore } from "../consent/index.js";
 import { cryptoIds, systemClock, type Tier } from "../core/index.js";
 import { createCallCounter } from "../metrics/index.js";
 import { type Classifier, createClassifier, type EffectivePolicy, settingsPolicy } from "../policy/index.js";
 import { createConfirmGate } from "./confirm-gate.js";
 import { createConsentGate } from "./consent-gate.js";
-import { createRelay } from "./relay.js";
+import { createRelay, type RelayDeps } from "./relay.js";
 
 /** Commands of every tier; none of them runs: the tool only counts that it was called. */
 const COMMANDS = [
@@ -76,6 +76,19 @@ describe("policy_explain agrees with what the call then gets", () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  /** The settings of a test relay: its own audit file in the suite's directory, and `env`. */
+  const settingsOf = (env: Record<string, string> = {}) =>
+    loadSettings({ RELAY_SHELL_AUDIT_PATH: join(dir, "audit.jsonl"), ...env }, { cwd: dir });
+
+  /** A relay over those settings with the suite's classifier. */
+  function relayOf(settings: Settings, parts: Pick<RelayDeps, "tools" | "gates" | "policies">) {
+    const audit = createAuditLog(
+      { path: settings.auditPath, format: "jsonl", chain: false, stderrEcho: false },
+      { clock: systemClock },
+    );
+    return createRelay({ settings, classifier, audit, metrics: createCallCounter(), ...parts });
+  }
+
   it("for generated policies per tag, host lists and commands of every tier", async () => {
     await fc.assert(
       fc.asyncProperty(
@@ -83,8 +96,7 @@ describe("policy_explain agrees with what the call then gets", () => {
         fc.subarray(HOSTS, { minLength: 1 }),
         fc.constantFrom(...COMMANDS),
         async (layers, hosts, command) => {
-          const auditPath = join(dir, "audit.jsonl");
-          const settings = loadSettings({ RELAY_SHELL_AUDIT_PATH: auditPath }, { cwd: dir });
+          const settings = settingsOf();
           const base = settingsPolicy(settings);
           const tagged = Object.entries(layers).map(([tag, l]) => [tag, policyOf(base, tag, l)] as const);
           const book = tagBook(base, Object.fromEntries(tagged));
@@ -118,15 +130,7 @@ describe("policy_explain agrees with what the call then gets", () => {
               value: { tool: name, tier, bound: { ...(args as object) } },
             }),
           });
-          const audit = createAuditLog(
-            { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
-            { clock: systemClock },
-          );
-          const relay = createRelay({
-            settings,
-            classifier,
-            audit,
-            metrics: createCallCounter(),
+          const relay = relayOf(settings, {
             tools: [tool],
             gates: [createConfirmGate(broker), consent],
             policies: book,
@@ -163,22 +167,8 @@ describe("policy_explain agrees with what the call then gets", () => {
 
   it("names the pattern that decided and shows its text only when the operator allows it", () => {
     const explainWith = (env: Record<string, string>) => {
-      const auditPath = join(dir, "audit-patterns.jsonl");
-      const settings = loadSettings(
-        { RELAY_SHELL_AUDIT_PATH: auditPath, RELAY_SHELL_POLICY_DENY: "hidden-canary-word", ...env },
-        { cwd: dir },
-      );
-      const audit = createAuditLog(
-        { path: auditPath, format: "jsonl", chain: false, stderrEcho: false },
-        { clock: systemClock },
-      );
-      const relay = createRelay({
-        settings,
-        classifier,
-        audit,
-        metrics: createCallCounter(),
-        tools: [testFanout({})],
-      });
+      const settings = settingsOf({ RELAY_SHELL_POLICY_DENY: "hidden-canary-word", ...env });
+      const relay = relayOf(settings, { tools: [testFanout({})] });
       return relay.explain(
         "fleet",
         { command: "cat /tmp/hidden-canary-word", hosts: "lab1" },

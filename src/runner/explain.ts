@@ -1,7 +1,8 @@
 import type { Settings } from "../config/index.js";
-import { foldHosts, RelayError, tierName } from "../core/index.js";
+import { foldHosts, tierName } from "../core/index.js";
 import { BASIS_TEXT, type Classifier, type EffectivePolicy } from "../policy/index.js";
 import { type Admit, type Admitted, classifyLoose, type Refused } from "./admission.js";
+import { gateOf, HostHeld, type PolicyGate } from "./host-policies.js";
 import { computeNotices } from "./notices.js";
 import type { CallScope, Tool } from "./tool.js";
 
@@ -94,14 +95,20 @@ function refused(deps: ExplainDeps, tool: string, admission: Refused) {
   };
 }
 
+const GATE_VERDICT: Record<PolicyGate, Verdict> = {
+  confirmation: "needs_confirmation",
+  consent: "held_for_consent",
+};
+
 /** The gate that would stop an admitted call, in the runner's order: the confirmation, then consent. */
 function gateVerdict(admission: Admitted): { verdict: Verdict; reason: string } {
-  const { policy, tier, classification } = admission;
-  if (policy.confirmTier3 && tier === 3)
-    return { verdict: "needs_confirmation", reason: `policy ${policy.name} asks for a Tier-3 confirmation` };
-  if (policy.consent && (tier > 0 || classification.basis === "proven_read"))
+  const { policy } = admission;
+  const gate = gateOf(policy, admission.classification);
+  if (gate === "confirmation")
+    return { verdict: GATE_VERDICT[gate], reason: `policy ${policy.name} asks for a Tier-3 confirmation` };
+  if (gate === "consent")
     return {
-      verdict: "held_for_consent",
+      verdict: GATE_VERDICT[gate],
       reason: `policy ${policy.name} asks for signed consent (a read may run on an open lease of this session)`,
     };
   return { verdict: "admitted", reason: admission.reason };
@@ -112,15 +119,15 @@ function heldBack(refusals: ReadonlyMap<string, Error> | undefined) {
   if (!refusals) return undefined;
   const byReason = new Map<string, { verdict: Verdict; hosts: string[] }>();
   for (const [host, err] of refusals) {
-    const held = err instanceof RelayError && err.type === "PolicyHeld";
+    const verdict = err instanceof HostHeld ? GATE_VERDICT[err.gate] : "refused";
     const known = byReason.get(err.message);
     if (known) known.hosts.push(host);
-    else byReason.set(err.message, { verdict: held ? "held_for_consent" : "refused", hosts: [host] });
+    else byReason.set(err.message, { verdict, hosts: [host] });
   }
   return [...byReason].map(([reason, { verdict, hosts }]) => ({
     hosts: foldHosts(hosts),
     host_count: hosts.length,
-    verdict: reason.includes("Tier-3 confirmation") ? "needs_confirmation" : verdict,
+    verdict,
     reason,
   }));
 }

@@ -34,12 +34,37 @@ function callPolicies(book: PolicyBook, tool: Tool, args: unknown): CallPolicies
   return { kind: "split", groups: all };
 }
 
-/** The gate a policy puts in front of this call, if any: it holds the hosts of a split fan-out. */
-function holdOf(policy: EffectivePolicy, classification: Classification): string | null {
-  if (policy.confirmTier3 && classification.tier === 3) return "a Tier-3 confirmation";
-  if (policy.consent && (classification.tier > 0 || classification.basis === "proven_read"))
-    return "signed consent";
+/** A gate a policy may put in front of a call. */
+export type PolicyGate = "confirmation" | "consent";
+
+/**
+ * The gate the call's policy puts in front of it, if any, as the gates
+ * themselves decide: the Tier-3 confirmation first, then consent for all but
+ * a fixed read-only tool (a command proven to only read is a read, and needs it).
+ */
+export function gateOf(policy: EffectivePolicy, classification: Classification): PolicyGate | null {
+  if (policy.confirmTier3 && classification.tier === 3) return "confirmation";
+  if (policy.consent && (classification.tier > 0 || classification.basis === "proven_read")) return "consent";
   return null;
+}
+
+const GATE_TEXT: Record<PolicyGate, string> = {
+  confirmation: "a Tier-3 confirmation",
+  consent: "signed consent",
+};
+
+/** A host of a split fan-out its policy holds for a gate one fan-out cannot carry for some hosts only. */
+export class HostHeld extends RelayError {
+  constructor(
+    readonly gate: PolicyGate,
+    policy: EffectivePolicy,
+  ) {
+    super(
+      "PolicyHeld",
+      `policy ${policy.name} holds it for ${GATE_TEXT[gate]}: run it on these hosts in a call of their own`,
+      { code: policy.name },
+    );
+  }
 }
 
 /** A reason that names its policy: in a split fan-out every group's does, the default's too. */
@@ -73,17 +98,13 @@ function splitHosts(
   let runnable: SplitVerdict["runnable"] = null;
   for (const { policy, hosts } of groups) {
     const decision = decideFor(policy);
-    const hold = decision.allowed ? holdOf(policy, classification) : null;
+    const hold = decision.allowed ? gateOf(policy, classification) : null;
     if (decision.allowed && hold === null) {
       runnable ??= { policy, decision };
       continue;
     }
-    const error = decision.allowed
-      ? new RelayError(
-          "PolicyHeld",
-          `policy ${policy.name} holds it for ${hold}: run it on these hosts in a call of their own`,
-          { code: policy.name },
-        )
+    const error = hold
+      ? new HostHeld(hold, policy)
       : new RelayError("PolicyDenied", named(policy, decision.reason), { code: policy.name });
     for (const host of hosts) refusals.set(host, error);
     lines.push(`${hosts.length} host(s) under ${error.message}`);
