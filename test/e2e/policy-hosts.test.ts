@@ -151,6 +151,19 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     expect(lines().length).toBe(before);
   });
 
+  it("gives a host reached through a jump host its own policy, never the hop's", async () => {
+    const before = lines().length;
+    // The prod host only carries the connection: the command runs on lab1, under lab's policy.
+    const lab = await relay.call("ssh_exec", { host: "lab1", jump: "prod1", command: command() });
+    expect(lab.text).toBe("[exit 0]\n");
+    // And a lab hop lends a prod target nothing.
+    const prod = await relay.call("ssh_exec", { host: "prod1", jump: "lab1", command: command() });
+    expect(prod.text).toBe(
+      "[DENIED tier 1 (REVERSIBLE): policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)]",
+    );
+    expect(lines().length - before).toBe(1);
+  });
+
   it("policy_explain says what each of those calls then got, and runs nothing", async () => {
     const before = lines().length;
     const explain = async (tool: string, args: Record<string, unknown>) =>
