@@ -247,6 +247,70 @@ describe.skipIf(SKIP !== null)("policy per host and per tag, one relay, three en
     );
   }, 120_000);
 
+  it("past 100 hosts, files the hosts its policies refuse or hold as one failure group per policy", async () => {
+    // 120 aliases, 40 for each environment, spread over that environment's two hosts.
+    const width = 40;
+    const aliases = TAGS.flatMap((tag, i) =>
+      i % 2 === 1
+        ? []
+        : Array.from({ length: width }, (_, k) => {
+            const host = fleet.hosts[i + (k % 2)];
+            if (!host) throw new Error("no fleet");
+            const name = `${tag}${String(k + 1).padStart(3, "0")}`;
+            return [
+              name,
+              { hostname: host.address, port: host.port, user: fleet.user, tags: [tag] },
+            ] as const;
+          }),
+    );
+    const key = join(world.home, "id_fleet");
+    const inventory = join(world.root, "anchors", "inventory-wide.json");
+    writeFileSync(
+      inventory,
+      JSON.stringify(Object.fromEntries(aliases.map(([n, e]) => [n, { ...e, identity_file: key }]))),
+    );
+    chmodSync(inventory, 0o644);
+    const wide = await world.startRelay({ ...env, RELAY_SHELL_INVENTORY: inventory });
+    try {
+      const before = lines().length;
+      const r = await wide.call("ssh_fanout", {
+        command: command(),
+        hosts: aliases.map(([n]) => n).join(","),
+        concurrency: 16,
+      });
+      const body = JSON.parse(r.text) as {
+        host_count: number;
+        fanout_id: string;
+        groups: Array<{ hosts: string; host_count: number; exit_code: number | null }>;
+        failures: Array<{ error: string; hosts: string; host_count: number; message: string }>;
+      };
+      expect(body.host_count).toBe(120);
+      expect(body.groups).toEqual([{ hosts: "lab[001-040]", host_count: 40, exit_code: 0, output: "" }]);
+      expect(body.failures).toEqual([
+        {
+          error: "PolicyDenied tag:prod",
+          hosts: "prod[001-040]",
+          host_count: 40,
+          message: "[DENIED: policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)]",
+        },
+        {
+          error: "PolicyHeld tag:staging",
+          hosts: "staging[001-040]",
+          host_count: 40,
+          message:
+            "[HELD: policy tag:staging holds it for signed consent: run it on these hosts in a call of their own]",
+        },
+      ]);
+      expect(r.structured).toMatchObject({ host_count: 120, failed_hosts: 80 });
+      // Only the lab's 40 ran it; a refused host read back by id says why it did not.
+      expect(lines().length - before).toBe(width);
+      const one = await wide.call("ssh_fanout_result", { fanout_id: body.fanout_id, host: "prod007" });
+      expect(one.text).toBe("[DENIED: policy tag:prod: readonly mode refuses Tier 1 (REVERSIBLE)]");
+    } finally {
+      await wide.close();
+    }
+  }, 120_000);
+
   it("decides each host of ssh_check and ssh_keyscan by its own policy, dialling only the admitted ones", async () => {
     const check = await relay.call("ssh_check", { hosts: "prod1,lab1" });
     expect(check.text.split("\n")).toEqual([
