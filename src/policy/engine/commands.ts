@@ -10,6 +10,7 @@ import {
   safeVariable,
   shellCommandOnly,
   transparentWrapper,
+  trustedHelpForm,
 } from "../readonly/prove.js";
 import { Args, initScript, lookupRule } from "../rules/index.js";
 import { redirectHit } from "../rules/redirects.js";
@@ -20,6 +21,9 @@ import { unwrap } from "../wrappers/unwrap.js";
 import { type ArgvCtx, originBasis, type Scope, type StdinCtx, scriptWord } from "./context.js";
 import { classifyOpaque } from "./opaque-rules.js";
 import { ScriptIndex } from "./script-index.js";
+
+/** Programs that change modes, owners or ACLs. */
+const PERMISSION_PROGRAMS = new Set(["chmod", "chown", "chgrp", "setfacl", "chattr"]);
 
 /**
  * Classifies the simple commands of one parsed script: each argv is unwrapped
@@ -107,11 +111,14 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
     }
     // A wrapper that only bounds or times its command is proven when its own options are; the
     // command it carries is proven on its own below. Any other wrapper (sudo, ssh, nohup …) is not.
-    c.best.prove(transparentWrapper(name, args));
+    c.best.prove(transparentWrapper(name, args) || trustedHelpForm(name, args));
     const inner: ArgvCtx = wrapped.stdinConsumed ? { ...c, stdin: null } : c;
     for (const argv of wrapped.inners) {
       const innerName = baseName(argv[0]?.value ?? "").toLowerCase();
       if (wrapped.perItem && MASS_DELETE.has(innerName)) c.best.consider(3, "file_destruction", c.part);
+      // `find /srv -exec chmod 755 {} \;`: a mode or owner change over every item found is a tree's.
+      if (wrapped.perItem && PERMISSION_PROGRAMS.has(innerName))
+        c.best.consider(2, "permission_change", c.part);
       if (wrapped.perItem && !provenPerItem(innerName)) c.best.doubt();
       argvHit(argv, inner, unwraps + 1);
     }

@@ -29,7 +29,18 @@ spec("aws", {
     const service = ops[0]?.value;
     const op = ops[1]?.value;
     if (service === undefined || op === undefined) return service === "help";
-    if (service === "s3") return op === "ls";
+    // `aws s3 cp s3://bucket/key -` prints the object; to any other destination it writes a file.
+    if (service === "s3")
+      return (
+        op === "ls" ||
+        (op === "cp" &&
+          ops.length === 4 &&
+          ops[2]?.value.startsWith("s3://") === true &&
+          ops[3]?.value === "-" &&
+          !args.some((w) =>
+            /^--(?:recursive|include|exclude|metadata|acl|grants|storage-class|sse)/.test(w.value),
+          ))
+      );
     if (service === "configure") return op === "list" || op === "get" || op === "list-profiles";
     if (/^get-(?:login|password|token)/.test(op) && service !== "ecr") return false;
     return AWS_READ_OPERATION.test(op);

@@ -203,6 +203,8 @@ spec("http", {
 });
 spec("openssl", {
   words: true,
+  // Without a command openssl is a prompt that runs the commands on its stdin.
+  bare: false,
   deny: [
     "-out",
     "-keyout",

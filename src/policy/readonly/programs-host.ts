@@ -234,6 +234,8 @@ spec("systemd-analyze", {
 });
 spec("chronyc", {
   valued: ["-h", "-p", "-f"],
+  // Without a command chronyc runs the commands on its stdin (`settime`, `makestep`).
+  bare: false,
   subs: subsOf([
     "tracking",
     "sources",
@@ -312,5 +314,28 @@ spec("passwd", {
 
 // ss -K kills the sockets it matches; -D dumps raw diagnostics into a file.
 spec("ss", { deny: ["-K", "--kill", "-D", "--diag"] });
+
+// kill sends nothing with signal 0 (it only asks whether the process exists) and lists signals with -l/-L.
+spec("kill", {
+  check: (args) => {
+    const first = args[0]?.value ?? "";
+    if (/^(?:-l|-L|--list|--table)$/.test(first)) return args.slice(1).every((w) => /^\d+$/.test(w.value));
+    const zero = /^(?:-0|-SIG0)$/.test(first) || (/^(?:-s|-n)$/.test(first) && args[1]?.value === "0");
+    const pids = args.slice(first === "-s" || first === "-n" ? 2 : 1);
+    // A later `-9` would be read as a signal again (bash's kill takes options until the pids).
+    return zero && pids.length > 0 && pids.every((w) => /^\d+$|^%\d+$/.test(w.value) && !w.dynamic);
+  },
+});
+// hwclock alone shows the hardware clock; the setting modes (-w, -s, --set, --adjust, --systz) write.
+spec("hwclock", {
+  check: (args) =>
+    args.every((w) =>
+      /^(?:-r|--show|--get|-v|--verbose|-u|--utc|-l|--localtime|--debug|-D|--predict|--test|--rtc=\S+|--adjfile=\S+|--noadjfile|-V|--version)$/.test(
+        w.value,
+      ),
+    ),
+});
+// efibootmgr prints the boot entries when given nothing but verbosity; every other option edits them.
+spec("efibootmgr", { check: (args) => args.every((w) => /^(?:-v+|--verbose)$/.test(w.value)) });
 
 export const SYSTEM_PROGRAMS: ReadonlyMap<string, ReadEntry> = entries;

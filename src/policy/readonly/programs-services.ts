@@ -114,6 +114,14 @@ spec("nodetool", {
     );
   },
 });
+// fail2ban's client: the status and get forms report; set, ban, unban, reload, start and stop act,
+// and -i is a prompt that runs the commands on its stdin.
+spec("fail2ban-client", {
+  valued: ["-c", "-s", "-p", "--timeout"],
+  deny: ["-i", "--interactive"],
+  bare: false,
+  subs: { status: true, ping: true, version: true, banned: true, get: true, "--dp": true, "--dump": true },
+});
 spec("consul", {
   subs: {
     members: true,

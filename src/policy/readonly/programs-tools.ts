@@ -56,6 +56,9 @@ spec("sgdisk", {
 spec("gdisk", { check: onlyOptions(/^-l$/) });
 spec("parted", {
   check: (args) => {
+    // `parted -l` lists every disk's partitions and exits.
+    if (args.length > 0 && args.every((w) => /^(?:-l|--list|-s|--script|-m|--machine)$/.test(w.value)))
+      return args.some((w) => w.value === "-l" || w.value === "--list");
     const ops = operands(args).map((w) => w.value);
     return (
       ops.length >= 1 &&
@@ -65,6 +68,8 @@ spec("parted", {
     );
   },
 });
+// badblocks reads by default; -w (write test), -n (read-write test) and -o (an output file) write.
+spec("badblocks", { valuedLetters: "bcdeiopt", deny: ["-w", "-n", "-o", "-X"] });
 spec("tune2fs", { check: onlyOptions(/^-l$/) });
 spec("wipefs", {
   check: (args) =>
@@ -105,6 +110,8 @@ spec("btrfs", {
 });
 spec("virsh", {
   valued: ["-c", "--connect"],
+  // Without a command virsh is a shell that runs the commands on its stdin (`destroy`, `undefine`).
+  bare: false,
   subs: subsOf([
     "list",
     "dominfo",
@@ -141,12 +148,31 @@ spec("ipmitool", {
     sdr: true,
     sensor: { subs: { list: true, get: true } },
     sel: { subs: subsOf(["list", "elist", "info", "get", "time"]) },
-    chassis: { subs: subsOf(["status"]) },
+    chassis: { subs: { status: true, power: { subs: subsOf(["status"]) }, selftest: true, poh: true } },
     fru: { subs: subsOf(["print", "list"]) },
     mc: { subs: subsOf(["info", "guid", "selftest"]) },
     lan: { subs: subsOf(["print"]) },
     power: { subs: subsOf(["status"]) },
   },
+});
+
+// A virus scan reads files; it acts on them with --remove/--move/--copy, writes with --log and
+// --leave-temps, and runs other signatures with --database or --bytecode-unsigned.
+spec("clamscan", {
+  valuedLetters: "ldf",
+  deny: [
+    "--remove",
+    "--move",
+    "--copy",
+    "-l",
+    "--log",
+    "--leave-temps",
+    "--tempdir",
+    "-d",
+    "--database",
+    "--bytecode-unsigned",
+    "--gen-json",
+  ],
 });
 
 // Keys, certificates, documents.

@@ -113,7 +113,8 @@ spec("git", {
       ),
     },
     remote: { bare: true, subs: { show: true, "get-url": true, "-v": true } },
-    stash: { subs: subsOf(["list", "show"]) },
+    // `git stash` alone, or with options only, is `git stash push`: it rewrites the working tree.
+    stash: { bare: false, subs: subsOf(["list", "show"]) },
     // `git reflog REF` is `git reflog show REF`; expire and delete are the writing forms.
     reflog: {
       valued: ["-n", "--max-count"],
@@ -121,7 +122,8 @@ spec("git", {
     },
     bisect: { subs: subsOf(["log"]) },
     notes: { subs: subsOf(["list", "show"]) },
-    rerere: { subs: subsOf(["status", "diff", "remaining"]) },
+    // `git rerere` alone records conflicts and writes recorded resolutions into the working tree.
+    rerere: { bare: false, subs: subsOf(["status", "diff", "remaining"]) },
     "check-ref-format": true,
     worktree: { subs: subsOf(["list"]) },
     submodule: { bare: true, subs: subsOf(["status", "summary"]) },

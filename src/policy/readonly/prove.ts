@@ -85,6 +85,12 @@ const HELP_TRUSTED = new Set([
   "reboot",
 ]);
 
+/** `--help` or `--version` alone, to a program whose option parser prints and exits before it acts. */
+export function trustedHelpForm(name: string, args: readonly Word[]): boolean {
+  const first = args[0]?.value;
+  return HELP_TRUSTED.has(name) && (first === "--help" || first === "--version") && args.length === 1;
+}
+
 /** Look a program up by its lower-cased base name (`pip3` and `pip` are both listed where both exist). */
 function entryOf(name: string): ReadEntry | undefined {
   return READ_ONLY_PROGRAMS.get(name);
@@ -116,21 +122,27 @@ export function provenArgv(
   if (windows && args.some((w) => /^\/[A-Za-z?]{1,2}(?::.*)?$/.test(w.value))) return false;
   const entry = entryOf(name);
   if (entry === undefined) {
-    const first = args[0]?.value;
-    return HELP_TRUSTED.has(name) && (first === "--help" || first === "--version") && args.length === 1;
+    return trustedHelpForm(name, args);
   }
-  if (isHelpForm(args) || helpTail(args)) return true;
+  if (isHelpForm(args) || helpTail(name, args)) return true;
   return satisfies(entry, args, stdinEmpty);
 }
+
+/**
+ * CLIs whose command paths run three words deep (`gcloud compute instances delete`) and whose
+ * parsers print help for `--help` wherever it stands.
+ */
+const DEEP_COMMANDS = new Map([["gcloud", 3]]);
 
 /**
  * `git reset -h`, `az group delete -h`, `aws ec2 terminate-instances help`: a help request after a
  * plain subcommand path (at most two subcommand-shaped words) and nothing after it; a Tier-3 act with its
  * object named (`kubectl delete ns prod --help`) keeps its tier.
  */
-function helpTail(args: readonly Word[]): boolean {
+function helpTail(name: string, args: readonly Word[]): boolean {
   const last = args[args.length - 1];
-  if (last === undefined || args.length > 3 || !/^(?:-h|--help|-help|help)$/.test(last.value)) return false;
+  if (last === undefined || args.length > 1 + (DEEP_COMMANDS.get(name) ?? 2)) return false;
+  if (!/^(?:-h|--help|-help|help)$/.test(last.value)) return false;
   return args.slice(0, -1).every((w) => !w.dynamic && !w.glob && /^[a-z][a-z0-9:_-]*$/.test(w.value));
 }
 
@@ -166,8 +178,17 @@ export function shellCommandOnly(args: readonly Word[]): boolean {
 export function interpreterInfoOnly(name: string, args: readonly Word[]): boolean {
   if (args.length !== 1) return false;
   const v = args[0]!.value;
-  return v === "--version" || v === "--help" || (v === "-V" && /^python/.test(name));
+  return v === "--version" || v === "--help" || VERSION_LETTER.get(name.replace(/[0-9.]+$/, "")) === v;
 }
+
+/** The interpreters' own short version flags, each alone on the line: they print and exit. */
+const VERSION_LETTER = new Map([
+  ["python", "-V"],
+  ["node", "-v"],
+  ["nodejs", "-v"],
+  ["perl", "-v"],
+  ["php", "-v"],
+]);
 
 /** A command run once per input item gets words nobody has seen: only programs no option changes qualify. */
 export function provenPerItem(name: string): boolean {

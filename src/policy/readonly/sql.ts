@@ -4,7 +4,8 @@ import type { Word } from "../shell/words.js";
  * Database statements given on the command line, read for their writes. A
  * statement is proven when it starts with a reading verb and names no
  * writing keyword or function anywhere (a data-modifying CTE, `SELECT …
- * INTO`, `COPY … TO PROGRAM`, a backend signal). Meta-commands of psql are
+ * INTO`, `COPY … TO PROGRAM`, a backend signal); an EXPLAIN without ANALYZE
+ * only plans, so the statement it names may be one that writes. Meta-commands of psql are
  * allowed only when they describe or format.
  */
 
@@ -58,10 +59,15 @@ function sqlReadsOnly(sql: string): boolean {
     const text = unquoted(st);
     if (!READ_START.test(text)) return false;
     if (/^pragma\b/i.test(text) && text.includes("=")) return false;
-    if (/^explain\b/i.test(text) && /\banalyze\b/i.test(text)) return false;
-    return (
-      !WRITES.test(text.replace(/^(?:explain|describe|desc|show)\b/i, "")) && !WRITE_FUNCTIONS.test(text)
-    );
+    if (
+      /^explain\b/i.test(text) ||
+      /^(?:describe|desc)\s+(?:select|insert|update|delete|replace)\b/i.test(text)
+    ) {
+      // EXPLAIN only plans the statement it names, whatever that statement would write; with
+      // ANALYZE (or ANALYSE) it runs it.
+      return !/\banaly[sz]e\b/i.test(text) && !WRITE_FUNCTIONS.test(text);
+    }
+    return !WRITES.test(text.replace(/^(?:describe|desc|show)\b/i, "")) && !WRITE_FUNCTIONS.test(text);
   });
 }
 

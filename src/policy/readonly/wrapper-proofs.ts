@@ -1,5 +1,5 @@
 import type { Word } from "../shell/words.js";
-import { leadingOptions, set } from "../wrappers/parsers.js";
+import { leadingOptions, set, sudoListsOnly } from "../wrappers/parsers.js";
 import { safeVariable } from "./variables.js";
 
 /**
@@ -44,6 +44,8 @@ const TRANSPARENT = new Map<string, (args: readonly Word[]) => boolean>([
   ["pssh", () => true],
   ["parallel-ssh", () => true],
   ["dsh", () => true],
+  // Listing what sudo allows (or its version) runs nothing and gains no privilege.
+  ["sudo", sudoListsOnly],
 ]);
 
 /**

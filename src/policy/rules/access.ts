@@ -202,6 +202,8 @@ function ufw({ args }: RuleInput): Hit | null {
   const [verb, next] = ops;
   // Enabling a default-deny firewall cuts SSH off unless an allow rule exists, which we cannot see.
   if (verb === "enable") return LOCKOUT;
+  // reset deletes every rule the operator wrote (and disables the firewall): they are not kept anywhere.
+  if (verb === "reset") return LOCKOUT;
   if (verb === "default" && (next === "deny" || next === "reject")) return LOCKOUT;
   const changes = [
     "allow",

@@ -35,7 +35,7 @@ const WRITE_CALL =
 
 /** mongosh methods that write documents, indexes, collections or users. */
 const MONGO_WRITE =
-  /\.\s*(?:insert|insertone|insertmany|update|updateone|updatemany|replaceone|findoneandupdate|findoneandreplace|findoneanddelete|deleteone|bulkwrite|save|createindex|createindexes|dropindex|dropindexes|createcollection|renamecollection|createuser|updateuser|grantrolestouser|revokerolesfromuser|shutdownserver|fsynclock)\s*\(/i;
+  /\.\s*(?:insert|insertone|insertmany|update|updateone|updatemany|replaceone|findoneandupdate|findoneandreplace|findoneanddelete|deleteone|bulkwrite|save|createindex|createindexes|dropindex|dropindexes|createcollection|renamecollection|createuser|updateuser|grantrolestouser|revokerolesfromuser|shutdownserver|fsynclock|stepdown|reconfig|freeze|syncfrom|addarb|killop|adminCommand|runCommand|setprofilinglevel|enablesharding|shardcollection|movechunk|splitat|addshard|removeshard|startbalancer|stopbalancer)\s*\(/i;
 
 /** `SELECT … INTO OUTFILE` writes a file on the server. */
 const INTO_FILE = /\binto\s+(?:outfile|dumpfile)\b/i;
@@ -61,8 +61,21 @@ function statementHit(s: string): Hit | null {
   return /^with\s/.test(s) && /\binsert\s+into\b/.test(s) ? CHANGE : null;
 }
 
+/** EXPLAIN (or MySQL's DESCRIBE) of a statement, without ANALYZE: the statement is planned, never run. */
+const PLAN_ONLY =
+  /^\s*(?:explain|describe|desc)\s+(?:\([^)]*\)\s*)?(?:select|insert|update|delete|replace|merge|with|query\s+plan|format\s*=)/i;
+
+/** The statements of `sql` that run, without the EXPLAINs that only plan theirs. */
+function runStatements(sql: string): string {
+  return sql
+    .split(";")
+    .filter((part) => !PLAN_ONLY.test(part) || /\banaly[sz]e\b/i.test(part))
+    .join(";");
+}
+
 /** What this text (SQL, a mongo script, a redis command line) does to stored data. */
-function dataHit(text: string): Hit | null {
+function dataHit(sql: string): Hit | null {
+  const text = runStatements(sql);
   if (DROP.test(text) || TRUNCATE.test(text) || MONGO.test(text) || REDIS.test(text)) return DESTROY;
   if (DESTROYING_CALL.test(text)) return DESTROY;
   let found: Hit | null =

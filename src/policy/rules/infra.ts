@@ -216,9 +216,20 @@ function docker({ name, args }: RuleInput): Hit | null {
     ].includes(sub)
   ) {
     if (verb === undefined || DOCKER_READS.has(verb) || verb === "inspect") return null;
+    if (sub === "container" && forcedMassRemoval(verb, rest.from(1))) return DESTROY;
     return CONTAINER;
   }
+  if (forcedMassRemoval(sub, rest)) return DESTROY;
   return DOCKER_READS.has(sub) ? null : CONTAINER;
+}
+
+/**
+ * `docker rm -f $(docker ps -aq)`: forced removal of containers the call does not name (a
+ * substitution or variable), running ones included, with their writable layers.
+ */
+function forcedMassRemoval(verb: string, rest: Args): boolean {
+  if (verb !== "rm" && verb !== "remove") return false;
+  return (rest.short("f") || rest.long("force")) && rest.words.some((w) => w.dynamic);
 }
 
 function vagrant({ args }: RuleInput): Hit | null {
@@ -272,6 +283,14 @@ function localCluster({ args }: RuleInput): Hit | null {
   return ops.some((o) => ["create", "start", "stop"].includes(o)) ? CONTAINER : null;
 }
 
+/** The verbs of cloud operations that change remote state (`authorize-security-group-ingress`, `invoke`). */
+const CLOUD_CHANGE = new RegExp(
+  "^(?:(?:create|update|deploy|set|stop|start|reboot|restart|resize|apply|put|modify|run|attach|detach|add|authorize|revoke|associate|disassociate|enable|disable|import|export|replace|release|allocate|publish|invoke|execute|upload|restore|promote|failover|reset|rotate|grant|suspend|resume|increase|decrease|purchase|activate|deactivate|scale|upgrade|migrate)(?:-|$)" +
+    // Words that are also the names of command groups (`az lock list`, `az tag list`) act only as
+    // an operation's first word.
+    "|(?:tag|untag|lock|unlock|copy|move|rename|request|send|accept|reject|assign|unassign|cancel|submit|register)-)",
+);
+
 /** Cloud CLIs name their verbs as words (`gcloud compute instances delete`) or prefixes (`aws ec2 terminate-instances`). */
 function cloud({ name, args }: RuleInput): Hit | null {
   const ops = args.operands().map((v) => v.toLowerCase());
@@ -309,9 +328,10 @@ function cloud({ name, args }: RuleInput): Hit | null {
       : null;
   }
   if (ops.some(destructive)) return DESTROY;
-  const change =
-    /^(?:create|update|deploy|set|stop|start|reboot|restart|resize|apply|put|modify|run|attach|detach|add)(?:-|$)/;
-  return ops.some((o) => change.test(o)) ? INFRA : null;
+  // Commands that only write the client's own configuration (a kubeconfig entry, a profile, a login).
+  if (name === "aws" && (ops[0] === "configure" || ops[0] === "sso" || ops.includes("update-kubeconfig")))
+    return null;
+  return ops.some((o) => CLOUD_CHANGE.test(o)) ? INFRA : null;
 }
 
 export const INFRA_RULES = table([

@@ -112,7 +112,13 @@ function iw({ args }: RuleInput): Hit | null {
   return words.includes("set") || words.includes("connect") ? CHANGE : null;
 }
 
+/** `ss -K` closes the sockets it matches: the connections of the processes that hold them end. */
+function ss({ args }: RuleInput): Hit | null {
+  return args.short("K") || args.long("kill") ? hit(2, "process_change") : null;
+}
+
 export const NETWORK_RULES = table([
+  ["ss", ss],
   ["tc", tc],
   ["ethtool", ethtool],
   ["dhclient", dhcpRelease("rx", ["release"])],

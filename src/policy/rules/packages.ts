@@ -1,5 +1,5 @@
 import { type Args, type Hit, hit, type Rule, type RuleInput, table } from "./args.js";
-import { packageScript } from "./build.js";
+import { packageScript, projectCode } from "./build.js";
 
 /**
  * Packages of every manager, and scheduled jobs: Tier 2. What they change is
@@ -240,6 +240,11 @@ function zypperRemoving(changing: string[]): Rule {
 /** `python -m pip install x` reaches here as pip via the interpreter unwrapping. */
 const PIP = verbs(["install", "uninstall", "remove"]);
 
+/** The first rule's verdict, else the second's: a package manager that also runs project code. */
+function orElse(first: Rule, second: Rule): Rule {
+  return (input) => first(input) ?? second(input);
+}
+
 export const PACKAGE_RULES = table([
   [
     ["apt", "apt-get", "aptitude", "nala"],
@@ -344,10 +349,16 @@ export const PACKAGE_RULES = table([
       "prune",
     ]),
   ],
-  ["bun", verbs(["add", "install", "i", "remove", "rm", "update", "upgrade", "link", "unlink", "publish"])],
+  [
+    "bun",
+    orElse(
+      verbs(["add", "install", "i", "remove", "rm", "update", "upgrade", "link", "unlink", "publish"]),
+      projectCode,
+    ),
+  ],
   ["gem", verbs(["install", "uninstall", "update", "cleanup", "i"])],
-  ["cargo", verbs(["install", "uninstall"])],
-  ["go", verbs(["install", "get"])],
+  ["cargo", orElse(verbs(["install", "uninstall"]), projectCode)],
+  ["go", orElse(verbs(["install", "get"]), projectCode)],
   [
     ["conda", "mamba", "micromamba"],
     verbs(["install", "remove", "uninstall", "create", "update", "upgrade", "env"]),

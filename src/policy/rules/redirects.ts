@@ -16,7 +16,8 @@ const WRITES = new Set([">", ">>", ">|", "&>", "&>>", "<>", ">&"]);
 /**
  * `> file` with nothing written empties the file. Which commands print
  * nothing: none at all (a bare redirect), `:`/`true`/`false`, `cat /dev/null`,
- * `echo -n` and `printf ''`.
+ * `echo -n` and `printf ''`; and a filter given the file it writes, which reads it only after
+ * the shell has emptied it.
  */
 function emptiesTarget(r: Redirect, unit: Unit): boolean {
   if (r.op !== ">" && r.op !== ">|") return false;
@@ -27,7 +28,29 @@ function emptiesTarget(r: Redirect, unit: Unit): boolean {
   if (name === "cat" && w.length === 2 && w[1] === "/dev/null") return true;
   // `echo > f` and `echo "" > f` leave one newline.
   if (name === "echo" && (w.length === 1 || (w.length === 2 && (w[1] === "-n" || w[1] === "")))) return true;
-  return name === "printf" && w.length === 2 && w[1] === "";
+  if (name === "printf" && w.length === 2 && w[1] === "") return true;
+  return readsItsTarget(r, unit);
+}
+
+/** Programs that read the files they are given and print what they make of them. */
+const FILTERS = new Set(
+  "cat tac sort uniq jq yq gojq sed awk gawk mawk grep egrep fgrep rg cut head tail column fmt fold nl rev paste expand unexpand iconv xmllint base64 strings od xxd hexdump wc zcat gzcat bzcat xzcat zstdcat tr envsubst dos2unix unix2dos".split(
+    " ",
+  ),
+);
+
+/**
+ * `sort f > f`, `jq . config.json > config.json`: the shell empties the file before the command
+ * opens it, so the command reads nothing and the file's content is gone.
+ */
+function readsItsTarget(r: Redirect, unit: Unit): boolean {
+  const target = r.target;
+  if (target === null || target.dynamic) return false;
+  const name = baseName(unit.words[0]?.value ?? "").toLowerCase();
+  if (!FILTERS.has(name)) return false;
+  const same = (v: string) => normalizePath(v).replace(/^(?:\.\/)+/, "");
+  const path = same(target.value);
+  return unit.words.slice(1).some((w) => !w.dynamic && !w.value.startsWith("-") && same(w.value) === path);
 }
 
 /**

@@ -216,7 +216,34 @@ function racadm({ args }: RuleInput): Hit | null {
   return hit(2, "host_change");
 }
 
+/** `nginx -s reload|stop|quit|reopen` signals the running server; -t/-T/-v/-V only check or print. */
+function nginx({ args }: RuleInput): Hit | null {
+  const i = args.values.indexOf("-s");
+  return i >= 0 && args.at(i + 1) !== undefined ? SERVICE : null;
+}
+
+/** apachectl's control verbs (`graceful`, `restart`, `-k stop`) act on the server; configtest and -S/-M/-v report. */
+function apachectl({ args }: RuleInput): Hit | null {
+  const verb = args.values.find((v) => !v.startsWith("-"))?.toLowerCase() ?? "";
+  const k = args.values.indexOf("-k");
+  const acts = /^(?:start|stop|restart|graceful|graceful-stop|reload|fullstatus-?)$/.test(verb);
+  return acts || (k >= 0 && args.at(k + 1) !== undefined) ? SERVICE : null;
+}
+
+/** hwclock's setting modes write the hardware clock or set the system clock from it. */
+function hwclock({ args }: RuleInput): Hit | null {
+  const sets = args.values.some((v) =>
+    /^(?:-w|--systohc|-s|--hctosys|--set|--date(?:=.*)?|-a|--adjust|--systz|--setepoch|--update-drift|--param-set(?:=.*)?|--vl-clear)$/.test(
+      v,
+    ),
+  );
+  return sets ? hit(2, "host_change") : null;
+}
+
 export const SYSTEM_RULES = table([
+  ["hwclock", hwclock],
+  ["nginx", nginx],
+  [["apachectl", "apache2ctl", "httpd"], apachectl],
   [["shutdown", "reboot", "halt", "poweroff", "kexec", "systemd-hibernate"], always(3, "power_kernel")],
   ["killall5", always(3, "process_kill")],
   ["systemctl", systemctl],

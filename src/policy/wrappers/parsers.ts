@@ -100,7 +100,37 @@ const SUDO_VALUED = set(
   "--command-timeout",
 );
 
+/**
+ * `sudo -l [COMMAND]`, `sudo -V`, `sudo -h`: sudo lists what the policy lets a user run (a command
+ * given with -l is only checked, never run), or prints its version or help, and gains no privilege.
+ * Only the options that go with listing are allowed, so nothing else can make it act.
+ */
+export function sudoListsOnly(args: readonly Word[]): boolean {
+  if (args.length === 1 && /^(?:-V|--version|-h|--help)$/.test(args[0]!.value)) return true;
+  let lists = false;
+  for (let i = 0; i < args.length; i++) {
+    const w = args[i]!;
+    if (w.dynamic || w.glob) return false;
+    const v = w.value;
+    if (v === "--") return lists;
+    if (!v.startsWith("-")) return lists;
+    if (v === "-U" || v === "-u" || v === "--other-user" || v === "--user") {
+      i++;
+      continue;
+    }
+    if (/^--(?:other-user|user)=\S+$/.test(v) || v === "--non-interactive") continue;
+    if (v === "--list") {
+      lists = true;
+      continue;
+    }
+    if (!/^-[ln]+$/.test(v)) return false;
+    lists ||= v.includes("l");
+  }
+  return lists;
+}
+
 export const sudo: Wrapper = (args) => {
+  if (sudoListsOnly(args)) return result({});
   const start = skipOptions(args, SUDO_VALUED, "ughpCDrtUT", true);
   return result({ base: PRIV, inners: argv(args.slice(start)) });
 };
