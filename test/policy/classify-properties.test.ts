@@ -70,7 +70,8 @@ describe("classify: composition properties", () => {
           const joined = tier(`${a}${sep}${b}`);
           expect(joined).toBeGreaterThanOrEqual(Math.max(tier(a), tier(b)));
         }),
-        { numRuns: 250 },
+        // `a;&$` alone holds a command `$` that the grammar's recovery of `a;&$ && ` lost.
+        { numRuns: 250, examples: [["a;&$", ""]] },
       );
     });
   }

@@ -15,6 +15,7 @@ import type { Classification, Classifier, ClassifyOptions, ProgramInput } from "
 import { classifyUnits } from "./commands.js";
 import type { Scope, StdinCtx } from "./context.js";
 import { pythonInto as pythonProgramInto } from "./python-host.js";
+import { cutPartsInto, piecesInto } from "./recovery.js";
 
 /**
  * Texts longer than this (UTF-16 code units) skip the parser and go to the
@@ -117,66 +118,6 @@ function parsedInto(run: Run, depth: number, text: string, best: Best): void {
   if (tree !== null) classifyUnits(walkScript(tree), scopeAt(run, depth), best, null);
 }
 
-/** Pieces of an unparsable text that are parsed on their own (the pattern tables already saw all of it). */
-const MAX_PIECES = 256;
-
-/**
- * A parse error can swallow what follows it (`echo 'x; kubectl delete ns prod`
- * puts the second command in an unterminated string). The text is cut at
- * separator characters, ignoring quotes, and each piece is parsed alone:
- * ambiguity rounds up. Pieces are bounded in number; the pattern tables have
- * already seen the whole text.
- */
-function piecesInto(run: Run, depth: number, text: string, best: Best): void {
-  let count = 0;
-  const seen = new Set<string>();
-  // Cut into lines, cut keeping pipelines whole (`x | perl` stays piped), cut at every
-  // operator, and cut with the quote characters blanked (an unbalanced quote hides the rest).
-  const variants = [
-    () => [text.replace(/['"`]/g, " ")],
-    () => text.split("\n"),
-    () => text.split(/[\n;&]+/),
-    () => text.split(/[\n;&|]+/),
-    () => text.replace(/['"`]/g, " ").split(/[\n;&]+/),
-  ];
-  for (const variant of variants) {
-    for (const piece of variant()) {
-      if (best.done || count >= MAX_PIECES) return;
-      if (piece.trim() === "" || piece === text || seen.has(piece)) continue;
-      seen.add(piece);
-      count++;
-      parsedInto(run, depth, piece, best);
-    }
-  }
-}
-
-/**
- * Error recovery can swallow every line after a broken one, a here-doc body
- * included (`[+⏎python3 <<EOF⏎…` reads as one test expression in which `<<`
- * is a shift), and the pieces above cut a here-doc from its body. So the text
- * from each later line start, and from after each list or pipe operator, is
- * also parsed alone, in order: a broken part never hides a complete command
- * after it. These suffixes, and what they nest,
- * draw on the call's recovery budget rather than on the one that decides
- * "unseen": the pass stops, silently, when a suffix no longer fits with room
- * for what it nests, and the total work stays linear in the input. The
- * pattern tables have already seen the whole text.
- */
-function suffixesInto(run: Run, depth: number, text: string, best: Best): void {
-  const own: Run = { ...run, budget: run.recovery };
-  let count = 0;
-  // A line start, or the end of a run of list and pipe operators (`ls && ;rm -rf x`): where a
-  // command may begin once the broken part before it is dropped.
-  const boundary = /\n|[;&|]+/g;
-  for (let m = boundary.exec(text); m !== null && !best.done; m = boundary.exec(text)) {
-    const rest = text.slice(m.index + m[0].length);
-    if (rest.trim() === "") return;
-    if (count++ >= MAX_PIECES || run.recovery.bytes < 2 * rest.length) return;
-    run.recovery.bytes -= rest.length;
-    parsedInto(own, depth, rest, best);
-  }
-}
-
 /** Suffixes re-parsed because a command was carried over a line break. */
 const MAX_GLUED = 4;
 
@@ -197,7 +138,7 @@ function gluedLinesInto(run: Run, depth: number, text: string, script: ParsedScr
       // The grammar and bash disagree on where a command ends: not a text to vouch for.
       best.doubt();
       if (glued++ >= MAX_GLUED) {
-        piecesInto(run, depth, text, best);
+        piecesInto(text, best, (piece) => parsedInto(run, depth, piece, best));
         return;
       }
       // Judge the text before the break and the text after it, each on its own.
@@ -237,8 +178,9 @@ function scriptInto(
   if (script.hasError) best.doubt();
   if (script.hasError && !best.done) {
     fallbackInto(text, best);
-    piecesInto(run, depth, text, best);
-    suffixesInto(run, depth, text, best);
+    piecesInto(text, best, (piece) => parsedInto(run, depth, piece, best));
+    const own: Run = { ...run, budget: run.recovery };
+    cutPartsInto(text, best, run.recovery, (part) => parsedInto(own, depth, part, best));
   } else if (!best.done && script.commandRanges.length > 0 && text.includes("\n")) {
     gluedLinesInto(run, depth, text, script, best);
   }
