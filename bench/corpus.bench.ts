@@ -103,8 +103,8 @@ interface BlindRow {
 /**
  * The Tier-0 proof (ADR 0033) on three corpora: the tldr-pages read-only and
  * help rows the read-only table proves, the incident responder's diagnostics
- * (bench/corpus/incident-reads.jsonl) and the labelled operations corpus
- * (bench/corpus/blind-ops.jsonl), both written without sight of the classifier.
+ * (bench/corpus/incident-reads.jsonl) and the labelled operations corpora
+ * (bench/corpus/blind-ops*.jsonl), all written without sight of the classifier.
  */
 export async function proofFigures(): Promise<BenchFigure[]> {
   const classifier = await createClassifier();
@@ -117,11 +117,19 @@ export async function proofFigures(): Promise<BenchFigure[]> {
   const incidentZero = incident.filter((r) => zero(r.command)).length;
   const blind = readJsonLines<BlindRow>("blind-ops.jsonl");
   const second = readJsonLines<BlindRow>("blind-ops-2.jsonl");
+  const third = readJsonLines<BlindRow>("blind-ops-3.jsonl");
   const accepted = (rows: BlindRow[]) =>
     rows.filter((r) => r.accept.includes(classifier.classify(r.command).tier)).length;
   const blindOk = accepted(blind);
   const secondOk = accepted(second);
-  const blindWritesZero = [...blind, ...second].filter(
+  const thirdOk = accepted(third);
+  // The third writer accepted only Tier 0 for dry-run forms, which stay Tier 1 here by decision
+  // (ADR 0044): its share is also given with a dry-run at Tier 1 counted as accepted.
+  const thirdOkDry = third.filter((r) => {
+    const t = classifier.classify(r.command).tier;
+    return r.accept.includes(t) || (r.kind === "dry-run" && t === 1);
+  }).length;
+  const blindWritesZero = [...blind, ...second, ...third].filter(
     (r) => !r.accept.includes(0) && zero(r.command),
   ).length;
   const share = (a: number, b: number) => (100 * a) / b;
@@ -162,7 +170,21 @@ export async function proofFigures(): Promise<BenchFigure[]> {
       met: share(secondOk, second.length) >= 95,
     },
     {
-      name: "  rows of either corpus that change, delete or run code, proven Tier 0",
+      name: `third operations corpus, another writer, at an accepted tier (${third.length} rows)`,
+      value: share(thirdOk, third.length),
+      unit: "%",
+      target: "reported",
+      met: null,
+    },
+    {
+      name: "  the same, a dry-run form at Tier 1 accepted",
+      value: share(thirdOkDry, third.length),
+      unit: "%",
+      target: ">= 95",
+      met: share(thirdOkDry, third.length) >= 95,
+    },
+    {
+      name: "  rows of any of them that change, delete or run code, proven Tier 0",
       value: blindWritesZero,
       unit: "",
       target: "0",
