@@ -1,5 +1,6 @@
 import type { Word } from "../shell/words.js";
 import { subsOf, tablePart } from "./define.js";
+import { mongoShellReadsOnly } from "./mongo.js";
 import { operands } from "./programs-files.js";
 import type { ReadEntry } from "./spec.js";
 import { psqlReadsOnly, REDIS_VALUED, redisReadsOnly, sqlArgReadsOnly } from "./sql.js";
@@ -63,7 +64,8 @@ spec("redis-cli", {
   valued: REDIS_VALUED,
   check: redisReadsOnly,
 });
-spec("mongosh", { check: () => false });
+spec("mongosh", { check: mongoShellReadsOnly });
+spec("mongo", { check: mongoShellReadsOnly });
 
 // HTTP as a client that only fetches and prints. Methods other than GET/HEAD, uploads and files written are not.
 spec("curl", {

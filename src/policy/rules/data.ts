@@ -37,6 +37,9 @@ const WRITE_CALL =
 const MONGO_WRITE =
   /\.\s*(?:insert|insertone|insertmany|update|updateone|updatemany|replaceone|findoneandupdate|findoneandreplace|findoneanddelete|deleteone|bulkwrite|save|createindex|createindexes|dropindex|dropindexes|createcollection|renamecollection|createuser|updateuser|grantrolestouser|revokerolesfromuser|shutdownserver|fsynclock|stepdown|reconfig|freeze|syncfrom|addarb|killop|adminCommand|runCommand|setprofilinglevel|enablesharding|shardcollection|movechunk|splitat|addshard|removeshard|startbalancer|stopbalancer)\s*\(/i;
 
+/** An aggregation stage that writes its result into a collection. */
+const MONGO_STAGE_WRITE = /["']?\$(?:out|merge)["']?\s*:/;
+
 /** `SELECT … INTO OUTFILE` writes a file on the server. */
 const INTO_FILE = /\binto\s+(?:outfile|dumpfile)\b/i;
 
@@ -79,7 +82,9 @@ function dataHit(sql: string): Hit | null {
   if (DROP.test(text) || TRUNCATE.test(text) || MONGO.test(text) || REDIS.test(text)) return DESTROY;
   if (DESTROYING_CALL.test(text)) return DESTROY;
   let found: Hit | null =
-    WRITE_CALL.test(text) || MONGO_WRITE.test(text) || INTO_FILE.test(text) ? CHANGE : null;
+    WRITE_CALL.test(text) || MONGO_WRITE.test(text) || MONGO_STAGE_WRITE.test(text) || INTO_FILE.test(text)
+      ? CHANGE
+      : null;
   for (const part of text.toLowerCase().split(";")) {
     const h = statementHit(part.trim());
     if (h === DESTROY) return DESTROY;

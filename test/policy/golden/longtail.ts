@@ -123,4 +123,9 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   { text: "aws lambda invoke --function-name report out.json", tier: 2, basis: "infrastructure_change" },
   { text: "aws eks update-kubeconfig --name prod --region eu-west-1", tier: 1, basis: "default" },
   { text: "az lock create -n keep -g rg --lock-type CanNotDelete", tier: 2, basis: "infrastructure_change" },
+  {
+    text: "mongosh --eval 'db.c.aggregate([{$match: {a: 1}}, {$out: \"x\"}])'",
+    tier: 2,
+    basis: "data_store_change",
+  },
 ];

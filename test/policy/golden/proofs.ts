@@ -159,6 +159,14 @@ export const PROOF_ROWS: readonly string[] = [
   "aws s3 cp s3://config-bucket/app.yaml - | head",
   "az lock list",
   "ansible-playbook --help | grep -- --check",
+  // the mongo shell's JavaScript, read as a narrow expression language
+  "mongosh --quiet --eval 'db.orders.countDocuments({status: \"pending\"})' shop",
+  "mongosh mongodb://db1:27017/app --eval 'db.users.find({age: {$gt: 30}}).sort({_id: -1}).limit(5).toArray()'",
+  "mongosh --eval 'rs.status()'",
+  "mongosh --eval 'printjson(db.serverStatus().connections)'",
+  "mongosh --eval 'db.c.find({name: /^ab/i}).forEach(printjson)'",
+  "mongosh --eval 'db.c.aggregate([{$match: {a: 1}}, {$group: {_id: \"$b\", n: {$sum: 1}}}])'",
+  "mongo --eval 'db.getSiblingDB(\"admin\").getUsers()'",
 ];
 
 /** The same programs in a form that is not a read: above Tier 0. */
@@ -302,4 +310,21 @@ export const LOOKALIKE_ROWS: readonly string[] = [
   "aws s3 cp - s3://bucket/app.yaml",
   "aws s3 cp s3://bucket/app.yaml - --recursive",
   "ansible-playbook site.yml --help",
+  "mongosh --eval 'db.c.aggregate([{$out: \"x\"}])'",
+  "mongosh --eval 'db.c.find({$where: \"sleep(100)\"})'",
+  "mongosh --eval 'db.c.find().forEach(function (d) { db.x.insertOne(d) })'",
+  "mongosh --eval 'db.c.find().forEach(d => db.x.insertOne(d))'",
+  "mongosh --eval 'db.c[\"drop\"]()'",
+  "mongosh --eval '(db.c.drop)()'",
+  "mongosh --eval 'x = db.c.find()'",
+  "mongosh --eval 'db.c.find(); db.c.deleteMany({})'",
+  "mongosh --eval 'db.adminCommand({setParameter: 1})'",
+  "mongosh --eval 'load(\"/tmp/x.js\")'",
+  "mongosh --eval 'this.db.c.drop()'",
+  "mongosh --eval 'db.c.find()' --shell",
+  "mongosh --eval 'db.c.find()' script.js",
+  'mongosh --eval "$JS"',
+  "mongosh --eval 'db.c.find().forEach(drop)'",
+  "mongosh --eval 'db.c.find() // note'",
+  "mongosh --eval 'db.c.\\u0064rop()'",
 ];
