@@ -70,8 +70,16 @@ describe("classify: composition properties", () => {
           const joined = tier(`${a}${sep}${b}`);
           expect(joined).toBeGreaterThanOrEqual(Math.max(tier(a), tier(b)));
         }),
-        // `a;&$` alone holds a command `$` that the grammar's recovery of `a;&$ && ` lost.
-        { numRuns: 250, examples: [["a;&$", ""]] },
+        // `a;&$` alone holds a command `$` that the grammar's recovery of `a;&$ && ` lost; `9=/a` is
+        // a command (no shell name can start with a digit) that the grammar read as an assignment.
+        {
+          numRuns: 250,
+          examples: [
+            ["a;&$", ""],
+            ["9=/a", "ls -la"],
+            ["", "9=/a"],
+          ],
+        },
       );
     });
   }

@@ -174,6 +174,10 @@ function command(w: Walk, node: SyntaxNode, ctx: WalkCtx, extra: SyntaxNode[] | 
       ends[words.length - 1] = c.end;
     } else if (c.field === "redirect" || c.type.endsWith("_redirect")) {
       redirects.push(c);
+    } else if (c.type === "variable_assignment" && words.length === 0 && !isAssignment(w, c)) {
+      // `9=/a ls`: not a name bash can assign, so the word is the command (a path, here).
+      words.push(assignmentWord(w, c, ctx));
+      ends[0] = c.end;
     } else if (c.type === "variable_assignment") {
       assigns.push(assignment(c, ctx));
     } else if (c.named && c.type !== "comment") {
@@ -276,14 +280,24 @@ function visitFunction(w: Walk, node: SyntaxNode, ctx: WalkCtx): void {
   pushAll(w, inner);
 }
 
+/** A `NAME=value` word as one word, its value's expansions kept. */
+function assignmentWord(w: Walk, node: SyntaxNode, ctx: WalkCtx): Word {
+  const a = w.resolver.assignment(node, ctx);
+  return { ...a.value, value: `${a.name}=${a.value.value}`, text: text(w, node) };
+}
+
+/** Whether bash reads this `NAME=value` word as an assignment: NAME must be a shell name, or one with a subscript. */
+function isAssignment(w: Walk, node: SyntaxNode): boolean {
+  return /^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=/.test(text(w, node));
+}
+
 function visitDeclaration(w: Walk, node: SyntaxNode, ctx: WalkCtx, extra: SyntaxNode[] | null): void {
   const keyword = node.children.find((c) => !c.named);
   const words: Word[] = [literalWord(keyword ? keyword.type : "declare")];
   for (const c of node.children) {
     if (!c.named) continue;
     if (c.type === "variable_assignment") {
-      const a = w.resolver.assignment(c, ctx);
-      words.push({ ...a.value, value: `${a.name}=${a.value.value}`, text: text(w, c) });
+      words.push(assignmentWord(w, c, ctx));
     } else {
       words.push(w.resolver.resolveWord(c, ctx, 0));
     }
@@ -345,6 +359,11 @@ function visitSpecial(w: Walk, item: Item): boolean {
       // where bash ends it at the line break; the glued-lines pass then judges the next line
       // on its own.
       w.commandRanges.push([node.start, node.end]);
+      if (!isAssignment(w, node)) {
+        // `9=/a` alone: not a name bash can assign, so bash runs it as a command.
+        addUnit(w, [assignmentWord(w, node, ctx)], extra ?? [], ctx, text(w, node), {});
+        return true;
+      }
       w.assigns.push(w.resolver.assignment(node, ctx));
       return true;
     case "command_name":
