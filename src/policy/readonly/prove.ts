@@ -1,5 +1,6 @@
 import type { Redirect } from "../shell/script.js";
 import type { Word } from "../shell/words.js";
+import { provenDryRun } from "./dry-runs.js";
 import { isHelpForm, type ReadEntry, satisfies } from "./spec.js";
 import { READ_ONLY_PROGRAMS } from "./table.js";
 
@@ -120,6 +121,7 @@ export function provenArgv(
 ): boolean {
   if (args.some(touchyPath)) return false;
   if (windows && args.some((w) => /^\/[A-Za-z?]{1,2}(?::.*)?$/.test(w.value))) return false;
+  if (!windows && provenDryRun(name, args)) return true;
   const entry = entryOf(name);
   if (entry === undefined) {
     return trustedHelpForm(name, args);
