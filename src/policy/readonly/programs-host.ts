@@ -283,10 +283,15 @@ spec("update-alternatives", {
     args.some((w) => /^--(?:display|query|list|get-selections)$/.test(w.value)) &&
     !args.some((w) => /^--(?:install|remove|remove-all|set|auto|config|all|set-selections)$/.test(w.value)),
 });
+// service NAME status; FreeBSD's rc.subr also reports with `describe`, `enabled`, `rcvar`,
+// `extracommands` and `onestatus`, and `service -e|-l|-r` list the enabled, all and ordered scripts.
 spec("service", {
   check: (args) => {
-    const o = operands(args);
-    return (o.length === 2 && o[1]!.value === "status") || args.some((w) => w.value === "--status-all");
+    const o = operands(args, ["-j"]);
+    if (o.length === 2)
+      return /^(?:status|onestatus|describe|enabled|rcvar|extracommands)$/.test(o[1]!.value);
+    const listing = args.some((w) => /^(?:--status-all|-[elr])$/.test(w.value));
+    return o.length === 0 && listing && args.every((w) => /^(?:--status-all|-[elrv])$/.test(w.value));
   },
 });
 spec("chkconfig", {

@@ -1,3 +1,4 @@
+import { BSD_PROGRAMS } from "./programs-bsd.js";
 import { CLOUD_PROGRAMS } from "./programs-cloud.js";
 import { CLUSTER_PROGRAMS } from "./programs-clusters.js";
 import { DATA_PROGRAMS } from "./programs-data.js";
@@ -26,6 +27,7 @@ function build(): ReadonlyMap<string, ReadEntry> {
     CLOUD_PROGRAMS,
     DATA_PROGRAMS,
     TOOL_PROGRAMS,
+    BSD_PROGRAMS,
   ]) {
     for (const [name, entry] of part) {
       if (all.has(name)) throw new Error(`read-only table: ${name} defined twice`);

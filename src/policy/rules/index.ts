@@ -1,5 +1,6 @@
 import { ACCESS_RULES } from "./access.js";
 import type { Rule } from "./args.js";
+import { BSD_RULES } from "./bsd.js";
 import { BUILD_RULES } from "./build.js";
 import { CLUSTER_STORAGE_RULES } from "./cluster-storage.js";
 import { DATA_RULES } from "./data.js";
@@ -27,6 +28,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   VCS_RULES,
   INFRA_RULES,
   SYSTEM_RULES,
+  BSD_RULES,
   PROCESS_RULES,
   ACCESS_RULES,
   NETWORK_RULES,

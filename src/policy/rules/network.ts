@@ -96,13 +96,100 @@ function netplan({ args }: RuleInput): Hit | null {
   return verb === "apply" || verb === "try" || verb === "set" ? CHANGE : null;
 }
 
-/** macOS networksetup: turning a service or the Wi-Fi power off, or removing a service. */
+/**
+ * macOS networksetup runs the command its first option names; every option word is judged, in
+ * case a later one is run too. Turning a service, its IPv4 or IPv6, or the Wi-Fi power off,
+ * removing a service or a location, switching to another location (its services replace the
+ * live ones) and hanging up a PPPoE link can cut the operator off; the other setters and the
+ * commands that create, rename or reorder services change the network. The `-list…`, `-get…`,
+ * `-show…`, `-is…` and `-print…` commands report.
+ */
 function networksetup({ args }: RuleInput): Hit | null {
   const v = args.values.map((x) => x.toLowerCase());
-  const opt = v[0] ?? "";
-  if (!opt.startsWith("-set") && !opt.startsWith("-remove") && !opt.startsWith("-delete")) return null;
-  if (/^-(?:removenetworkservice|deletelocation)/.test(opt)) return LOCKOUT;
-  return v.includes("off") ? LOCKOUT : CHANGE;
+  const options = v.filter((x) => x.startsWith("-"));
+  const cuts = (o: string) =>
+    /^-(?:removenetworkservice|deletelocation|switchtolocation|disconnectpppoeservice|setv[46]off$)/.test(
+      o,
+    ) ||
+    (/^-set/.test(o) && v.includes("off"));
+  if (options.some(cuts)) return LOCKOUT;
+  const changes =
+    /^-(?:set|remove|delete|create|add|duplicate|rename|order|detectnewhardware|import|connectpppoeservice)/;
+  return options.some((o) => changes.test(o)) ? CHANGE : null;
+}
+
+/**
+ * macOS scutil: `--set` names the host, `--renew` asks DHCP for a lease again, `--prefs` edits the
+ * network preferences with the commands on its stdin, and the interface switches with a value set
+ * them. `--get`, `--dns`, `--proxy`, `--nwi`, `-r` and `-w` report.
+ */
+function scutil({ args }: RuleInput): Hit | null {
+  const options = args.values.map((v) => v.toLowerCase()).filter((v) => v.startsWith("--"));
+  if (options.includes("--set")) return hit(2, "host_change");
+  if (options.includes("--prefs")) return hit(2, "config_change");
+  if (options.includes("--renew")) return CHANGE;
+  const switches = options.includes("--allow-new-interfaces") || options.includes("--disable-until-needed");
+  return switches && args.values.some((w) => /^(?:on|off)$/i.test(w)) ? CHANGE : null;
+}
+
+/** pfctl's options that take a value, in the rest of their cluster or the next word (`-sr`, `-s rules`). */
+const PFCTL_VALUED = "aDFfiKkLopsStTxXV";
+
+/**
+ * pfctl's options in the order given, each with its value ("" for a flag), and the operands after
+ * them (the addresses of `-T add`). BSD getopt stops at the first operand. `complete` is false when
+ * the last option lacks its value (pfctl then prints its usage).
+ */
+export function pfctlOptions(values: readonly string[]): {
+  options: [string, string][];
+  operands: string[];
+  complete: boolean;
+} {
+  const options: [string, string][] = [];
+  let i = 0;
+  let complete = true;
+  for (; i < values.length; i++) {
+    const v = values[i]!;
+    if (v === "--") {
+      i++;
+      break;
+    }
+    if (!v.startsWith("-") || v.length < 2) break;
+    for (let k = 1; k < v.length; k++) {
+      const letter = v[k]!;
+      if (!PFCTL_VALUED.includes(letter)) {
+        options.push([letter, ""]);
+        continue;
+      }
+      const value = k + 1 < v.length ? v.slice(k + 1) : values[++i];
+      complete &&= value !== undefined;
+      options.push([letter, value ?? ""]);
+      break;
+    }
+  }
+  return { options, operands: values.slice(i), complete };
+}
+
+/** `-T fl`: pfctl's table commands, taken in any leading part so that an abbreviation is not missed. */
+const abbreviates = (word: string, command: string): boolean => word !== "" && command.startsWith(word);
+
+/**
+ * pfctl drives the pf packet filter (FreeBSD, OpenBSD, macOS). Enabling it (`-e`, `-E`) applies a
+ * ruleset that may not pass the operator's connection, and flushing anything (`-F rules|states|all…`)
+ * or a table (`-T flush`, `-T kill`) drops what kept the connection passing: network_lockout, as
+ * `ufw enable` and `iptables -F`. Loading rules (`-f` without the parse-only `-n`), disabling pf,
+ * killing states or source nodes, editing a table, loading states and setting the debug level
+ * change the filter (Tier 2). `-s`, `-T show|test` and the counters' reset (`-z`) are left lower.
+ */
+function pfctl({ args }: RuleInput): Hit | null {
+  const call = pfctlOptions(args.values);
+  const has = (letter: string) => call.options.some(([l]) => l === letter);
+  const tables = call.options.filter(([l]) => l === "T").map(([, v]) => v.toLowerCase());
+  const table = (...commands: string[]) => tables.some((t) => commands.some((c) => abbreviates(t, c)));
+  if (has("F") || has("e") || has("E") || table("flush", "kill")) return LOCKOUT;
+  if (table("add", "delete", "replace", "load", "expire")) return CHANGE;
+  if (has("f") && !has("n")) return CHANGE;
+  return ["d", "X", "k", "K", "L", "x"].some(has) ? CHANGE : null;
 }
 
 /** `iw dev wlan0 disconnect`, `iw dev wlan0 del`: the wireless link goes away. */
@@ -126,5 +213,7 @@ export const NETWORK_RULES = table([
   ["rfkill", rfkill],
   ["netplan", netplan],
   ["networksetup", networksetup],
+  ["scutil", scutil],
+  ["pfctl", pfctl],
   ["iw", iw],
 ]);

@@ -35,7 +35,7 @@ function packageName(word: string): string {
 }
 
 /** The Tier-3 verdict for removing these packages, or null when none is critical. */
-function criticalRemoval(packages: readonly string[]): Hit | null {
+export function criticalRemoval(packages: readonly string[]): Hit | null {
   const names = packages.map(packageName);
   if (names.some((n) => NETWORK_PACKAGE.test(n))) return hit(3, "network_lockout");
   if (names.some((n) => ACCESS_PACKAGE.test(n))) return hit(3, "account_access");
@@ -378,7 +378,6 @@ export const PACKAGE_RULES = table([
   ["opkg", verbs(["install", "remove", "upgrade", "update"])],
   [["xbps-install", "emerge", "pkg_add", "installpkg", "upgradepkg"], () => PACKAGE],
   [["xbps-remove", "pkg_delete", "removepkg"], ({ args }) => criticalRemoval(args.operands()) ?? PACKAGE],
-  ["pkg", verbs(["install", "delete", "remove", "upgrade", "autoremove", "add"])],
   [
     "update-alternatives",
     ({ args }) =>

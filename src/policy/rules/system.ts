@@ -11,13 +11,16 @@ const POWER = hit(3, "power_kernel");
 const LOCKOUT = hit(3, "network_lockout");
 const SERVICE = hit(2, "service_change");
 
-/** Units whose loss cuts the host off the network or ends remote logins. */
-function isNetworkUnit(unit: string): boolean {
+/**
+ * Units whose loss cuts the host off the network or ends remote logins (also FreeBSD's `netif`
+ * and `routing` rc scripts and launchd labels such as `com.openssh.sshd`, by their last part).
+ */
+export function isNetworkUnit(unit: string): boolean {
   const base = unit
     .toLowerCase()
     .replace(/\.(?:service|socket|target)$/, "")
     .replace(/@.*$/, "");
-  return /^(?:ssh|sshd|openssh-server|networking|network|networkmanager|network-manager|systemd-networkd|wpa_supplicant|dhcpcd|dhclient|wg-quick|openvpn|tailscaled|zerotier-one|netplan|ifup|iwd|connman)$/.test(
+  return /^(?:ssh|sshd|openssh-server|networking|network|networkmanager|network-manager|systemd-networkd|wpa_supplicant|dhcpcd|dhclient|wg-quick|openvpn|tailscaled|zerotier-one|netplan|ifup|iwd|connman|netif|routing)$/.test(
     base,
   );
 }
@@ -88,33 +91,34 @@ function systemctl({ args }: RuleInput): Hit | null {
   return SERVICE;
 }
 
-const SYSV_VERBS = new Set([
-  "start",
-  "stop",
-  "restart",
-  "reload",
-  "force-reload",
-  "try-restart",
-  "condrestart",
-  "zap",
-]);
+/**
+ * Init-script verbs that act. FreeBSD's rc.subr adds `one…` (run a service that is not enabled),
+ * `force…`, `fast…` and `quiet…` forms, and `enable`/`disable`/`delete` that edit rc.conf.
+ */
+const SYSV_VERBS =
+  /^(?:(?:one|force|fast|quiet)?(?:start|stop|restart|reload)|force-reload|try-restart|condrestart|zap|enable|disable|delete)$/;
 
-/** `service ssh stop`, `/etc/init.d/ssh stop`, `rc-service sshd stop`, `invoke-rc.d networking stop`. */
+/** Verbs that take the service away now or at the next boot. */
+const SYSV_STOPPING = /^(?:(?:one|force|fast|quiet)?stop|disable|delete)$/;
+
+/** `service ssh stop`, `/etc/init.d/ssh stop`, `rc-service sshd stop`, `service sshd onestop` (FreeBSD). */
 function sysv(unit: string | undefined, verb: string | undefined): Hit | null {
   if (unit === undefined || verb === undefined) return null;
   const v = verb.toLowerCase();
-  if (!SYSV_VERBS.has(v)) return null;
-  return v === "stop" && isNetworkUnit(unit) ? LOCKOUT : SERVICE;
+  if (!SYSV_VERBS.test(v)) return null;
+  return SYSV_STOPPING.test(v) && isNetworkUnit(unit) ? LOCKOUT : SERVICE;
 }
 
+/** FreeBSD's `service -R` restarts every enabled local service; `-j JAIL` runs the rest in a jail. */
 function service({ args }: RuleInput): Hit | null {
-  const ops = args.operands();
+  if (args.short("R")) return SERVICE;
+  const ops = args.from(args.values[0] === "-j" ? 2 : 0).operands();
   return sysv(ops[0], ops[1]);
 }
 
-/** An init script run by path: the name is the service, the first argument the verb. */
+/** An init script run by path (`/etc/init.d/ssh`, FreeBSD's `/usr/local/etc/rc.d/nginx`): the name is the service, the first argument the verb. */
 export function initScript(path: string, args: Args): Hit | null {
-  if (!/^\/etc\/(?:rc\.d\/)?init\.d\/./.test(path)) return null;
+  if (!/^(?:\/usr\/local)?\/etc\/(?:rc\.d\/(?:init\.d\/)?|init\.d\/)./.test(path)) return null;
   return sysv(path.slice(path.lastIndexOf("/") + 1), args.operands()[0]);
 }
 
@@ -140,6 +144,18 @@ function modprobe({ args }: RuleInput): Hit | null {
   if (args.short("lcn") || args.long("dry-run") || args.long("show-depends") || args.length === 0)
     return null;
   return hit(2, "power_kernel");
+}
+
+/**
+ * macOS kmutil: unloading a kernel extension is rmmod's Tier 3; loading one, and building,
+ * installing or choosing the kernel collections the next boot loads, Tier 2. Its reports
+ * (`showloaded`, `inspect`, `find`, `libraries`, `print-diagnostics`, `check`) and unknown verbs are left lower.
+ */
+function kmutil({ args }: RuleInput): Hit | null {
+  const verb = args.subcommand()?.value.toLowerCase();
+  if (verb === "unload") return POWER;
+  const boot = /^(?:load|create|install|rebuild|configure-boot|clear-staging|trigger-panic-medic|migrate)$/;
+  return verb !== undefined && boot.test(verb) ? hit(2, "power_kernel") : null;
 }
 
 function efibootmgr({ args }: RuleInput): Hit | null {
@@ -250,8 +266,11 @@ export const SYSTEM_RULES = table([
   [["service", "invoke-rc.d", "rc-service"], service],
   [["init", "telinit"], init],
   ["sysctl", sysctl],
-  [["rmmod"], always(3, "power_kernel")],
+  // FreeBSD's kldunload and macOS's kextunload take a driver away, as rmmod does; loading one is Tier 2.
+  [["rmmod", "kldunload", "kextunload"], always(3, "power_kernel")],
   [["modprobe", "insmod"], modprobe],
+  [["kldload", "kextload"], always(2, "power_kernel")],
+  ["kmutil", kmutil],
   ["efibootmgr", efibootmgr],
   [
     [
@@ -267,10 +286,7 @@ export const SYSTEM_RULES = table([
     ],
     always(2, "power_kernel"),
   ],
-  [
-    ["chkconfig", "update-rc.d", "rc-update", "sv", "initctl", "launchctl", "systemd-run"],
-    always(2, "service_change"),
-  ],
+  [["chkconfig", "update-rc.d", "rc-update", "sv", "initctl", "systemd-run"], always(2, "service_change")],
   [["swapoff", "setenforce", "sysctl-set"], always(2, "host_change")],
   // swapon lists the swap areas with --show or -s/--summary and nothing else; any other form enables one.
   [

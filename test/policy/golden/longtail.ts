@@ -63,7 +63,7 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   // read-only subcommands of tools the tables flag as a whole
   { text: "conda env list", tier: 1, basis: "default" },
   { text: "uv pip show requests", tier: 1, basis: "default" },
-  { text: "launchctl list", tier: 1, basis: "default" },
+  { text: "initctl list", tier: 1, basis: "default" },
   { text: "dnf module list nodejs", tier: 1, basis: "default" },
   // bun is a runtime and a package manager: its subcommands are not script files
   { text: "bun info react version", tier: 1, basis: "default" },
