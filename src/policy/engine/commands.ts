@@ -12,7 +12,7 @@ import {
   transparentWrapper,
   trustedHelpForm,
 } from "../readonly/prove.js";
-import { Args, initScript, lookupRule } from "../rules/index.js";
+import { Args, initScript, isInitScriptPath, lookupRule } from "../rules/index.js";
 import { redirectHit } from "../rules/redirects.js";
 import { subcommandVerdict } from "../rules/subcommands.js";
 import type { ParsedScript, StdinFeed, Unit } from "../shell/script.js";
@@ -95,7 +95,8 @@ export function argvHit(words: Word[], c: ArgvCtx, unwraps: number): void {
     );
     return;
   }
-  const wrapped = unwrap(name, args);
+  // `/etc/init.d/ssh stop` is the SSH server's script, not the ssh client carrying a command.
+  const wrapped = isInitScriptPath(path) ? null : unwrap(name, args);
   if (wrapped !== null) {
     if (wrapped.base !== null) c.best.consider(wrapped.base.tier, wrapped.base.basis, c.part);
     const bare = wrapped.inners.length === 0 && wrapped.scripts.length === 0;

@@ -17,7 +17,7 @@ import { SYSTEM_RULES } from "./system.js";
 import { VCS_RULES } from "./vcs.js";
 
 export { Args, type Rule } from "./args.js";
-export { initScript } from "./system.js";
+export { initScript, isInitScriptPath } from "./system.js";
 
 const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   STORAGE_RULES,

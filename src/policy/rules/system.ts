@@ -117,8 +117,13 @@ function service({ args }: RuleInput): Hit | null {
 }
 
 /** An init script run by path (`/etc/init.d/ssh`, FreeBSD's `/usr/local/etc/rc.d/nginx`): the name is the service, the first argument the verb. */
+/** A SysV or rc.d script by its path (`/etc/init.d/ssh`): named after its service, not a program. */
+export function isInitScriptPath(path: string): boolean {
+  return /^(?:\/usr\/local)?\/etc\/(?:rc\.d\/(?:init\.d\/)?|init\.d\/)./.test(path);
+}
+
 export function initScript(path: string, args: Args): Hit | null {
-  if (!/^(?:\/usr\/local)?\/etc\/(?:rc\.d\/(?:init\.d\/)?|init\.d\/)./.test(path)) return null;
+  if (!isInitScriptPath(path)) return null;
   return sysv(path.slice(path.lastIndexOf("/") + 1), args.operands()[0]);
 }
 

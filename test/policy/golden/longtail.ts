@@ -128,4 +128,7 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
     tier: 2,
     basis: "data_store_change",
   },
+  // an init script is named after its service: /etc/init.d/ssh is the SSH server's, not the client
+  { text: "/etc/init.d/ssh stop", tier: 3, basis: "network_lockout" },
+  { text: "/etc/init.d/sudo restart", tier: 2, basis: "service_change" },
 ];
