@@ -1,6 +1,7 @@
 import { CLOUD_PROGRAMS } from "./programs-cloud.js";
 import { CLUSTER_PROGRAMS } from "./programs-clusters.js";
 import { DATA_PROGRAMS } from "./programs-data.js";
+import { DELIVERY_PROGRAMS } from "./programs-delivery.js";
 import { FILE_PROGRAMS } from "./programs-files.js";
 import { SYSTEM_PROGRAMS } from "./programs-host.js";
 import { NETWORK_PROGRAMS } from "./programs-network.js";
@@ -26,6 +27,7 @@ function build(): ReadonlyMap<string, ReadEntry> {
     CLOUD_PROGRAMS,
     DATA_PROGRAMS,
     TOOL_PROGRAMS,
+    DELIVERY_PROGRAMS,
   ]) {
     for (const [name, entry] of part) {
       if (all.has(name)) throw new Error(`read-only table: ${name} defined twice`);
