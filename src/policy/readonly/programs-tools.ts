@@ -197,7 +197,7 @@ spec("amtool", {
   },
 });
 
-// Orchestration and delivery, their reporting commands.
+// Orchestration and configuration management, their reporting commands.
 spec("ansible-inventory", {
   deny: ["--output"],
   check: (args) => args.some((w) => /^--(?:list|graph|host)$/.test(w.value)),
@@ -217,30 +217,6 @@ spec("nomad", {
     alloc: { subs: subsOf(["status", "logs"]) },
     server: { subs: subsOf(["members"]) },
     version: true,
-  },
-});
-spec("argocd", {
-  // --local renders with config-management plugins (programs); a refresh makes the server reconcile.
-  deny: ["--local", "--refresh", "--hard-refresh"],
-  subs: {
-    app: { subs: subsOf(["get", "list", "history", "diff", "manifests", "resources", "logs"]) },
-    cluster: { subs: subsOf(["list", "get"]) },
-    repo: { subs: subsOf(["list", "get"]) },
-    proj: { subs: subsOf(["list", "get"]) },
-    version: true,
-    account: { subs: subsOf(["get-user-info", "list"]) },
-  },
-});
-spec("flux", {
-  subs: {
-    get: true,
-    stats: true,
-    logs: true,
-    tree: true,
-    version: true,
-    check: true,
-    events: true,
-    trace: true,
   },
 });
 spec("kubeadm", {

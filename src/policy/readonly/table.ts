@@ -2,6 +2,7 @@ import { BSD_PROGRAMS } from "./programs-bsd.js";
 import { CLOUD_PROGRAMS } from "./programs-cloud.js";
 import { CLUSTER_PROGRAMS } from "./programs-clusters.js";
 import { DATA_PROGRAMS } from "./programs-data.js";
+import { DELIVERY_PROGRAMS } from "./programs-delivery.js";
 import { FILE_PROGRAMS } from "./programs-files.js";
 import { SYSTEM_PROGRAMS } from "./programs-host.js";
 import { NETWORK_PROGRAMS } from "./programs-network.js";
@@ -28,6 +29,7 @@ function build(): ReadonlyMap<string, ReadEntry> {
     DATA_PROGRAMS,
     TOOL_PROGRAMS,
     BSD_PROGRAMS,
+    DELIVERY_PROGRAMS,
   ]) {
     for (const [name, entry] of part) {
       if (all.has(name)) throw new Error(`read-only table: ${name} defined twice`);

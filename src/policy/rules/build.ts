@@ -120,8 +120,21 @@ function configRun({ name, args }: RuleInput): Hit | null {
   return hit(2, "config_change");
 }
 
+/**
+ * packer: `build` starts machines, runs the template's provisioners and publishes the image it
+ * made; `init` and `plugins install` fetch plugins. Validating, inspecting and formatting read.
+ */
+function packer({ args }: RuleInput): Hit | null {
+  const [verb, next] = args.operands().map((v) => v.toLowerCase());
+  if (verb === "build") return hit(2, "infrastructure_change");
+  return verb === "init" || (verb === "plugins" && (next === "install" || next === "remove"))
+    ? hit(2, "package_change")
+    : null;
+}
+
 export const BUILD_RULES = table([
   [["make", "gmake", "just", "task", "rake", "invoke"], make],
   [["java", "dotnet", "gradle", "gradlew", "mvn", "mvnw", "rails"], projectCode],
   [["puppet", "chef-client", "chef-solo"], configRun],
+  ["packer", packer],
 ]);

@@ -5,6 +5,7 @@ import { BUILD_RULES } from "./build.js";
 import { CLUSTER_STORAGE_RULES } from "./cluster-storage.js";
 import { DATA_RULES } from "./data.js";
 import { DATA_IMPORT_RULES } from "./data-import.js";
+import { DELIVERY_RULES } from "./delivery.js";
 import { FILE_RULES } from "./files.js";
 import { HTTP_RULES } from "./http.js";
 import { INFRA_RULES } from "./infra.js";
@@ -36,6 +37,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   SCHEDULE_RULES,
   BUILD_RULES,
   HTTP_RULES,
+  DELIVERY_RULES,
 ];
 
 /** Every family's table in one map, built by the classifier factory (no shared mutable state). */

@@ -11,27 +11,52 @@ const DESTROY = hit(3, "infrastructure_destruction");
 const CONTAINER = hit(2, "container_change");
 const INFRA = hit(2, "infrastructure_change");
 
-function terraform({ name, args }: RuleInput): Hit | null {
-  const ops = args.operands().map((v) => v.toLowerCase());
+/** What one terraform command does (`ops` lower-cased, the command first). */
+function terraformCommand(ops: readonly string[], args: Args): Hit | null {
   const sub = ops[0];
-  if (sub === undefined) return null;
-  if (ops.includes("destroy") && (sub === "destroy" || name === "terragrunt")) return DESTROY;
-  if (sub === "apply" || sub === "run-all") {
+  if (sub === "destroy") return DESTROY;
+  if (sub === "apply") {
     // -replace destroys the named resource and creates it again: whatever it held is gone.
     return args.values.some((v) => /^--?destroy$|^--?replace(?:=|$)/.test(v)) ? DESTROY : INFRA;
   }
-  const changes = ["import", "taint", "untaint", "force-unlock", "state", "workspace", "refresh"];
-  if (sub === "state" && (ops[1] === "list" || ops[1] === "show" || ops[1] === "pull")) return null;
-  if (sub === "workspace" && ops[1] !== "delete" && ops[1] !== "new") return null;
-  return changes.includes(sub) ? INFRA : null;
+  if (sub === "state") return /^(?:list|show|pull)$/.test(ops[1] ?? "") ? null : INFRA;
+  if (sub === "workspace") return ops[1] === "delete" || ops[1] === "new" ? INFRA : null;
+  return /^(?:import|taint|untaint|force-unlock|refresh)$/.test(sub ?? "") ? INFRA : null;
 }
 
-function pulumi({ args }: RuleInput): Hit | null {
+function terraform({ name, args }: RuleInput): Hit | null {
   const ops = args.operands().map((v) => v.toLowerCase());
-  if (ops[0] === "destroy" || (ops[0] === "stack" && ops[1] === "rm")) return DESTROY;
-  if (ops[0] === "up" || ops[0] === "update" || ops[0] === "refresh" || ops[0] === "import") return INFRA;
-  if (ops[0] === "state" && (ops[1] === "delete" || ops[1] === "unprotect")) return INFRA;
-  return null;
+  if (name !== "terragrunt") return terraformCommand(ops, args);
+  // terragrunt runs a terraform command alone, over every unit (`run-all`, `run --all`, the older
+  // `apply-all`) or a stack's (`stack run`); a plan stays a plan.
+  if (ops.some((o) => o === "destroy" || o === "destroy-all")) return DESTROY;
+  const at = ops.findIndex((o) => TERRAFORM_COMMAND.test(o));
+  return at < 0 ? null : terraformCommand([ops[at]!.replace(/-all$/, ""), ...ops.slice(at + 1)], args);
+}
+
+/** terraform's commands, as terragrunt passes them on (the older `-all` forms included). */
+const TERRAFORM_COMMAND =
+  /^(?:apply|plan|import|taint|untaint|force-unlock|refresh|state|workspace|output|validate|init|show|graph|providers|console|fmt|test)(?:-all)?$/;
+
+/** pulumi options whose value is the next word. */
+const PULUMI_VALUED = new Set(["-s", "--stack", "-C", "--cwd", "--color", "-v", "--config-file"]);
+
+/** pulumi: an update, refresh or import changes resources; a preview only plans one (Tier 1). */
+function pulumi({ args }: RuleInput): Hit | null {
+  const found = args.subcommand(PULUMI_VALUED);
+  if (found === null) return null;
+  const sub = found.value.toLowerCase();
+  const next = args
+    .from(found.index + 1)
+    .subcommand(PULUMI_VALUED)
+    ?.value.toLowerCase();
+  if (sub === "destroy" || (sub === "stack" && next === "rm")) return DESTROY;
+  if (/^(?:up|update|refresh|import|cancel|watch)$/.test(sub)) return INFRA;
+  // A state edit changes what pulumi believes exists; a stack import replaces its state.
+  if (sub === "state") return next !== undefined ? INFRA : null;
+  if (sub === "stack") return /^(?:import|rename|change-secrets-provider)$/.test(next ?? "") ? INFRA : null;
+  if (sub === "deployment") return next === "run" ? INFRA : null;
+  return sub === "plugin" && (next === "install" || next === "rm") ? hit(2, "package_change") : null;
 }
 
 /** kubectl global options whose value is the next word (shared with the carriers). */
@@ -232,12 +257,17 @@ function forcedMassRemoval(verb: string, rest: Args): boolean {
   return (rest.short("f") || rest.long("force")) && rest.words.some((w) => w.dynamic);
 }
 
+/** vagrant: machines brought up, halted or provisioned; boxes and plugins are packages it installs. */
 function vagrant({ args }: RuleInput): Hit | null {
-  const verb = args.subcommand()?.value.toLowerCase();
-  if (verb === "destroy") return DESTROY;
-  return verb !== undefined && ["up", "halt", "reload", "provision", "suspend", "resume"].includes(verb)
-    ? INFRA
-    : null;
+  const [verb, next] = args.operands().map((v) => v.toLowerCase());
+  if (verb === "destroy" || (verb === "snapshot" && next === "delete")) return DESTROY;
+  if (verb === "box" || verb === "plugin") {
+    return /^(?:add|update|remove|prune|install|uninstall|expunge|repair)$/.test(next ?? "")
+      ? hit(2, "package_change")
+      : null;
+  }
+  if (verb === "snapshot") return /^(?:save|push|restore|pop)$/.test(next ?? "") ? INFRA : null;
+  return /^(?:up|halt|reload|provision|suspend|resume|package)$/.test(verb ?? "") ? INFRA : null;
 }
 
 function virsh({ args }: RuleInput): Hit | null {

@@ -123,14 +123,7 @@ function hg({ args }: RuleInput): Hit | null {
   return sub === "commit" || sub === "ci" || sub === "rebase" || sub === "histedit" ? CHANGE : null;
 }
 
-function gh({ args }: RuleInput): Hit | null {
-  const [group, verb] = [args.lower(0), args.lower(1)];
-  if (verb === "delete") return group === "repo" ? DESTROY : CHANGE;
-  return null;
-}
-
 export const VCS_RULES = table([
   ["git", git],
   ["hg", hg],
-  ["gh", gh],
 ]);

@@ -49,7 +49,7 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   // help and version requests
   { text: "kubectl delete --help", tier: 0, basis: "proven_read" },
   { text: "docker rm --help", tier: 0, basis: "proven_read" },
-  { text: "glab release delete -h", tier: 1, basis: "default" },
+  { text: "glab release delete -h", tier: 0, basis: "proven_read" },
   { text: "git help reset", tier: 0, basis: "proven_read" },
   { text: "aws s3 rm help", tier: 0, basis: "proven_read" },
   { text: "passwd --help", tier: 0, basis: "proven_read" },
