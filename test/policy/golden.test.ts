@@ -1,11 +1,12 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Classifier, createClassifier } from "../../src/policy/index.js";
+import { DATA_SECRETS_ROWS } from "./golden/data-secrets.js";
 import { GOLDEN_ROWS as TABLE_ROWS } from "./golden/index.js";
 import { KIND_LOW_ROWS, KIND_ROWS } from "./golden/kinds.js";
 import { LONGTAIL_ROWS } from "./golden/longtail.js";
 import { PROGRAM_ROWS } from "./golden/python.js";
 
-const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS];
+const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS, ...DATA_SECRETS_ROWS];
 let classifier: Classifier;
 
 beforeAll(async () => {

@@ -11,6 +11,7 @@ import { NETWORK_RULES } from "./network.js";
 import { PACKAGE_RULES } from "./packages.js";
 import { PROCESS_RULES } from "./processes.js";
 import { SCHEDULE_RULES } from "./schedules.js";
+import { SECRET_RULES } from "./secrets.js";
 import { STORAGE_RULES } from "./storage.js";
 import { SYSTEM_RULES } from "./system.js";
 import { VCS_RULES } from "./vcs.js";
@@ -34,6 +35,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   SCHEDULE_RULES,
   BUILD_RULES,
   HTTP_RULES,
+  SECRET_RULES,
 ];
 
 /** Every family's table in one map, built by the classifier factory (no shared mutable state). */
