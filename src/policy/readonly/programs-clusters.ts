@@ -1,4 +1,5 @@
 import { subsOf, tablePart } from "./define.js";
+import { operands } from "./programs-files.js";
 import type { ReadEntry, ReadSpec } from "./spec.js";
 
 /**
@@ -208,6 +209,9 @@ spec("kubectx", {
 spec("kubens", {
   check: (args) => args.length === 0 || args.every((w) => w.value === "-c" || w.value === "--current"),
 });
+// etcd. `check perf` and `check datascale` measure by writing keys into the cluster; `watch`
+// runs the command given after the key and its range end on every event, and -i reads watches
+// (and their commands) from stdin.
 spec("etcdctl", {
   valued: ["--endpoints", "--cacert", "--cert", "--key", "-w", "--write-out", "--user"],
   subs: {
@@ -216,11 +220,15 @@ spec("etcdctl", {
     member: { subs: subsOf(["list"]) },
     alarm: { subs: subsOf(["list"]) },
     version: true,
-    check: { subs: subsOf(["perf", "datascale"]) },
     user: { subs: subsOf(["list", "get"]) },
     role: { subs: subsOf(["list", "get"]) },
+    auth: { subs: subsOf(["status"]) },
     lease: { subs: subsOf(["list", "timetolive"]) },
-    watch: true,
+    snapshot: { subs: subsOf(["status"]) },
+    watch: {
+      deny: ["-i", "--interactive"],
+      check: (args) => !args.some((w) => w.value === "--") && operands(args, ["--rev"]).length <= 2,
+    },
   },
 });
 

@@ -2,6 +2,7 @@ import type { Word } from "../shell/words.js";
 import { subsOf, tablePart } from "./define.js";
 import { mongoShellReadsOnly } from "./mongo.js";
 import { operands } from "./programs-files.js";
+import { QUERY_PROGRAMS } from "./programs-query.js";
 import type { ReadEntry } from "./spec.js";
 import { psqlReadsOnly, REDIS_VALUED, redisReadsOnly, sqlArgReadsOnly } from "./sql.js";
 
@@ -60,10 +61,13 @@ spec("sqlite3", {
   },
 });
 spec("redis-cli", {
-  deny: ["--rdb", "--functions-rdb", "--pipe", "--eval", "-x", "--replica", "--slave", "--cluster"],
+  deny: ["--rdb", "--functions-rdb", "--pipe", "--eval", "-x", "--replica", "--slave"],
   valued: REDIS_VALUED,
   check: redisReadsOnly,
 });
+// Valkey and KeyDB ship the same client under their own names.
+entries.set("valkey-cli", entries.get("redis-cli")!);
+entries.set("keydb-cli", entries.get("redis-cli")!);
 spec("mongosh", { check: mongoShellReadsOnly });
 spec("mongo", { check: mongoShellReadsOnly });
 
@@ -256,5 +260,7 @@ spec("openssl", {
     ]),
   },
 });
+
+for (const [name, entry] of QUERY_PROGRAMS) entries.set(name, entry);
 
 export const DATA_PROGRAMS: ReadonlyMap<string, ReadEntry> = entries;

@@ -85,33 +85,50 @@ spec("mysqladmin", {
     );
   },
 });
+// RabbitMQ's CLIs: the listing and status commands report (`help CMD` prints a command's usage);
+// `eval` runs Erlang code, and `remote_shell` and `observer` are consoles on stdin.
+const RABBITMQ_VALUED = ["-n", "--node", "-p", "--vhost", "-t", "--timeout", "--erlang-cookie"];
+const RABBITMQCTL_READS =
+  /^(?:list_\w+|status|cluster_status|environment|report|node_health_check|version|ping|await_startup|help)$/;
 spec("rabbitmqctl", {
   check: (args) => {
-    const o = operands(args, ["-n", "--node", "-p", "--vhost", "-t", "--timeout"]);
-    return (
-      o.length > 0 &&
-      (/^list_/.test(o[0]!.value) ||
-        ["status", "cluster_status", "environment", "report", "node_health_check", "version"].includes(
-          o[0]!.value,
-        ))
-    );
+    const o = operands(args, RABBITMQ_VALUED);
+    return o.length > 0 && !o[0]!.dynamic && RABBITMQCTL_READS.test(o[0]!.value);
   },
 });
 spec("rabbitmq-diagnostics", {
   check: (args) => {
-    const o = operands(args, ["-n", "--node", "-t", "--timeout"]);
-    return o.length > 0 && !/^(?:set_|enable|disable|force|log_level)/.test(o[0]!.value);
-  },
-});
-spec("nodetool", {
-  check: (args) => {
-    const o = operands(args, ["-h", "--host", "-p", "--port", "-u", "--username", "-pw", "--password"]);
+    const o = operands(args, RABBITMQ_VALUED);
     return (
       o.length > 0 &&
-      /^(?:status|info|ring|describecluster|describering|compactionstats|compactionhistory|netstats|tablestats|cfstats|tpstats|gcstats|proxyhistograms|tablehistograms|cfhistograms|version|gossipinfo|statusbinary|statusgossip|statusthrift|statusbackup|statushandoff|getcompactionthroughput|getstreamthroughput|listsnapshots|getendpoints|toppartitions|viewbuildstatus)$/.test(
-        o[0]!.value,
-      )
+      !o[0]!.dynamic &&
+      !/^(?:set_|enable|disable|force|log_level|eval|remote_shell|observer)/.test(o[0]!.value)
     );
+  },
+});
+spec("rabbitmq-plugins", {
+  valued: RABBITMQ_VALUED,
+  subs: subsOf(["list", "directories", "is_enabled"]),
+});
+// Cassandra's nodetool: the getters, status, statistics and description commands report;
+// `clientstats --clear-history` clears what it reports.
+const NODETOOL_READS =
+  /^(?:get[a-z]+|status[a-z]*|describe[a-z]+|[a-z]*stats|[a-z]*histograms|info|ring|version|gossipinfo|compactionhistory|netstats|listsnapshots|listpendinghints|toppartitions|profileload|viewbuildstatus|failuredetector|datapaths|rangekeysample|help)$/;
+spec("nodetool", {
+  deny: ["--clear-history"],
+  check: (args) => {
+    const o = operands(args, [
+      "-h",
+      "--host",
+      "-p",
+      "--port",
+      "-u",
+      "--username",
+      "-pw",
+      "--password",
+      "-pwf",
+    ]);
+    return o.length > 0 && !o[0]!.dynamic && NODETOOL_READS.test(o[0]!.value);
   },
 });
 // fail2ban's client: the status and get forms report; set, ban, unban, reload, start and stop act,
@@ -122,26 +139,72 @@ spec("fail2ban-client", {
   bare: false,
   subs: { status: true, ping: true, version: true, banned: true, get: true, "--dp": true, "--dump": true },
 });
+// Consul: the key-value store read and exported to stdout, the catalog, ACLs, intentions and
+// configuration entries listed or read. `watch` runs a handler, `exec` a command on every node.
+const CONSUL_READS = subsOf(["list", "read"]);
 spec("consul", {
   subs: {
     members: true,
     info: true,
     version: true,
+    monitor: true,
+    rtt: true,
+    kv: { subs: subsOf(["get", "export"]) },
     catalog: { subs: subsOf(["services", "nodes", "datacenters"]) },
-    operator: { subs: { raft: { subs: subsOf(["list-peers"]) } } },
+    acl: {
+      subs: {
+        token: { subs: CONSUL_READS },
+        policy: { subs: CONSUL_READS },
+        role: { subs: CONSUL_READS },
+        "auth-method": { subs: CONSUL_READS },
+        "binding-rule": { subs: CONSUL_READS },
+      },
+    },
+    intention: { subs: subsOf(["list", "get", "check", "match"]) },
+    config: { subs: CONSUL_READS },
+    peering: { subs: CONSUL_READS },
+    snapshot: { subs: subsOf(["inspect"]) },
+    operator: {
+      subs: {
+        raft: { subs: subsOf(["list-peers"]) },
+        autopilot: { subs: subsOf(["get-config", "state"]) },
+      },
+    },
   },
 });
+/**
+ * Vault: status, listings, lookups and kv reads. `vault read` is not proven: on a dynamic secrets
+ * engine (`database/creds/x`, `aws/creds/x`) a read creates a login. -wrap-ttl wraps the answer
+ * in a new token.
+ */
 spec("vault", {
+  deny: ["-wrap-ttl", "--wrap-ttl"],
   subs: {
     kv: { subs: { get: true, list: true, metadata: { subs: subsOf(["get"]) } } },
     status: true,
     version: true,
+    "version-history": true,
     list: true,
-    token: { subs: subsOf(["lookup"]) },
+    monitor: true,
+    "path-help": true,
+    print: { subs: subsOf(["token"]) },
+    token: { subs: subsOf(["lookup", "capabilities"]) },
+    lease: { subs: subsOf(["lookup"]) },
     secrets: { subs: subsOf(["list"]) },
     auth: { subs: subsOf(["list"]) },
+    audit: { subs: subsOf(["list"]) },
+    plugin: { subs: subsOf(["list", "info"]) },
+    namespace: { subs: subsOf(["list", "lookup"]) },
     policy: { subs: subsOf(["list", "read"]) },
-    operator: { subs: { raft: { subs: subsOf(["list-peers"]) }, members: true } },
+    pki: { subs: subsOf(["health-check", "list-intermediates", "verify-sign"]) },
+    operator: {
+      subs: {
+        raft: { subs: { "list-peers": true, autopilot: { subs: subsOf(["state", "get-config"]) } } },
+        members: true,
+        "key-status": true,
+        usage: true,
+      },
+    },
   },
 });
 spec("patronictl", {

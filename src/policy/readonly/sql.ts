@@ -6,14 +6,49 @@ import type { Word } from "../shell/words.js";
  * writing keyword or function anywhere (a data-modifying CTE, `SELECT …
  * INTO`, `COPY … TO PROGRAM`, a backend signal); an EXPLAIN without ANALYZE
  * only plans, so the statement it names may be one that writes. Meta-commands of psql are
- * allowed only when they describe or format.
+ * allowed only when they describe or format. The same proof serves every client given SQL, CQL,
+ * InfluxQL or T-SQL on its command line; functions that hand a statement to another server
+ * (`OPENQUERY`, `system.query`, `postgres_execute`) or run a program (`executable`) are refused.
  */
 
-const READ_START = /^(?:select|show|explain|describe|desc|with|table|values|pragma|\\[a-z])/i;
+const READ_START = /^(?:select|show|explain|describe|desc|with|table|values|list|pragma|\\[a-z])/i;
 const WRITES =
   /\b(?:insert|update|delete|merge|upsert|replace|drop|truncate|alter|create|grant|revoke|copy|into|call|do|lock|vacuum|analyze|reindex|cluster|notify|load|attach|detach|set|reset|begin|commit|rollback|savepoint|prepare|execute|deallocate|discard|refresh|import|comment|security|checkpoint|kill|flush|purge|install|uninstall|shutdown|handler|rename|optimize|repair|backup|restore)\b/i;
 const WRITE_FUNCTIONS =
-  /\b(?:pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_switch_wal|pg_create_\w+|pg_drop_\w+|pg_replication_origin_\w+|pg_promote|pg_advisory\w*|pg_file_write|pg_file_unlink|lo_\w+|set_config|nextval|setval|dblink\w*|pg_logical_emit_message|pg_stat_reset\w*|pg_stat_statements_reset|sys_exec|sys_eval|xp_cmdshell|load_file|sleep|benchmark|get_lock|release_lock|txid_current|pg_current_xact_id|pg_import_system_collations|pg_wal_replay_\w+|pg_backup_\w+|pg_start_backup|pg_stop_backup|pg_sleep\w*|load_extension|writefile|edit|fts3_tokenizer)\s*\(/i;
+  /\b(?:pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_switch_wal|pg_create_\w+|pg_drop_\w+|pg_replication_origin_\w+|pg_promote|pg_advisory\w*|pg_file_write|pg_file_unlink|lo_\w+|set_config|nextval|setval|dblink\w*|pg_logical_emit_message|pg_stat_reset\w*|pg_stat_statements_reset|sys_exec|sys_eval|xp_cmdshell|load_file|sleep|benchmark|get_lock|release_lock|txid_current|pg_current_xact_id|pg_import_system_collations|pg_wal_replay_\w+|pg_backup_\w+|pg_start_backup|pg_stop_backup|pg_sleep\w*|load_extension|writefile|edit|fts3_tokenizer|openquery|openrowset|opendatasource|executable|query|raw_query|(?:postgres|mysql)_(?:query|execute))\s*\(/i;
+/** T-SQL's `NEXT VALUE FOR seq` advances the sequence, as `nextval` does. */
+const SEQUENCE_STEP = /\bnext\s+value\s+for\b/i;
+
+/**
+ * SQLite and DuckDB pragmas that report. A pragma given a value (`= x`, or `(x)` for a setting)
+ * changes the setting, and some act when named alone (`optimize`, `wal_checkpoint`,
+ * `incremental_vacuum`, `create_fts_index`), so only these are proven.
+ */
+const PRAGMA_QUERIES = new Set(
+  [
+    "application_id auto_vacuum busy_timeout cache_size collation_list compile_options data_version",
+    "database_list encoding foreign_keys freelist_count function_list journal_mode journal_size_limit",
+    "locking_mode max_page_count mmap_size module_list page_count page_size pragma_list query_only",
+    "schema_version synchronous table_list temp_store user_version wal_autocheckpoint show_tables",
+    "show_tables_expanded show_databases database_size version platform metadata_info functions collations",
+  ]
+    .join(" ")
+    .split(" "),
+);
+/** Pragmas whose argument names what they report on (a table, an index, a row limit). */
+const PRAGMA_OF = new Set(
+  "table_info table_xinfo index_list index_info index_xinfo foreign_key_list foreign_key_check integrity_check quick_check storage_info show".split(
+    " ",
+  ),
+);
+
+function pragmaReads(text: string): boolean {
+  const m = /^pragma\s+(?:\w+\.)?(\w+)\s*(\(\s*[\w"'`. ]*\))?\s*$/i.exec(text);
+  if (m === null) return false;
+  const name = m[1]!.toLowerCase();
+  return PRAGMA_OF.has(name) || (m[2] === undefined && PRAGMA_QUERIES.has(name));
+}
+
 /** psql meta-commands that describe or format; \! \o \w \copy \g \gexec \i \e and the rest are not proven. */
 const PSQL_META =
   /^\\(?:d[a-zA-Z+]*|l\+?|list|x|conninfo|timing|t|a|H|z|sf\+?|sv\+?|encoding|pset|echo|qecho|dconfig|errverbose|q)(?:\s|$)/;
@@ -57,8 +92,8 @@ function sqlReadsOnly(sql: string): boolean {
         st,
       );
     const text = unquoted(st);
-    if (!READ_START.test(text)) return false;
-    if (/^pragma\b/i.test(text) && text.includes("=")) return false;
+    if (!READ_START.test(text) || SEQUENCE_STEP.test(text)) return false;
+    if (/^pragma\b/i.test(text)) return pragmaReads(text);
     if (
       /^explain\b/i.test(text) ||
       /^(?:describe|desc)\s+(?:select|insert|update|delete|replace)\b/i.test(text)
@@ -67,7 +102,9 @@ function sqlReadsOnly(sql: string): boolean {
       // ANALYZE (or ANALYSE) it runs it.
       return !/\banaly[sz]e\b/i.test(text) && !WRITE_FUNCTIONS.test(text);
     }
-    return !WRITES.test(text.replace(/^(?:describe|desc|show)\b/i, "")) && !WRITE_FUNCTIONS.test(text);
+    // `SHOW CREATE TABLE t` prints the statement that would create t.
+    const rest = text.replace(/^(?:describe|desc|show(?:\s+create)?)\b/i, "");
+    return !WRITES.test(rest) && !WRITE_FUNCTIONS.test(text);
   });
 }
 
@@ -101,6 +138,11 @@ export function sqlArgReadsOnly(args: readonly Word[], flags: readonly string[])
   }
   // Without a statement the client reads its statements from stdin or a terminal: not proven.
   return texts.length > 0 && texts.every((w) => !w.dynamic && sqlReadsOnly(w.value));
+}
+
+/** sqlcmd's -Q query, without the variables it substitutes and the commands it runs (`:r`, `!!`). */
+export function sqlcmdReadsOnly(args: readonly Word[]): boolean {
+  return sqlArgReadsOnly(args, ["-Q"]) && args.every((w) => !/\$\(|^\s*(?::|!!)/m.test(w.value));
 }
 
 /** psql: every -c statement reads; a psql without -c reads statements from elsewhere. */
@@ -150,6 +192,12 @@ const REDIS_MODES =
   /^--(?:stat|bigkeys|memkeys|hotkeys|latency|latency-history|latency-dist|scan|intrinsic-latency)$/;
 
 export function redisReadsOnly(args: readonly Word[]): boolean {
+  // `--cluster check|info` report on the cluster; its other commands (fix, reshard, call …) act.
+  const cluster = args.findIndex((w) => w.value === "--cluster");
+  if (cluster >= 0) {
+    const command = args[cluster + 1];
+    return command !== undefined && !command.dynamic && /^(?:check|info)$/i.test(command.value);
+  }
   if (args.some((w) => REDIS_MODES.test(w.value))) return true;
   const ops: Word[] = [];
   for (let i = 0; i < args.length; i++) {

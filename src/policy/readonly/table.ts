@@ -7,6 +7,7 @@ import { FILE_PROGRAMS } from "./programs-files.js";
 import { SYSTEM_PROGRAMS } from "./programs-host.js";
 import { NETWORK_PROGRAMS } from "./programs-network.js";
 import { PACKAGE_PROGRAMS } from "./programs-packages.js";
+import { SECRET_PROGRAMS } from "./programs-secrets.js";
 import { SERVICE_PROGRAMS } from "./programs-services.js";
 import { STORAGE_PROGRAMS } from "./programs-storage.js";
 import { TOOL_PROGRAMS } from "./programs-tools.js";
@@ -27,6 +28,7 @@ function build(): ReadonlyMap<string, ReadEntry> {
     CLUSTER_PROGRAMS,
     CLOUD_PROGRAMS,
     DATA_PROGRAMS,
+    SECRET_PROGRAMS,
     TOOL_PROGRAMS,
     BSD_PROGRAMS,
     DELIVERY_PROGRAMS,

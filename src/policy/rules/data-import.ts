@@ -39,10 +39,10 @@ function mysqlimport({ args }: RuleInput): Hit | null {
   return args.short("d") || args.long("delete") ? DESTROY : WRITE;
 }
 
-/** The subcommand words of a tool, skipping option values named in `valued`. */
-function verbs(args: Args, valued: ReadonlySet<string>): string[] {
+/** The first `count` subcommand words of a tool, lower-cased, skipping option values named in `valued`. */
+export function verbs(args: Args, valued: ReadonlySet<string>, count = 3): string[] {
   const out: string[] = [];
-  for (let i = 0; i < args.length && out.length < 3; i++) {
+  for (let i = 0; i < args.length && out.length < count; i++) {
     const v = args.values[i]!;
     if (valued.has(v)) i++;
     else if (!v.startsWith("-")) out.push(v.toLowerCase());
@@ -50,7 +50,16 @@ function verbs(args: Args, valued: ReadonlySet<string>): string[] {
   return out;
 }
 
-const ETCD_VALUED = new Set(["--endpoints", "--cacert", "--cert", "--key", "--user", "-w", "--write-out"]);
+/** etcdctl's global options that take a value. */
+export const ETCD_VALUED = new Set([
+  "--endpoints",
+  "--cacert",
+  "--cert",
+  "--key",
+  "--user",
+  "-w",
+  "--write-out",
+]);
 
 /** etcdctl/etcdutl `snapshot restore` replaces a member's data directory with the snapshot's state. */
 function etcdSnapshot({ args }: RuleInput): Hit | null {
@@ -60,7 +69,15 @@ function etcdSnapshot({ args }: RuleInput): Hit | null {
   return null;
 }
 
-/** influx (2.x): `delete` removes points, `bucket delete` a bucket, `restore --full` replaces everything. */
+/** Flux that writes: `to()` and `wideTo()` into a bucket, `sql.to()`, `http.post()`. */
+const FLUX_WRITES = /\b(?:to|wideTo|post)\s*\(/;
+
+/**
+ * influx (2.x): `delete` removes points, `bucket delete` a bucket, `stacks remove` the resources a
+ * stack installed, `user delete` a login, `restore --full` replaces everything (Tier 3).
+ * Creating, updating or deleting the other objects, applying a template and Flux that writes
+ * are Tier 2.
+ */
 function influx({ args }: RuleInput): Hit | null {
   const [a, b] = verbs(
     args,
@@ -81,10 +98,14 @@ function influx({ args }: RuleInput): Hit | null {
     ]),
   );
   if (a === "delete") return DESTROY;
-  if (is(a, "bucket", "org", "v1") && is(b, "delete")) return DESTROY;
+  if ((is(a, "bucket", "org", "user") && is(b, "delete")) || (a === "stacks" && is(b, "remove", "rm")))
+    return DESTROY;
   if (a === "restore") return args.long("full") ? DESTROY : WRITE;
   if (a === "write" || (a === undefined && args.values.some((v) => /^-import$/i.test(v)))) return WRITE;
-  return null;
+  if (a === "query") return args.values.some((v) => FLUX_WRITES.test(v)) ? CHANGE : null;
+  if (is(a, "apply", "setup")) return CHANGE;
+  const changes = ["create", "update", "delete", "rm", "remove", "password", "active", "inactive", "retry"];
+  return a !== "config" && is(b, ...changes) ? CHANGE : null;
 }
 
 /**
@@ -167,7 +188,7 @@ const REDIS_WRITES = new Set(
     "sadd srem spop smove sinterstore sunionstore sdiffstore zadd zrem zincrby zremrangebyscore",
     "zremrangebyrank zremrangebylex zpopmin zpopmax zunionstore zinterstore zrangestore xadd xdel xtrim",
     "xack xclaim xautoclaim pfadd pfmerge geoadd publish spublish eval evalsha fcall bgsave save",
-    "bgrewriteaof failover module json.set json.del",
+    "bgrewriteaof failover json.set json.del",
   ]
     .join(" ")
     .split(" "),
@@ -180,9 +201,19 @@ const REDIS_SUB_WRITES: Readonly<Record<string, RegExp>> = {
   acl: /^(?:setuser|deluser|load|save|dryrun)$/,
   script: /^(?:load|flush|kill)$/,
   function: /^(?:load|restore|kill)$/,
-  cluster: /^(?:reset|forget|failover|meet|addslots|delslots|flushslots|setslot|replicate)$/,
+  cluster:
+    /^(?:reset|forget|failover|meet|addslots|addslotsrange|delslots|delslotsrange|flushslots|setslot|replicate|saveconfig|bumpepoch|set-config-epoch)$/,
   xgroup: /^(?:create|destroy|delconsumer|setid|createconsumer)$/,
+  module: /^(?:load|loadex|unload)$/,
+  // The server's own records and memory: the slow log, latency samples, allocator pages.
+  slowlog: /^reset$/,
+  latency: /^reset$/,
+  memory: /^purge$/,
 };
+
+/** DEBUG subcommands that only report; the others freeze, crash or reconfigure the server. */
+const REDIS_DEBUG_READS =
+  /^(?:object|help|digest|digest-value|stringmatch-len|listpack|quicklist-packed-threshold)?$/;
 
 /**
  * One redis command line, as words. DEL/UNLINK delete the keys they name, FLUSHALL/FLUSHDB
@@ -196,12 +227,27 @@ function redisLine(words: readonly string[]): Hit | null {
   if (cmd === "function" && (sub === "flush" || sub === "delete")) return DESTROY;
   if ((cmd === "replicaof" || cmd === "slaveof") && sub !== undefined && sub !== "no") return DESTROY;
   if (cmd === "shutdown") return words.includes("nosave") ? DESTROY : WRITE;
-  if (cmd === "debug")
-    return /^(?:reload|flushall|crash-and-recover|segfault)$/.test(sub ?? "") ? DESTROY : null;
+  if (cmd === "debug") {
+    if (/^(?:reload|flushall|crash-and-recover|segfault)$/.test(sub ?? "")) return DESTROY;
+    return REDIS_DEBUG_READS.test(sub ?? "") ? null : CHANGE;
+  }
   if (cmd === "restore" || cmd === "migrate" || cmd === "swapdb") return WRITE;
+  if ((cmd === "sort" || cmd === "sort_ro") && words.includes("store")) return CHANGE;
   if (cmd === "replicaof" || cmd === "slaveof" || REDIS_WRITES.has(cmd)) return CHANGE;
   const subs = REDIS_SUB_WRITES[cmd];
   return subs?.test(sub ?? "") ? CHANGE : null;
+}
+
+/**
+ * `redis-cli --cluster SUBCOMMAND HOST:PORT …`: `call` runs its command on every node, which is
+ * judged as that command; creating, growing, shrinking, fixing or resharding a cluster is Tier 2.
+ */
+function redisCluster(rest: readonly string[]): Hit | null {
+  const [sub, , ...command] = rest.map((v) => v.toLowerCase());
+  if (sub === "call") return redisLine(command.filter((w) => !w.startsWith("--cluster-")));
+  return /^(?:create|add-node|del-node|fix|rebalance|reshard|import|set-timeout)$/.test(sub ?? "")
+    ? CHANGE
+    : null;
 }
 
 /** redis-cli: the command in the arguments, or each line of literal stdin when none is given. */
@@ -210,8 +256,7 @@ export function redisCommand(args: Args, stdin: string | null = null): Hit | nul
   for (let i = 0; i < args.length; i++) {
     const v = args.values[i]!;
     if (words.length === 0 && REDIS_VALUED.has(v)) {
-      if (v === "--cluster")
-        return /^(?:del-node|fix|rebalance|reshard|import)$/i.test(args.values[i + 1] ?? "") ? CHANGE : null;
+      if (v === "--cluster") return redisCluster(args.values.slice(i + 1));
       i++;
     } else if (words.length === 0 && v === "--eval") {
       return CHANGE;
@@ -228,33 +273,6 @@ export function redisCommand(args: Args, stdin: string | null = null): Hit | nul
   return found;
 }
 
-const VAULT_VALUED = new Set(["-address", "--address", "-namespace", "--namespace", "-mount", "--mount"]);
-
-/**
- * HashiCorp Vault. Destroying secret versions (`kv destroy`), their metadata
- * and every version (`kv metadata delete`), disabling a secrets engine (every
- * secret under its path goes), deleting a path and disabling an auth method
- * (every login through it) cannot be undone: Tier 3. A kv v2 `kv delete` is a
- * soft delete that `kv undelete` restores; writes, enables and policy changes
- * are Tier 2.
- */
-function vault({ args }: RuleInput): Hit | null {
-  const [a, b, c] = verbs(args, VAULT_VALUED);
-  if (a === "kv" && (b === "destroy" || (b === "metadata" && c === "delete"))) return DESTROY;
-  if (a === "secrets" && b === "disable") return DESTROY;
-  if (a === "delete") return DESTROY;
-  if (a === "auth" && b === "disable") return hit(3, "account_access");
-  if (a === "kv" && is(b, "put", "patch", "delete", "undelete", "rollback")) return CHANGE;
-  if (a === "kv" && b === "metadata" && is(c, "put", "patch")) return CHANGE;
-  if (is(a, "write", "patch")) return CHANGE;
-  if (
-    is(a, "secrets", "auth", "policy", "audit") &&
-    is(b, "enable", "tune", "move", "write", "delete", "disable")
-  )
-    return CHANGE;
-  return null;
-}
-
 export const DATA_IMPORT_RULES = table([
   ["pg_restore", pgRestore],
   ["mongorestore", mongorestore],
@@ -262,7 +280,6 @@ export const DATA_IMPORT_RULES = table([
   ["mysqlimport", mysqlimport],
   [["etcdutl"], etcdSnapshot],
   [["pg_dropcluster", "pg_resetwal", "pg_resetxlog"], () => DESTROY],
-  ["vault", vault],
 ]);
 
 export { etcdSnapshot, influx };

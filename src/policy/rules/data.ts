@@ -1,5 +1,6 @@
 import { type Hit, hit, type RuleInput, table } from "./args.js";
-import { clientFile, etcdSnapshot, influx, redisCommand } from "./data-import.js";
+import { CONSOLE_ENTRIES } from "./consoles.js";
+import { clientFile, influx, redisCommand } from "./data-import.js";
 
 /**
  * Data stores: statements that drop or empty a database are Tier 3
@@ -8,6 +9,8 @@ import { clientFile, etcdSnapshot, influx, redisCommand } from "./data-import.js
  * They are looked for in the text the client runs (`-c`, `-e`, `--eval`,
  * query arguments, here-docs and literal text piped in), and in bare SQL
  * typed as shell text (a multi-line policy text can carry a client's stdin).
+ * The consoles of clustered services (etcd, Consul, Vault, RabbitMQ, nodetool)
+ * are judged in consoles.ts and registered here.
  * Every regex here is a sequence of literal words, alternations and
  * single-class runs (linear).
  */
@@ -43,6 +46,9 @@ const MONGO_STAGE_WRITE = /["']?\$(?:out|merge)["']?\s*:/;
 /** `SELECT … INTO OUTFILE` writes a file on the server. */
 const INTO_FILE = /\binto\s+(?:outfile|dumpfile)\b/i;
 
+/** `SELECT … INTO t` (PostgreSQL, T-SQL, InfluxQL) creates a table and fills it; `INTO @v` sets a variable. */
+const SELECT_INTO = /^(?:select|with)\b.*\binto\s+[^@\s]/s;
+
 /** A WHERE that every row satisfies (`WHERE 1=1`, `WHERE true`) bounds nothing. */
 const TRIVIAL_WHERE = /\bwhere\s+(?:1\s*=\s*1|true|1|0\s*=\s*0)\s*(?:$|limit\b|returning\b|order\b)/;
 
@@ -59,7 +65,7 @@ function statementHit(s: string): Hit | null {
   if (PURGE_OR_RESET.test(s)) return DESTROY;
   const rows = rowWrite(s);
   if (rows !== null) return rows;
-  if (WRITE_START.test(s)) return CHANGE;
+  if (WRITE_START.test(s) || SELECT_INTO.test(s.replace(/'(?:[^']|'')*'/g, "''"))) return CHANGE;
   // `WITH x AS (…) INSERT …`: a common table expression in front of a write.
   return /^with\s/.test(s) && /\binsert\s+into\b/.test(s) ? CHANGE : null;
 }
@@ -140,12 +146,6 @@ function mysqladmin({ args }: RuleInput): Hit | null {
   return args.operands().some((o) => writes.test(o.toLowerCase())) ? CHANGE : null;
 }
 
-function etcdctl(input: RuleInput): Hit | null {
-  const { args } = input;
-  if (args.lower(0) !== "del") return etcdSnapshot(input);
-  return args.long("prefix") || args.long("from-key") ? DESTROY : hit(2, "data_store_destruction");
-}
-
 /** Database clients: they run whatever SQL (or commands) they are given. */
 export const SQL_CLIENTS: ReadonlySet<string> = new Set([
   "psql",
@@ -184,5 +184,5 @@ export const DATA_RULES = table([
   [["drop", "delete", "update", "flushall", "flushdb"], bareSql],
   [["dropdb", "dropuser", "dropdatabase"], () => DESTROY],
   ["mysqladmin", mysqladmin],
-  ["etcdctl", etcdctl],
+  ...CONSOLE_ENTRIES,
 ]);

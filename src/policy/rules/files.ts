@@ -92,7 +92,7 @@ function writesSystem(args: Args): Hit | null {
 }
 
 /** What writing (or removing) these paths does: devices, login gates, account files, /etc, system trees. */
-function writesPaths(targets: readonly string[]): Hit | null {
+export function writesPaths(targets: readonly string[]): Hit | null {
   if (targets.some((t) => isBlockDevice(t))) return hit(3, "storage_destruction");
   if (targets.some((t) => isLoginGate(t))) return hit(3, "account_access");
   if (targets.some((t) => isAuthPath(t))) return hit(2, "account_access");
@@ -195,6 +195,30 @@ function tee({ args }: RuleInput): Hit | null {
   return null;
 }
 
+/** Files whose mere existence changes what the host does: logins refused, a check or relabel at boot. */
+const NOLOGIN = /^\/(?:etc|run|var\/run)\/nologin$/;
+const BOOT_FLAGS = /^\/(?:forcefsck|fastboot|\.autorelabel)$/;
+
+/**
+ * touch creates the files it names that do not exist. Created, `/etc/nologin` (and pam_nologin's
+ * `/run/nologin`) refuses every login but root's, as a redirection into it does (Tier 3,
+ * account_access); a new file under /etc can switch a service's behaviour (`cloud-init.disabled`,
+ * a drop-in), and the flags at the root of the file system ask the next boot for a check or a
+ * relabel (Tier 2). The values of -d, -t and -r are times and a reference file, not targets.
+ */
+function touch({ args }: RuleInput): Hit | null {
+  const targets: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const v = args.values[i]!;
+    if (i < args.optionEnd && /^(?:-[dtr]|--date|--reference)$/.test(v)) i++;
+    else if (i !== args.optionEnd && !(i < args.optionEnd && v.startsWith("-") && v.length > 1))
+      targets.push(normalizePath(v));
+  }
+  if (targets.some((t) => NOLOGIN.test(t))) return hit(3, "account_access");
+  if (targets.some((t) => BOOT_FLAGS.test(t))) return hit(2, "host_change");
+  return targets.some((t) => isEtcPath(t)) ? hit(2, "config_change") : null;
+}
+
 /**
  * mount/umount stay Tier 1 as in the conformance sample (docs/wire-contract.md §5.7 row 19: `mount
  * /dev/sdb1 /mnt`), except a remount or a forced/lazy unmount, which changes
@@ -236,6 +260,7 @@ export const FILE_RULES = table([
   [["setfacl", "chattr", "chcon"], permission("R")],
   ["sed", sed],
   ["tee", tee],
+  ["touch", touch],
   [["mount", "umount"], mount],
   [["upload", "download"], transfer],
 ]);

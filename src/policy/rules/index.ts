@@ -13,6 +13,7 @@ import { NETWORK_RULES } from "./network.js";
 import { PACKAGE_RULES } from "./packages.js";
 import { PROCESS_RULES } from "./processes.js";
 import { SCHEDULE_RULES } from "./schedules.js";
+import { SECRET_RULES } from "./secrets.js";
 import { STORAGE_RULES } from "./storage.js";
 import { SYSTEM_RULES } from "./system.js";
 import { VCS_RULES } from "./vcs.js";
@@ -38,6 +39,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   BUILD_RULES,
   HTTP_RULES,
   DELIVERY_RULES,
+  SECRET_RULES,
 ];
 
 /** Every family's table in one map, built by the classifier factory (no shared mutable state). */

@@ -1,6 +1,8 @@
 import { DYNAMIC } from "../shell/words.js";
 import { type Args, always, type Hit, hit, type Rule, table } from "./args.js";
-import { isBlockDevice, isUnsafeDevice } from "./paths.js";
+import { shortFlag } from "./dry-run.js";
+import { writesPaths } from "./files.js";
+import { isBlockDevice, isCriticalPath, isEtcPath, isUnsafeDevice } from "./paths.js";
 
 /**
  * Storage destruction: formatting, partitioning, wiping or overwriting disks
@@ -53,27 +55,63 @@ function parted({ args }: { args: Args }): Hit | null {
   return listing ? null : DESTROY; // interactive session on a device: like fdisk
 }
 
-/** dd writes wherever `of=` points; a device node there is overwritten. */
+/**
+ * dd writes wherever `of=` points: a device node there is overwritten; a file is written as a
+ * redirection writes it (emptied first unless `conv=notrunc`), so a program or boot file is
+ * clobbered (Tier 3) and /etc, the login and account files and system trees are Tier 2 or 3 as for
+ * `>` (files.ts). Without `of=` dd writes to stdout.
+ */
 function dd({ args }: { args: Args }): Hit | null {
   for (const v of args.values) {
     if (!v.startsWith("of=")) continue;
     const target = v.slice(3);
     if (isBlockDevice(target) || isUnsafeDevice(target)) return DESTROY;
     if (target.startsWith(DYNAMIC)) return hit(2, "storage_destruction");
+    if (isCriticalPath(target) && !isEtcPath(target)) return hit(3, "file_destruction");
+    return writesPaths([target]);
   }
   return null;
 }
 
-/** `zfs destroy`, `zpool destroy|labelclear|create`, `zfs rollback` (drops later snapshots). */
+/** Verbs that change a dataset, its properties or who may use it, or a pool's devices and state. */
+const ZFS_CHANGES = new Set(
+  "set inherit create clone snapshot snap rename promote receive recv bookmark redact upgrade load-key unload-key change-key share unshare jail unjail".split(
+    " ",
+  ),
+);
+const ZPOOL_CHANGES = new Set(
+  "set add remove attach detach replace offline online clear export import split upgrade reguid initialize checkpoint resilver reopen".split(
+    " ",
+  ),
+);
+
+const ZPOOL_IMPORT_VALUED = new Set(["-d", "-c", "-o", "-R", "-T", "-s"]);
+
+/**
+ * `zfs destroy`, `zpool destroy|labelclear|create`, `zfs rollback` (drops later snapshots), and an
+ * import that rewinds a pool (`-F`, `-X`, `--rewind-to-checkpoint` discard its last transactions)
+ * are Tier 3. Setting or inheriting a property, creating, snapshotting, renaming, keys, and a
+ * pool's devices, export and import are Tier 2 (filesystem_change); delegation is permission_change.
+ */
 function zfs({ name, args }: { name: string; args: Args }): Hit | null {
   const sub = args.subcommand()?.value.toLowerCase();
   if (sub === undefined) return null;
   if (sub === "destroy") return DESTROY;
-  if (name === "zpool" && (sub === "labelclear" || sub === "create")) return DESTROY;
-  if (name === "zfs" && sub === "rollback") return DESTROY;
+  if (name === "zpool") {
+    if (sub === "labelclear" || sub === "create") return DESTROY;
+    const rewinds = args.short("FX") || args.long("rewind-to-checkpoint");
+    if (sub === "import" && rewinds) return args.short("n") ? null : DESTROY;
+    // `zpool import` naming no pool (and not -a) lists the pools it could import.
+    const pool = args.from(args.subcommand()!.index + 1).subcommand(ZPOOL_IMPORT_VALUED);
+    if (sub === "import" && !args.short("a") && pool === null) return null;
+    return ZPOOL_CHANGES.has(sub) ? LAYOUT : null;
+  }
+  if (sub === "rollback") return DESTROY;
   // `zfs receive -F` rolls the target back and destroys snapshots the stream does not have.
-  if (name === "zfs" && (sub === "receive" || sub === "recv") && args.short("F")) return DESTROY;
-  return null;
+  if ((sub === "receive" || sub === "recv") && args.short("F")) return DESTROY;
+  if (sub === "allow" || sub === "unallow") return hit(2, "permission_change");
+  if (sub === "mount" || sub === "unmount" || sub === "umount") return args.short("f") ? LAYOUT : null;
+  return ZFS_CHANGES.has(sub) ? LAYOUT : null;
 }
 
 /** btrfs accepts any unambiguous prefix of its command words (`btrfs sub del`). */
@@ -145,22 +183,71 @@ function badblocks({ args }: { args: Args }): Hit | null {
  * File-system repair rewrites metadata to make the file system consistent:
  * what it cannot reconcile it drops (orphaned inodes go to lost+found or
  * away). Answering every question yes (`-y`), the automatic modes (`-p`,
- * `-a`) and `ntfsfix` are Tier 2; `-n` (and fsck's `-N`) only report; without
- * either the tool asks on a terminal. `xfs_repair -L` zeroes the log and
- * loses the metadata changes in it (Tier 3).
+ * `-a`), a plain run (which asks on a terminal, where every answer repairs)
+ * and `ntfsfix` are Tier 2; `-n` (and fsck's `-N`) open the file system
+ * read-only and only report. `xfs_repair -L` zeroes the log and loses the
+ * metadata changes in it (Tier 3).
  */
 const REPAIR = hit(2, "filesystem_change");
 
+/** e2fsck's and fsck's options that take a value, so a letter after them is not an option. */
+const FSCK_VALUED = "bBCEjlLzt";
+
 function fsck({ args }: { args: Args }): Hit | null {
-  if (args.short("nN") || args.long("no-action") || args.long("dry-run")) return null;
-  const repairs = args.short("ypa") || args.long("repair") || args.long("yes") || args.long("auto");
-  return repairs && (args.operands().length > 0 || args.short("A")) ? REPAIR : null;
+  if (shortFlag(args, "N", FSCK_VALUED) || args.long("no-action") || args.long("dry-run")) return null;
+  // fsck.fat takes the last of -n and -a/-p/-y/-r, so a repair letter beside -n may still repair.
+  const repairs = [..."apyr"].some((letter) => shortFlag(args, letter, FSCK_VALUED));
+  if (shortFlag(args, "n", FSCK_VALUED) && !repairs) return null;
+  return args.operands().length > 0 || args.short("A") ? REPAIR : null;
 }
 
 function xfsRepair({ args }: { args: Args }): Hit | null {
-  if (args.short("n")) return null;
-  if (args.short("L")) return DESTROY;
+  if (shortFlag(args, "n", "lrmtco")) return null;
+  if (shortFlag(args, "L", "lrmtco")) return DESTROY;
   return args.operands().length > 0 ? REPAIR : null;
+}
+
+/**
+ * Changing a file system's parameters: `tune2fs` beyond `-l`, a label or UUID written by
+ * `e2label` or `xfs_admin`, growing with `xfs_growfs` (`-n` only prints the geometry), `resize2fs`
+ * (`-P` only estimates), debugfs opened for writing (`-w`), xfs_db in expert mode or told to write.
+ */
+function tuning({ name, args }: { name: string; args: Args }): Hit | null {
+  const options = args.values.filter((v) => v.startsWith("-"));
+  switch (name) {
+    case "tune2fs":
+      return options.every((v) => v === "-l") ? null : LAYOUT;
+    case "e2label":
+      return args.operands().length >= 2 ? LAYOUT : null;
+    case "xfs_admin":
+      return options.every((v) => /^-[luf]+$/.test(v)) ? null : LAYOUT;
+    case "xfs_growfs":
+      return args.short("n") || args.length === 0 ? null : LAYOUT;
+    case "resize2fs":
+      return args.short("P") || args.operands().length === 0 ? null : LAYOUT;
+    case "debugfs":
+      return args.short("w") ? LAYOUT : null;
+    default:
+      return args.short("r") || !(args.short("x") || args.values.some((v) => XFS_DB_WRITES.test(v)))
+        ? null
+        : LAYOUT;
+  }
+}
+
+const XFS_DB_WRITES =
+  /^\s*(?:write|blocktrash|fuzz|crc\s+-r|attr_set|attr_remove|(?:uuid|label|version)\s+\S)/;
+
+/**
+ * iscsiadm: logging in or out attaches or detaches the target's disks (the file systems on them
+ * come or go); creating, updating or deleting node records changes what the next login does.
+ */
+function iscsiadm({ args }: { args: Args }): Hit | null {
+  if (args.short("luLU") || args.long("login") || args.long("logout") || args.long("loginall")) return LAYOUT;
+  if (args.long("logoutall")) return LAYOUT;
+  const op = args.optionValue("-o", "--op");
+  return op !== undefined && /^(?:new|delete|update|nonpersistent)$/.test(op)
+    ? hit(2, "config_change")
+    : null;
 }
 
 function ntfsfix({ args }: { args: Args }): Hit | null {
@@ -246,6 +333,8 @@ export const STORAGE_RULES = table([
   ["badblocks", badblocks],
   [["fsck", "e2fsck", "dosfsck", "fsck.vfat", "fsck.fat", "fsck.msdos", "fsck.exfat"], fsck],
   ["xfs_repair", xfsRepair],
+  [["tune2fs", "e2label", "xfs_admin", "xfs_growfs", "resize2fs", "debugfs", "xfs_db"], tuning],
+  ["iscsiadm", iscsiadm],
   ["ntfsfix", ntfsfix],
   ["journalctl", journalctl],
 ]);

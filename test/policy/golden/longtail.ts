@@ -16,7 +16,6 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   { text: "ykman openpgp reset", tier: 2, basis: "destructive_subcommand" },
   { text: "dokku apps:destroy web", tier: 3, basis: "destructive_subcommand" },
   { text: "calibredb remove 12", tier: 2, basis: "destructive_subcommand" },
-  { text: "consul kv delete -recurse app/", tier: 3, basis: "destructive_subcommand" },
   { text: "vault lease revoke -prefix aws/", tier: 2, basis: "destructive_subcommand" },
   { text: "tmux kill-server", tier: 2, basis: "destructive_subcommand" },
   {
@@ -35,6 +34,7 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   { text: "gpg-card factory-reset", tier: 2, basis: "destructive_subcommand" },
   { text: "fdupes --recurse --delete photos", tier: 2, basis: "destructive_subcommand" },
   // the tables keep their own, higher verdicts
+  { text: "consul kv delete -recurse app/", tier: 3, basis: "data_store_destruction" },
   { text: "pulumi destroy --stack dev --yes", tier: 3, basis: "infrastructure_destruction" },
   { text: "zfs destroy tank/old", tier: 3, basis: "storage_destruction" },
   // a verb that is a value, not a subcommand
