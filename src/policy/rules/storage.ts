@@ -75,7 +75,7 @@ function dd({ args }: { args: Args }): Hit | null {
 
 /** Verbs that change a dataset, its properties or who may use it, or a pool's devices and state. */
 const ZFS_CHANGES = new Set(
-  "set inherit create clone snapshot snap rename promote receive recv bookmark redact upgrade load-key unload-key change-key share unshare jail unjail".split(
+  "set inherit create clone rename promote receive recv redact upgrade load-key unload-key change-key share unshare jail unjail".split(
     " ",
   ),
 );
@@ -90,8 +90,9 @@ const ZPOOL_IMPORT_VALUED = new Set(["-d", "-c", "-o", "-R", "-T", "-s"]);
 /**
  * `zfs destroy`, `zpool destroy|labelclear|create`, `zfs rollback` (drops later snapshots), and an
  * import that rewinds a pool (`-F`, `-X`, `--rewind-to-checkpoint` discard its last transactions)
- * are Tier 3. Setting or inheriting a property, creating, snapshotting, renaming, keys, and a
- * pool's devices, export and import are Tier 2 (filesystem_change); delegation is permission_change.
+ * are Tier 3. Setting or inheriting a property, creating, renaming, keys, and a pool's devices,
+ * export and import are Tier 2 (filesystem_change); delegation is permission_change. A snapshot or
+ * a bookmark only adds a point to go back to, and goes with a `zfs destroy`: Tier 1.
  */
 function zfs({ name, args }: { name: string; args: Args }): Hit | null {
   const sub = args.subcommand()?.value.toLowerCase();

@@ -342,7 +342,8 @@ export const DATA_SECRETS_ROWS: readonly GoldenRow[] = [
   { text: "zfs send tank/db@daily", tier: 1, basis: "default" },
   { text: "zfs set compression=lz4 tank/db", tier: 2, basis: "filesystem_change" },
   { text: "zfs inherit -r mountpoint tank/db", tier: 2, basis: "filesystem_change" },
-  { text: "zfs snapshot tank/db@pre-upgrade", tier: 2, basis: "filesystem_change" },
+  // a snapshot only adds a point to go back to
+  { text: "zfs snapshot tank/db@pre-upgrade", tier: 1, basis: "default" },
   { text: "zfs allow ops create,mount tank", tier: 2, basis: "permission_change" },
   { text: "zfs unload-key tank/secure", tier: 2, basis: "filesystem_change" },
   { text: "zpool offline tank sdb", tier: 2, basis: "filesystem_change" },
