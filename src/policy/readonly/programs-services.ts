@@ -248,7 +248,7 @@ spec("varnishadm", {
     const o = operands(args, ["-T", "-S", "-n", "-t"]);
     return (
       o.length > 0 &&
-      /^(?:status|backend\.list|vcl\.list|param\.show|ping|banner|storage\.list|panic\.show)$/.test(
+      /^(?:status|backend\.list|vcl\.list|vcl\.show|ban\.list|param\.show|ping|banner|storage\.list|panic\.show)$/.test(
         o[0]!.value,
       )
     );

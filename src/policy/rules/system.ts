@@ -170,9 +170,31 @@ function efibootmgr({ args }: RuleInput): Hit | null {
 }
 
 /** certbot: obtaining, renewing or installing a certificate runs hooks and reloads services; listing reads. */
+/** certbot's options whose value is the next word (`-c FILE certificates`). */
+const CERTBOT_VALUED = new Set([
+  "-c",
+  "--config",
+  "-d",
+  "--domains",
+  "-m",
+  "--email",
+  "--cert-name",
+  "-w",
+  "--webroot-path",
+  "--config-dir",
+  "--work-dir",
+  "--logs-dir",
+  "-a",
+  "--authenticator",
+  "-i",
+  "--installer",
+  "--server",
+]);
+
 function certbot({ args }: RuleInput): Hit | null {
-  const verb = args.operands()[0] ?? "run";
-  if (verb === "certificates" || verb === "plugins" || args.long("version") || args.long("help")) return null;
+  const verb = args.subcommand(CERTBOT_VALUED)?.value ?? "run";
+  if (/^(?:certificates|plugins|show_account)$/.test(verb) || args.long("version") || args.long("help"))
+    return null;
   return verb === "delete" || verb === "revoke" ? hit(3, "infrastructure_destruction") : SERVICE;
 }
 

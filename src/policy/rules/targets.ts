@@ -17,7 +17,8 @@ const LOGIN_GATE =
 
 export function isLoginGate(path: string): boolean {
   const p = normalizePath(path);
-  return LOGIN_GATE.test(p) || /(?:^|\/)authorized_keys2?$/.test(p);
+  // pam_nologin reads /run/nologin (systemd's) as well as /etc/nologin.
+  return LOGIN_GATE.test(p) || p === "/run/nologin" || /(?:^|\/)authorized_keys2?$/.test(p);
 }
 
 /** A database's data directory or file: emptying a file there corrupts or empties the database. */

@@ -131,4 +131,13 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   // an init script is named after its service: /etc/init.d/ssh is the SSH server's, not the client
   { text: "/etc/init.d/ssh stop", tier: 3, basis: "network_lockout" },
   { text: "/etc/init.d/sudo restart", tier: 2, basis: "service_change" },
+  // systemd's /run/nologin gates logins as /etc/nologin does
+  { text: "echo 'maintenance' > /run/nologin", tier: 3, basis: "account_access" },
+  { text: "varnishadm ban.list", tier: 0, basis: "proven_read" },
+  {
+    text: "certbot -c /etc/letsencrypt/cli.ini delete --cert-name old.example",
+    tier: 3,
+    basis: "infrastructure_destruction",
+  },
+  { text: "certbot show_account", tier: 1, basis: "default" },
 ];
