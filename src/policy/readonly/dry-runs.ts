@@ -180,8 +180,34 @@ function awsDryRun(args: readonly Word[]): boolean {
   );
 }
 
+/** `logrotate -d` "makes no changes to the logs and does not update the state file", and runs no script. */
+function logrotateDebug(args: readonly Word[]): boolean {
+  const literal = args.every((w) => !w.dynamic && !w.glob);
+  const options = args.filter((w) => w.value.startsWith("-")).map((w) => w.value);
+  return (
+    literal &&
+    options.some((o) => o === "-d" || o === "--debug") &&
+    options.every((o) => /^(?:-[dvf]+|--debug|--verbose|--force)$/.test(o))
+  );
+}
+
+/** `pfctl -nf FILE`: parse the rules and load nothing (only verbosity beside it). */
+function pfctlParseOnly(args: readonly Word[]): boolean {
+  if (args.some((w) => w.dynamic || w.glob)) return false;
+  const letters = args
+    .map((w) => w.value)
+    .filter((v, i, all) => v.startsWith("-") && !/^-[a-z]*f$/.test(all[i - 1] ?? ""));
+  return (
+    letters.every((v) => /^-[nvqf]+$/.test(v)) &&
+    letters.some((v) => v.includes("n")) &&
+    letters.some((v) => v.endsWith("f"))
+  );
+}
+
 /** Whether this argv is a dry run that is also a proof (the program's lower-cased base name). */
 export function provenDryRun(name: string, args: readonly Word[]): boolean {
+  if (name === "logrotate") return logrotateDebug(args);
+  if (name === "pfctl") return pfctlParseOnly(args);
   if (name === "terraform" || name === "tofu") return terraformPlan(args);
   if (name === "aws") return awsDryRun(args);
   if (!isDryRun(name, new Args(args))) return false;

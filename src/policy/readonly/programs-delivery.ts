@@ -32,9 +32,10 @@ kafka("kafka-topics", {
   deny: [...CLIENT_CONFIG, "--create", "--alter", "--delete", "--delete-config"],
   check: given("--list", "--describe"),
 });
+// `--reset-offsets` without `--execute` only prints the offsets it would set (its default is a dry run).
 const GROUPS: ReadSpec = {
-  deny: [...CLIENT_CONFIG, "--reset-offsets", "--delete", "--delete-offsets", "--execute"],
-  check: given("--list", "--describe"),
+  deny: [...CLIENT_CONFIG, "--delete", "--delete-offsets", "--execute", "--export"],
+  check: given("--list", "--describe", "--reset-offsets"),
 };
 kafka("kafka-consumer-groups", GROUPS);
 kafka("kafka-share-groups", GROUPS);

@@ -89,7 +89,10 @@ const HELP_TRUSTED = new Set([
 /** `--help` or `--version` alone, to a program whose option parser prints and exits before it acts. */
 export function trustedHelpForm(name: string, args: readonly Word[]): boolean {
   const first = args[0]?.value;
-  return HELP_TRUSTED.has(name) && (first === "--help" || first === "--version") && args.length === 1;
+  if (args.length !== 1) return false;
+  // mke2fs and mkfs.xfs print their version for -V and exit before opening any device.
+  if (first === "-V" && /^(?:mke2fs|mkfs\.(?:ext[234]|xfs))$/.test(name)) return true;
+  return HELP_TRUSTED.has(name) && (first === "--help" || first === "--version");
 }
 
 /** Look a program up by its lower-cased base name (`pip3` and `pip` are both listed where both exist). */
@@ -134,7 +137,10 @@ export function provenArgv(
  * CLIs whose command paths run three words deep (`gcloud compute instances delete`) and whose
  * parsers print help for `--help` wherever it stands.
  */
-const DEEP_COMMANDS = new Map([["gcloud", 3]]);
+const DEEP_COMMANDS = new Map([
+  ["gcloud", 3],
+  ["vault", 3],
+]);
 
 /**
  * `git reset -h`, `az group delete -h`, `aws ec2 terminate-instances help`: a help request after a

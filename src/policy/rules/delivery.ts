@@ -237,7 +237,16 @@ function varnishadm({ args, stdin }: RuleInput): Hit | null {
   return lines.some((l) => VARNISH_ACTS.test(l.trim().split(/\s+/)[0]?.toLowerCase() ?? "")) ? SERVICE : null;
 }
 
+/** Alertmanager's client: adding, importing, updating or expiring silences and posting alerts change what pages. */
+function amtool({ args }: RuleInput): Hit | null {
+  const [group, verb] = args.operands().map((o) => o.toLowerCase());
+  if (group === "silence" && /^(?:add|import|update|expire)$/.test(verb ?? ""))
+    return hit(2, "remote_change");
+  return group === "alert" && verb === "add" ? hit(2, "remote_change") : null;
+}
+
 const OWN: [string | string[], Rule][] = [
+  ["amtool", amtool],
   [KAFKA_TOOLS.flatMap((n) => [n, `${n}.sh`]), kafkaTool],
   ["nats", nats],
   ["rabbitmqadmin", rabbitmqadmin],

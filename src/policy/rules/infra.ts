@@ -197,6 +197,8 @@ const DOCKER_READS = new Set([
   "login",
   "logout",
   "help",
+  // Pulling an image only adds it to the local store, as a download adds a file.
+  "pull",
 ]);
 
 function compose(a: Args): Hit | null {

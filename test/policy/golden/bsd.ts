@@ -120,7 +120,6 @@ export const BSD_ROWS: readonly GoldenRow[] = [
     launchctl
     echo 'remove com.example.agent' | launchctl
     pfctl
-    pfctl -nf /etc/pf.conf
     pfctl -s
     pfctl -z -s info
     pfctl -t bruteforce -T zero

@@ -20,11 +20,12 @@ export const DELIVERY_ROWS: readonly GoldenRow[] = [
   { text: "./kafka-topics.sh --list", tier: 1, basis: "default" },
   { text: "kafka-consumer-groups --describe --group g", tier: 0, basis: "proven_read" },
   { text: "kafka-consumer-groups --bootstrap-server b:9092 --list", tier: 0, basis: "proven_read" },
-  { text: "kafka-consumer-groups --group g --reset-offsets --to-latest", tier: 1, basis: "default" },
+  // without --execute a reset only prints the offsets it would set
+  { text: "kafka-consumer-groups --group g --reset-offsets --to-latest", tier: 0, basis: "proven_read" },
   {
     text: "kafka-consumer-groups --group g --reset-offsets --to-latest --dry-run",
-    tier: 1,
-    basis: "default",
+    tier: 0,
+    basis: "proven_read",
   },
   { text: "kafka-consumer-groups --group g --delete", tier: 3, basis: "data_store_destruction" },
   { text: "kafka-consumer-groups --group g --delete-offsets", tier: 3, basis: "data_store_destruction" },

@@ -140,4 +140,26 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
     basis: "infrastructure_destruction",
   },
   { text: "certbot show_account", tier: 1, basis: "default" },
+  {
+    text: "amtool silence add alertname=DiskFull instance=db01 --duration=2h",
+    tier: 2,
+    basis: "remote_change",
+  },
+  { text: "amtool silence expire 3b1f4c", tier: 2, basis: "remote_change" },
+  { text: "amtool silence query", tier: 0, basis: "proven_read" },
+  { text: "logrotate -d /etc/logrotate.d/nginx", tier: 0, basis: "proven_read" },
+  { text: "logrotate -d -m /tmp/mailer /etc/logrotate.conf", tier: 1, basis: "default" },
+  { text: "pfctl -nf /etc/pf.conf", tier: 0, basis: "proven_read" },
+  { text: "pfctl -nef /etc/pf.conf", tier: 3, basis: "network_lockout" },
+  { text: "mkfs.ext4 -V", tier: 0, basis: "proven_read" },
+  { text: "mkfs.ext4 -V /dev/sdb", tier: 3, basis: "storage_destruction" },
+  { text: "vault kv metadata delete -h", tier: 0, basis: "proven_read" },
+  { text: "vault kv metadata delete secret/app -h", tier: 3, basis: "data_store_destruction" },
+  // pulling an image only adds it, as a download adds a file
+  { text: "docker pull nginx:1.27", tier: 1, basis: "default" },
+  {
+    text: "kafka-consumer-groups.sh --bootstrap-server localhost:9092 --group billing --reset-offsets --to-earliest --all-topics",
+    tier: 0,
+    basis: "proven_read",
+  },
 ];
