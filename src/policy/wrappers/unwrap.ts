@@ -74,6 +74,14 @@ const WRAPPERS = new Map<string, Wrapper>([
     "machinectl",
     (args) => (args[0]?.value === "shell" ? result({ base: PRIV, inners: argv(args.slice(2)) }) : null),
   ],
+  [
+    // macOS: `launchctl asuser UID CMD…` and `bsexec PID CMD…` run CMD in another user's or process's context.
+    "launchctl",
+    (args) =>
+      /^(?:asuser|bsexec)$/.test(args[0]?.value ?? "")
+        ? result({ base: PRIV, inners: argv(args.slice(2)) })
+        : null,
+  ],
   ["env", env],
   ["nice", simple(set("-n", "--adjustment"), "n")],
   ["nohup", simple(NONE)],
