@@ -28,8 +28,6 @@ function etcdctl(input: RuleInput): Hit | null {
   if (a === "del" || (a === "lease" && b === "revoke")) return DESTROY;
   if (is(a, "user", "role") && b === "delete") return DESTROY;
   if (is(a, "put", "txn", "defrag", "lock", "elect", "make-mirror")) return CHANGE;
-  // `watch KEY -- CMD` runs CMD on every change, with words this rule does not read.
-  if (a === "watch" && input.args.has("--")) return hit(2, "opaque_program");
   if (a === "lease" && is(b, "grant", "keep-alive")) return CHANGE;
   if (a === "alarm" && b === "disarm") return CHANGE;
   if (is(a, "user", "role", "auth") && b !== undefined && !is(b, "list", "get", "status")) return CHANGE;
@@ -64,8 +62,9 @@ function consul({ args }: RuleInput): Hit | null {
   if (is(a, "force-leave", "join") || (a === "peering" && is(b, "establish", "delete"))) return MEMBERSHIP;
   if (is(a, "leave", "reload") || (a === "services" && is(b, "register", "deregister"))) return SERVICE;
   if (a === "maint" && args.values.some((v) => /^-(?:enable|disable)$/.test(v))) return SERVICE;
-  // A command run on every node, a command run under a lock, an event that fires watch handlers.
-  return is(a, "exec", "lock", "event") ? hit(2, "remote_change") : null;
+  // A command run under a lock, an event that fires watch handlers (`consul exec` is a carrier:
+  // wrappers/carriers.ts judges the command it runs on every node).
+  return is(a, "lock", "event") ? hit(2, "remote_change") : null;
 }
 
 function keyringChange(args: Args): boolean {

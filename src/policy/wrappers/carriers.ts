@@ -1,7 +1,7 @@
 import { type Hit, hit } from "../rules/args.js";
 import { DYNAMIC, literalWord, type Word } from "../shell/words.js";
 import { afterDashes, firstOperand, has, LOCAL_CARRIERS, optionWord } from "./carriers-local.js";
-import { joinAll, PRIV, result, set, type Wrapper } from "./parsers.js";
+import { argv, joinAll, PRIV, result, set, type Wrapper } from "./parsers.js";
 
 /**
  * Carried commands: tools whose argument is a command for another host, a
@@ -220,7 +220,29 @@ const fab: Wrapper = (args) => {
   return task < args.length ? result({ base: hit(2, "script_file") }) : result({});
 };
 
+const CONSUL_EXEC_VALUED = set(
+  ..."-node -service -tag -wait -wait-repl -http-addr -token -token-file -datacenter -prefix".split(" "),
+  ..."-ca-file -ca-path -client-cert -client-key -namespace -partition -tls-server-name".split(" "),
+);
+
+/** `consul exec CMD`: the shell of every node the call selects runs CMD, a change there whatever it is. */
+const consul: Wrapper = (args) => {
+  if (args[0]?.value !== "exec") return null;
+  const rest = args.slice(1);
+  const command = rest.slice(firstOperand(rest, CONSUL_EXEC_VALUED));
+  return result({ base: hit(2, "remote_change"), scripts: command.length > 0 ? [joinAll(command)] : [] });
+};
+
+/** `etcdctl watch KEY -- CMD…`: CMD runs on every change of the key. */
+const etcdctl: Wrapper = (args) => {
+  const dashes = args.findIndex((w) => w.value === "--");
+  if (dashes < 0 || !args.slice(0, dashes).some((w) => w.value === "watch")) return null;
+  return result({ inners: argv(args.slice(dashes + 1)), perItem: true });
+};
+
 export const CARRIERS: ReadonlyMap<string, Wrapper> = new Map<string, Wrapper>([
+  ["consul", consul],
+  ["etcdctl", etcdctl],
   ["ansible", ansible],
   ["ansible-playbook", ansiblePlaybook],
   ["salt", saltLike(true)],

@@ -182,7 +182,11 @@ export const DATA_SECRETS_ROWS: readonly GoldenRow[] = [
   { text: "etcdctl check perf", tier: 1, basis: "default" },
   { text: "etcdctl watch --prefix /registry/leases", tier: 0, basis: "proven_read" },
   { text: "etcdctl watch -i", tier: 1, basis: "default" },
-  { text: "etcdctl watch /config -- systemctl reload app", tier: 2, basis: "opaque_program" },
+  // the command a watch runs on every change is judged as if typed
+  { text: "etcdctl watch /config -- systemctl reload app", tier: 2, basis: "service_change" },
+  { text: "etcdctl watch /config -- sh -c 'rm -rf /srv/cache'", tier: 3, basis: "file_destruction" },
+  { text: "consul exec -node web1 'rm -rf /srv/cache'", tier: 3, basis: "file_destruction" },
+  { text: "consul exec -node=web1 uptime", tier: 2, basis: "remote_change" },
   { text: "etcdctl snapshot save /backup/etcd.db", tier: 1, basis: "default" },
   { text: "etcdctl put /config/feature on", tier: 2, basis: "data_store_change" },
   { text: "etcdctl txn", tier: 2, basis: "data_store_change" },
