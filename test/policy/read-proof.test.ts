@@ -3,6 +3,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Classifier, createClassifier } from "../../src/policy/index.js";
+import { READ_ONLY_PROGRAMS } from "../../src/policy/readonly/table.js";
 import { LOOKALIKE_ROWS, PROOF_ROWS } from "./golden/proofs.js";
 
 /**
@@ -308,5 +309,19 @@ describe("Tier 0: golden rows of the read-only table, its proofs and their look-
 
   it.each(LOOKALIKE_ROWS)("%s is not", (text) => {
     expect(tier(text)).toBeGreaterThan(0);
+  });
+});
+
+describe("Tier 0: a subcommand is looked up among the table's own names only", () => {
+  // `git constructor` found Object.prototype's `constructor` as a reading subcommand, and git runs
+  // `git-constructor` from PATH for a name it does not know.
+  const inherited = [...Object.getOwnPropertyNames(Object.prototype), "__proto__"];
+  it("proves no program with subcommands called with a name every object inherits", () => {
+    const proven: string[] = [];
+    for (const [name, entry] of READ_ONLY_PROGRAMS) {
+      if (entry === true || entry.subs === undefined) continue;
+      for (const word of inherited) if (tier(`${name} ${word}`) === 0) proven.push(`${name} ${word}`);
+    }
+    expect(proven).toEqual([]);
   });
 });

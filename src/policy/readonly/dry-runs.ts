@@ -213,7 +213,7 @@ export function provenDryRun(name: string, args: readonly Word[]): boolean {
   if (!isDryRun(name, new Args(args))) return false;
   if (name === "git") {
     const sub = args[0]?.value ?? "";
-    const options = GIT_DRY[sub];
+    const options = Object.hasOwn(GIT_DRY, sub) ? GIT_DRY[sub] : undefined;
     return options !== undefined && allowed({ options }, args.slice(1));
   }
   if (/^(?:mke2fs|mkfs\.ext[234])$/.test(name)) return mke2fsAllowed(args);

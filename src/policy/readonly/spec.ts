@@ -169,7 +169,9 @@ function subHolds(
   const word = args[at];
   if (word === undefined) return spec.bare !== false;
   if (word.dynamic || word.glob) return false;
-  const sub = spec.subs?.[word.value];
+  // Only the table's own keys: `git constructor` must not find Object.prototype's.
+  const sub =
+    spec.subs !== undefined && Object.hasOwn(spec.subs, word.value) ? spec.subs[word.value] : undefined;
   if (HELP_SUBCOMMANDS.has(word.value) && sub === undefined) return true;
   if (sub === undefined || depth > 4) return false;
   const rest = args.slice(at + 1);

@@ -213,7 +213,7 @@ export function redisReadsOnly(args: readonly Word[]): boolean {
   if (first === undefined || first.dynamic) return false;
   const cmd = first.value.toLowerCase();
   if (REDIS_READS.has(cmd)) return true;
-  const sub = REDIS_SUB_READS[cmd];
+  const sub = Object.hasOwn(REDIS_SUB_READS, cmd) ? REDIS_SUB_READS[cmd] : undefined;
   const next = ops[1];
   return sub !== undefined && next !== undefined && !next.dynamic && sub.test(next.value);
 }

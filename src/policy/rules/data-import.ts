@@ -136,7 +136,7 @@ const RUNS_FILE = /(?:^|;)\s*(?:\\i|\\ir|\\include|source|\\\.|\.read|\.import)\
 /** Does a client run statements from a file this call does not show? `.restore` is a full replace. */
 export function clientFile(name: string, args: Args): Hit | null {
   if (args.values.some((v) => /(?:^|;)\s*\.restore\s/.test(v))) return DESTROY;
-  const opts = FILE_OPTIONS[name];
+  const opts = Object.hasOwn(FILE_OPTIONS, name) ? FILE_OPTIONS[name] : undefined;
   if (opts?.some((o) => args.optionValue(o) !== undefined)) return WRITE;
   if (args.values.some((v) => RUNS_FILE.test(v))) return WRITE;
   // sqlplus @script, mongosh script.js
@@ -234,7 +234,7 @@ function redisLine(words: readonly string[]): Hit | null {
   if (cmd === "restore" || cmd === "migrate" || cmd === "swapdb") return WRITE;
   if ((cmd === "sort" || cmd === "sort_ro") && words.includes("store")) return CHANGE;
   if (cmd === "replicaof" || cmd === "slaveof" || REDIS_WRITES.has(cmd)) return CHANGE;
-  const subs = REDIS_SUB_WRITES[cmd];
+  const subs = Object.hasOwn(REDIS_SUB_WRITES, cmd) ? REDIS_SUB_WRITES[cmd] : undefined;
   return subs?.test(sub ?? "") ? CHANGE : null;
 }
 

@@ -163,8 +163,8 @@ function nats({ args }: RuleInput): Hit | null {
   const [first, verb, third] = wordsOf(args, NATS_VALUED);
   if (first === undefined) return null;
   if (/^(?:pub|publish|req|request)$/.test(first)) return REMOTE;
-  const group = NATS_GROUP[first] ?? first;
-  const write = NATS_WRITE[group];
+  const group = (Object.hasOwn(NATS_GROUP, first) ? NATS_GROUP[first] : undefined) ?? first;
+  const write = Object.hasOwn(NATS_WRITE, group) ? NATS_WRITE[group] : undefined;
   if (write !== undefined && verb !== undefined) {
     if (NATS_LOSS.test(verb)) return LOSS;
     return write.test(verb) ? DATA : null;
