@@ -6,9 +6,17 @@ import { DELIVERY_ROWS } from "./golden/delivery.js";
 import { GOLDEN_ROWS as TABLE_ROWS } from "./golden/index.js";
 import { KIND_LOW_ROWS, KIND_ROWS } from "./golden/kinds.js";
 import { LONGTAIL_ROWS } from "./golden/longtail.js";
+import { PLATFORM_ROWS } from "./golden/platform.js";
 import { PROGRAM_ROWS } from "./golden/python.js";
 
-const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS, ...BSD_ROWS, ...DELIVERY_ROWS, ...DATA_SECRETS_ROWS];
+const GOLDEN_ROWS = [
+  ...TABLE_ROWS,
+  ...LONGTAIL_ROWS,
+  ...PLATFORM_ROWS,
+  ...BSD_ROWS,
+  ...DELIVERY_ROWS,
+  ...DATA_SECRETS_ROWS,
+];
 let classifier: Classifier;
 
 beforeAll(async () => {

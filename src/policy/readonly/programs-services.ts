@@ -211,17 +211,6 @@ spec("patronictl", {
   valued: ["-c", "--config-file"],
   subs: subsOf(["list", "topology", "history", "show-config", "version"]),
 });
-spec("istioctl", {
-  subs: {
-    "proxy-status": true,
-    ps: true,
-    "proxy-config": true,
-    pc: true,
-    analyze: true,
-    version: true,
-    x: { subs: subsOf(["describe"]) },
-  },
-});
 spec("cilium", {
   subs: {
     status: true,

@@ -204,29 +204,7 @@ spec("ansible-inventory", {
 });
 spec("ansible-config", { subs: subsOf(["dump", "list", "view"]) });
 spec("ansible-doc", true);
-spec("kustomize", {
-  deny: ["--enable-exec", "--enable-alpha-plugins", "--enable-star", "-o", "--output", "--mount"],
-  subs: subsOf(["build", "version", "cfg"]),
-});
 spec("skopeo", { deny: ["--authfile", "--registries-conf"], subs: subsOf(["inspect", "list-tags"]) });
-spec("nomad", {
-  subs: {
-    status: true,
-    job: { subs: subsOf(["status", "inspect", "history"]) },
-    node: { subs: subsOf(["status"]) },
-    alloc: { subs: subsOf(["status", "logs"]) },
-    server: { subs: subsOf(["members"]) },
-    version: true,
-  },
-});
-spec("kubeadm", {
-  subs: {
-    version: true,
-    upgrade: { subs: { plan: true } },
-    certs: { subs: subsOf(["check-expiration"]) },
-    config: { subs: { print: true, images: { subs: subsOf(["list"]) } } },
-  },
-});
 
 // Network clients and services that report.
 spec("wg", { subs: subsOf(["show", "showconf"]) });

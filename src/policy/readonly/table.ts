@@ -7,6 +7,7 @@ import { FILE_PROGRAMS } from "./programs-files.js";
 import { SYSTEM_PROGRAMS } from "./programs-host.js";
 import { NETWORK_PROGRAMS } from "./programs-network.js";
 import { PACKAGE_PROGRAMS } from "./programs-packages.js";
+import { PLATFORM_PROGRAMS } from "./programs-platform.js";
 import { SECRET_PROGRAMS } from "./programs-secrets.js";
 import { SERVICE_PROGRAMS } from "./programs-services.js";
 import { STORAGE_PROGRAMS } from "./programs-storage.js";
@@ -32,6 +33,7 @@ function build(): ReadonlyMap<string, ReadEntry> {
     TOOL_PROGRAMS,
     BSD_PROGRAMS,
     DELIVERY_PROGRAMS,
+    PLATFORM_PROGRAMS,
   ]) {
     for (const [name, entry] of part) {
       if (all.has(name)) throw new Error(`read-only table: ${name} defined twice`);

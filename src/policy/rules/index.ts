@@ -11,6 +11,7 @@ import { HTTP_RULES } from "./http.js";
 import { INFRA_RULES } from "./infra.js";
 import { NETWORK_RULES } from "./network.js";
 import { PACKAGE_RULES } from "./packages.js";
+import { PLATFORM_RULES } from "./platform.js";
 import { PROCESS_RULES } from "./processes.js";
 import { SCHEDULE_RULES } from "./schedules.js";
 import { SECRET_RULES } from "./secrets.js";
@@ -40,6 +41,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   HTTP_RULES,
   DELIVERY_RULES,
   SECRET_RULES,
+  PLATFORM_RULES,
 ];
 
 /** Every family's table in one map, built by the classifier factory (no shared mutable state). */

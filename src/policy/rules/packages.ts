@@ -327,10 +327,6 @@ export const PACKAGE_RULES = table([
   ["poetry", verbs(["add", "remove", "install", "update", "lock"])],
   ["npm", npm],
   [
-    "yarn",
-    verbs(["add", "remove", "install", "upgrade", "up", "global", "link", "unlink", "dedupe", "publish"]),
-  ],
-  [
     "pnpm",
     verbs([
       "add",
