@@ -82,7 +82,7 @@ spec("linkerd", {
 });
 
 // krew, as itself or as the kubectl plugin binary: the installed plugins and the local index.
-const KREW: ReadSpec = {
+export const KREW: ReadSpec = {
   subs: { ...subsOf(["list", "info", "search", "version"]), index: { subs: subsOf(["list"]) } },
 };
 spec("krew", KREW);

@@ -1,4 +1,5 @@
 import { subsOf, tablePart } from "./define.js";
+import { KREW } from "./programs-addons.js";
 import { operands } from "./programs-files.js";
 import type { ReadEntry, ReadSpec } from "./spec.js";
 
@@ -160,6 +161,8 @@ spec("kubectl", {
     diff: true,
     kustomize: true,
     plugin: { subs: subsOf(["list"]) },
+    // `kubectl krew` runs the kubectl-krew plugin: its listings read.
+    krew: KREW,
     completion: true,
     certificate: { check: () => false },
   },

@@ -1,4 +1,5 @@
 import { type Args, type Hit, hit, type RuleInput, table } from "./args.js";
+import { krew } from "./platform-addons.js";
 
 /**
  * Infrastructure. Destroying provisioned resources, namespaces, volumes or
@@ -112,6 +113,8 @@ function kubectl({ args }: RuleInput): Hit | null {
   const verb = found.value.toLowerCase();
   const rest = args.from(found.index + 1);
   if (verb === "delete") return kubeDelete(rest);
+  // `kubectl krew …` is the kubectl-krew plugin, judged as itself.
+  if (verb === "krew") return krew({ name: "kubectl-krew", path: "kubectl-krew", args: rest, stdin: null });
   const changes = [
     "apply",
     "create",

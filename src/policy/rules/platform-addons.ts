@@ -46,7 +46,7 @@ function istioctl({ args }: RuleInput): Hit | null {
 }
 
 /** krew installs, upgrades and removes kubectl plugins, and adds or removes the indexes they come from. */
-function krew({ args }: RuleInput): Hit | null {
+export function krew({ args }: RuleInput): Hit | null {
   const [verb = "", next = ""] = wordsOf(args, new Set());
   if (/^(?:install|uninstall|upgrade|remove)$/.test(verb)) return PACKAGE;
   return verb === "index" && (next === "add" || next === "remove") ? PACKAGE : null;

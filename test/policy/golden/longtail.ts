@@ -165,4 +165,7 @@ export const LONGTAIL_ROWS: readonly GoldenRow[] = [
   // launchctl asuser and bsexec carry a command, judged on its own as under sudo
   { text: "launchctl asuser 0 rm -rf /tmp/canary", tier: 3, basis: "file_destruction" },
   { text: "launchctl bsexec 1 ls", tier: 2, basis: "privilege_escalation" },
+  // `kubectl krew` is the kubectl-krew plugin, judged as itself
+  { text: "kubectl krew list", tier: 0, basis: "proven_read" },
+  { text: "kubectl krew install ctx", tier: 2, basis: "package_change" },
 ];
