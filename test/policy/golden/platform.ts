@@ -350,7 +350,6 @@ export const PLATFORM_ROWS: readonly GoldenRow[] = [
   { text: "kubectl-krew search ctx", tier: 0, basis: "proven_read" },
   { text: "krew info ns", tier: 0, basis: "proven_read" },
   { text: "krew update", tier: 1, basis: "default" },
-  { text: "kubectl krew list", tier: 1, basis: "default" },
   { text: "krew install ctx", tier: 2, basis: "package_change" },
   { text: "krew index add extra https://example.com/index.git", tier: 2, basis: "package_change" },
   { text: "kubectx", tier: 0, basis: "proven_read" },
