@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Classifier, createClassifier } from "../../src/policy/index.js";
+import { BACKUP_ROWS } from "./golden/backup.js";
 import { BSD_ROWS } from "./golden/bsd.js";
 import { DATA_SECRETS_ROWS } from "./golden/data-secrets.js";
 import { DELIVERY_ROWS } from "./golden/delivery.js";
@@ -8,7 +9,14 @@ import { KIND_LOW_ROWS, KIND_ROWS } from "./golden/kinds.js";
 import { LONGTAIL_ROWS } from "./golden/longtail.js";
 import { PROGRAM_ROWS } from "./golden/python.js";
 
-const GOLDEN_ROWS = [...TABLE_ROWS, ...LONGTAIL_ROWS, ...BSD_ROWS, ...DELIVERY_ROWS, ...DATA_SECRETS_ROWS];
+const GOLDEN_ROWS = [
+  ...TABLE_ROWS,
+  ...LONGTAIL_ROWS,
+  ...BACKUP_ROWS,
+  ...BSD_ROWS,
+  ...DELIVERY_ROWS,
+  ...DATA_SECRETS_ROWS,
+];
 let classifier: Classifier;
 
 beforeAll(async () => {
