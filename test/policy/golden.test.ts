@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type Classifier, createClassifier } from "../../src/policy/index.js";
+import { BACKUP_ROWS } from "./golden/backup.js";
 import { BSD_ROWS } from "./golden/bsd.js";
 import { DATA_SECRETS_ROWS } from "./golden/data-secrets.js";
 import { DELIVERY_ROWS } from "./golden/delivery.js";
@@ -13,6 +14,7 @@ const GOLDEN_ROWS = [
   ...TABLE_ROWS,
   ...LONGTAIL_ROWS,
   ...PLATFORM_ROWS,
+  ...BACKUP_ROWS,
   ...BSD_ROWS,
   ...DELIVERY_ROWS,
   ...DATA_SECRETS_ROWS,

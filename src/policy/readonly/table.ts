@@ -1,3 +1,4 @@
+import { BACKUP_PROGRAMS } from "./programs-backup.js";
 import { BSD_PROGRAMS } from "./programs-bsd.js";
 import { CLOUD_PROGRAMS } from "./programs-cloud.js";
 import { CLUSTER_PROGRAMS } from "./programs-clusters.js";
@@ -34,6 +35,7 @@ function build(): ReadonlyMap<string, ReadEntry> {
     BSD_PROGRAMS,
     DELIVERY_PROGRAMS,
     PLATFORM_PROGRAMS,
+    BACKUP_PROGRAMS,
   ]) {
     for (const [name, entry] of part) {
       if (all.has(name)) throw new Error(`read-only table: ${name} defined twice`);

@@ -135,6 +135,14 @@ const LVM_TOOLS = [
   "lvm",
 ];
 
+/** The s3cmd commands that honour -n/--dry-run (rb, mb and the others ignore it). */
+const S3CMD_DRY = new Set(
+  (
+    "put get del rm restore cp mv sync setacl setobjectlegalhold setobjectretention setpolicy delpolicy " +
+    "setcors delcors payer setlifecycle dellifecycle fixbucket"
+  ).split(" "),
+);
+
 const TRUSTED: ReadonlyMap<string, DryRun> = new Map<string, DryRun>([
   // rsync: -n/--dry-run ("perform a trial run with no changes made"); popt permutes, so anywhere.
   ["rsync", (a) => shortFlag(a, "n", "eBfTM") || longFlag(a, "dry-run")],
@@ -234,6 +242,22 @@ const TRUSTED: ReadonlyMap<string, DryRun> = new Map<string, DryRun>([
   ["restic", (a) => shortFlag(a, "n", "rpo") || longFlag(a, "dry-run")],
   ["borg", (a) => shortFlag(a, "n", "e") || longFlag(a, "dry-run")],
   ["mongorestore", (a) => longFlag(a, "dryrun")],
+  // duplicity's remove-* and cleanup only list what they would delete until --force is given.
+  [
+    "duplicity",
+    (a) =>
+      longFlag(a, "dry-run") ||
+      (a.values.some((v) => /^(?:remove-|cleanup$)/.test(v)) && !longFlag(a, "force")),
+  ],
+  // s3cmd: -n/--dry-run, for the commands that honour it.
+  [
+    "s3cmd",
+    (a) =>
+      (shortFlag(a, "n", "c") || longFlag(a, "dry-run")) &&
+      S3CMD_DRY.has(verb(a, new Set(["-c", "--config"]))?.verb ?? ""),
+  ],
+  // wal-g delete only prints what it would delete until --confirm is given.
+  ["wal-g", (a) => verb(a, new Set(["--config"]))?.verb === "delete" && !longFlag(a, "confirm")],
   ...LVM_TOOLS.map((n): [string, DryRun] => [n, lvm]),
 ]);
 

@@ -1,5 +1,6 @@
 import { ACCESS_RULES } from "./access.js";
 import type { Rule } from "./args.js";
+import { BACKUP_RULES } from "./backup.js";
 import { BSD_RULES } from "./bsd.js";
 import { BUILD_RULES } from "./build.js";
 import { CLUSTER_STORAGE_RULES } from "./cluster-storage.js";
@@ -42,6 +43,7 @@ const TABLES: readonly ReadonlyMap<string, Rule>[] = [
   DELIVERY_RULES,
   SECRET_RULES,
   PLATFORM_RULES,
+  BACKUP_RULES,
 ];
 
 /** Every family's table in one map, built by the classifier factory (no shared mutable state). */

@@ -342,26 +342,6 @@ function cloud({ name, args }: RuleInput): Hit | null {
       ? INFRA
       : null;
   }
-  if (name === "gsutil" || name === "rclone") {
-    const verb = ops[0];
-    if (
-      verb === "rb" ||
-      verb === "purge" ||
-      verb === "sync" ||
-      ((verb === "rm" || verb === "delete") && args.short("ra"))
-    )
-      return DESTROY;
-    if (verb === "rm" || verb === "delete" || verb === "deletefile" || verb === "mv" || verb === "move")
-      return INFRA;
-    // `gsutil cp f gs://b/`, `rclone copy dir remote:x`: objects written or overwritten at the destination.
-    const dest = ops[ops.length - 1] ?? "";
-    const remote = name === "gsutil" ? dest.startsWith("gs://") : /^[\w-]+:/.test(dest);
-    return (verb === "cp" || verb === "copy" || verb === "rsync" || verb === "copyto") &&
-      ops.length >= 3 &&
-      remote
-      ? INFRA
-      : null;
-  }
   if (ops.some(destructive)) return DESTROY;
   // Commands that only write the client's own configuration (a kubeconfig entry, a profile, a login).
   if (name === "aws" && (ops[0] === "configure" || ops[0] === "sso" || ops.includes("update-kubeconfig")))
@@ -382,21 +362,5 @@ export const INFRA_RULES = table([
   [["lxc", "incus"], containersLxc],
   ["multipass", multipass],
   [["kind", "minikube", "k3d"], localCluster],
-  [
-    [
-      "aws",
-      "gcloud",
-      "az",
-      "doctl",
-      "hcloud",
-      "linode-cli",
-      "openstack",
-      "oci",
-      "ibmcloud",
-      "scw",
-      "gsutil",
-      "rclone",
-    ],
-    cloud,
-  ],
+  [["aws", "gcloud", "az", "doctl", "hcloud", "linode-cli", "openstack", "oci", "ibmcloud", "scw"], cloud],
 ]);
