@@ -120,12 +120,13 @@ export async function proofFigures(): Promise<BenchFigure[]> {
   const third = readJsonLines<BlindRow>("blind-ops-3.jsonl");
   const fourth = readJsonLines<BlindRow>("blind-ops-4.jsonl");
   const fifth = readJsonLines<BlindRow>("blind-ops-5.jsonl");
+  const sixth = readJsonLines<BlindRow>("blind-ops-6.jsonl");
   const accepted = (rows: BlindRow[]) =>
     rows.filter((r) => r.accept.includes(classifier.classify(r.command).tier)).length;
   const blindOk = accepted(blind);
   const secondOk = accepted(second);
   const thirdOk = accepted(third);
-  const blindWritesZero = [...blind, ...second, ...third, ...fourth, ...fifth].filter(
+  const blindWritesZero = [...blind, ...second, ...third, ...fourth, ...fifth, ...sixth].filter(
     (r) => !r.accept.includes(0) && zero(r.command),
   ).length;
   const share = (a: number, b: number) => (100 * a) / b;
@@ -173,14 +174,15 @@ export async function proofFigures(): Promise<BenchFigure[]> {
       met: share(thirdOk, third.length) >= 95,
     },
     ...[
-      { rows: fourth, which: "fourth" },
-      { rows: fifth, which: "fifth" },
-    ].map(({ rows, which }) => ({
+      { rows: fourth, which: "fourth", floor: 90 },
+      { rows: fifth, which: "fifth", floor: 90 },
+      { rows: sixth, which: "sixth", floor: 80 },
+    ].map(({ rows, which, floor }) => ({
       name: `${which} operations corpus, another writer, at an accepted tier (${rows.length} rows)`,
       value: share(accepted(rows), rows.length),
       unit: "%",
-      target: ">= 90",
-      met: share(accepted(rows), rows.length) >= 90,
+      target: `>= ${floor}`,
+      met: share(accepted(rows), rows.length) >= floor,
     })),
     {
       name: "  rows of any of them that change, delete or run code, proven Tier 0",
