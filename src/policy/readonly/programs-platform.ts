@@ -1,3 +1,4 @@
+import { NOMAD_VALUED } from "../rules/option-lists.js";
 import { DYNAMIC, type Word } from "../shell/words.js";
 import { subsOf, tablePart } from "./define.js";
 import { ADDON_PROGRAMS } from "./programs-addons.js";
@@ -273,17 +274,7 @@ spec("dagster", { subs: { instance: { subs: subsOf(["info"]) }, run: { subs: sub
 const NOMAD_ACL = { subs: subsOf(["list", "info"]) };
 spec("nomad", {
   words: true,
-  valued: [
-    "-address",
-    "-region",
-    "-namespace",
-    "-token",
-    "-ca-cert",
-    "-ca-path",
-    "-client-cert",
-    "-client-key",
-    "-tls-server-name",
-  ],
+  valued: [...NOMAD_VALUED],
   subs: {
     ...subsOf(["status", "version", "agent-info", "monitor"]),
     job: {

@@ -1,3 +1,4 @@
+import { NODETOOL_VALUED } from "../rules/option-lists.js";
 import { subsOf, tablePart } from "./define.js";
 import { operands } from "./programs-files.js";
 import type { ReadEntry } from "./spec.js";
@@ -117,17 +118,7 @@ const NODETOOL_READS =
 spec("nodetool", {
   deny: ["--clear-history"],
   check: (args) => {
-    const o = operands(args, [
-      "-h",
-      "--host",
-      "-p",
-      "--port",
-      "-u",
-      "--username",
-      "-pw",
-      "--password",
-      "-pwf",
-    ]);
+    const o = operands(args, [...NODETOOL_VALUED]);
     return o.length > 0 && !o[0]!.dynamic && NODETOOL_READS.test(o[0]!.value);
   },
 });

@@ -1,5 +1,6 @@
 import { type Args, type Hit, hit, type Rule, type RuleInput } from "./args.js";
 import { ETCD_VALUED, etcdSnapshot, verbs } from "./data-import.js";
+import { NODETOOL_VALUED } from "./option-lists.js";
 
 /**
  * The consoles of clustered services: etcd, Consul, Vault, RabbitMQ, Cassandra's nodetool. By
@@ -135,17 +136,6 @@ function rabbitmqctl({ args }: RuleInput): Hit | null {
   return RABBITMQ_CHANGES.test(cmd) ? SERVICE : null;
 }
 
-const NODETOOL_VALUED = new Set([
-  "-h",
-  "--host",
-  "-p",
-  "--port",
-  "-u",
-  "--username",
-  "-pw",
-  "--password",
-  "-pwf",
-]);
 const NODETOOL_DATA =
   /^(?:flush|repair|cleanup|compact|forcecompact|garbagecollect|scrub|snapshot|rebuild|rebuild_index|refresh|import|upgradesstables|relocatesstables|recompress_sstables|replaybatchlog|resetlocalschema|reloadlocalschema)$/;
 const NODETOOL_SERVICE =

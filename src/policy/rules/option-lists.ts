@@ -30,3 +30,29 @@ export const SYSTEMCTL_VALUED: ReadonlySet<string> = new Set([
   "--timestamp",
   "--drop-in",
 ]);
+
+/** nodetool's connection options, whose value is the next word. */
+export const NODETOOL_VALUED: ReadonlySet<string> = new Set([
+  "-h",
+  "--host",
+  "-p",
+  "--port",
+  "-u",
+  "--username",
+  "-pw",
+  "--password",
+  "-pwf",
+]);
+
+/** Nomad's global options (one dash, Go style), whose value is the next word. */
+export const NOMAD_VALUED: ReadonlySet<string> = new Set([
+  "-address",
+  "-region",
+  "-namespace",
+  "-token",
+  "-ca-cert",
+  "-ca-path",
+  "-client-cert",
+  "-client-key",
+  "-tls-server-name",
+]);

@@ -1,5 +1,6 @@
 import { type Args, type Hit, hit, type Rule, type RuleInput } from "./args.js";
 import { judged, wordsOf } from "./delivery-forges.js";
+import { NOMAD_VALUED } from "./option-lists.js";
 
 /**
  * Schedulers and pipelines. Triggering, pausing, clearing or cancelling their runs changes what
@@ -175,17 +176,6 @@ function dagster({ name, args }: RuleInput): Hit | null {
   return /^(?:start|stop|restart|cursor|backfill)$/.test(verb) ? SCHEDULE : null;
 }
 
-const NOMAD_VALUED = new Set([
-  "-address",
-  "-region",
-  "-namespace",
-  "-token",
-  "-ca-cert",
-  "-ca-path",
-  "-client-cert",
-  "-client-key",
-  "-tls-server-name",
-]);
 const WORKLOAD = hit(2, "container_change");
 const CLUSTER = hit(2, "infrastructure_change");
 const CLUSTER_GONE = hit(3, "infrastructure_destruction");
