@@ -224,8 +224,13 @@ export function runFloor(script: string, args: readonly string[]): Promise<Floor
     });
     child.on("error", reject);
     child.on("close", (code) => {
-      if (code !== 0) reject(new Error(`${script} exited with ${code}`));
-      else resolve(JSON.parse(out) as FloorSample);
+      if (code !== 0) return reject(new Error(`${script} exited with ${code}`));
+      try {
+        resolve(JSON.parse(out) as FloorSample);
+      } catch (err) {
+        // A sample that is not JSON fails the run at once instead of leaving it waiting.
+        reject(new Error(`${script} printed no sample (${String(err)}): ${out.slice(0, 200)}`));
+      }
     });
   });
 }

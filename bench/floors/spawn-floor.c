@@ -152,7 +152,8 @@ int main(int argc, char **argv) {
   if (cpu == 0) cpu = machine_cpu(&busy1, &total1);
   printf("{\"times\":[");
   for (int i = 0; i < sequential; i++) printf("%s%.4f", i ? "," : "", times[i]);
-  if (cpu == 0)
+  /* A run shorter than one clock tick of /proc/stat sees no ticks at all: no share to give. */
+  if (cpu == 0 && total1 > total0)
     printf("],\"rate\":%.3f,\"cpuMs\":%.4f,\"busy\":%.4f}\n", total / seconds, (busy1 - busy0) / total,
            (busy1 - busy0) / (total1 - total0));
   else
