@@ -210,13 +210,16 @@ export function provenDryRun(name: string, args: readonly Word[]): boolean {
   if (name === "pfctl") return pfctlParseOnly(args);
   if (name === "terraform" || name === "tofu") return terraformPlan(args);
   if (name === "aws") return awsDryRun(args);
+  // Every command passes here: only the programs below are worth parsing the arguments for.
+  const ext = /^(?:mke2fs|mkfs\.ext[234])$/.test(name);
+  if (!(PURE.has(name) || name === "git" || ext)) return false;
   if (!isDryRun(name, new Args(args))) return false;
   if (name === "git") {
     const sub = args[0]?.value ?? "";
     const options = Object.hasOwn(GIT_DRY, sub) ? GIT_DRY[sub] : undefined;
     return options !== undefined && allowed({ options }, args.slice(1));
   }
-  if (/^(?:mke2fs|mkfs\.ext[234])$/.test(name)) return mke2fsAllowed(args);
+  if (ext) return mke2fsAllowed(args);
   const form = PURE.get(name);
   return form !== undefined && allowed(form, args);
 }

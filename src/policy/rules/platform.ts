@@ -56,6 +56,19 @@ function daemonAction(a: Args): Hit | null | undefined {
   return action === "status" ? null : SERVICE;
 }
 
+/**
+ * Hadoop's launcher scripts (`hdfs`, `hadoop`, `mapred`, `yarn`) share their front: `--daemon ACTION`
+ * starts or stops a daemon, and their own options come before the subcommand the judge is given.
+ */
+function launcher(judge: (sub: string, rest: Args) => Hit | null): Rule {
+  return ({ args }) => {
+    const daemon = daemonAction(args);
+    if (daemon !== undefined) return daemon;
+    const found = args.subcommand(SCRIPT_VALUED);
+    return found === null ? null : judge(found.value, args.from(found.index + 1));
+  };
+}
+
 /** A subcommand that names a Java class: the scripts run any class they are given. */
 const CLASS_NAME = /^[a-z_$][\w$]*(?:\.[\w$]+)+$/i;
 
@@ -115,13 +128,7 @@ function settings(a: Args): Hit | null {
   return /^-(?:list|get|verify|check|help)/.test(command) ? null : WRITE;
 }
 
-function hdfs({ args }: RuleInput): Hit | null {
-  const daemon = daemonAction(args);
-  if (daemon !== undefined) return daemon;
-  const found = args.subcommand(SCRIPT_VALUED);
-  if (found === null) return null;
-  const sub = found.value;
-  const rest = args.from(found.index + 1);
+function hdfs(sub: string, rest: Args): Hit | null {
   if (sub === "dfs") return fsShell(rest);
   if (sub === "dfsadmin") return dfsadmin(rest);
   // fsck -delete removes the corrupt files it finds; -move puts them in /lost+found.
@@ -135,13 +142,7 @@ function hdfs({ args }: RuleInput): Hit | null {
 }
 
 /** `hadoop key delete` destroys a key: what was encrypted with it can no longer be read. */
-function hadoop({ args }: RuleInput): Hit | null {
-  const daemon = daemonAction(args);
-  if (daemon !== undefined) return daemon;
-  const found = args.subcommand(SCRIPT_VALUED);
-  if (found === null) return null;
-  const sub = found.value;
-  const rest = args.from(found.index + 1);
+function hadoop(sub: string, rest: Args): Hit | null {
   const command = commandOf(rest)?.command;
   switch (sub) {
     case "fs":
@@ -169,13 +170,7 @@ function hadoop({ args }: RuleInput): Hit | null {
 }
 
 /** MapReduce: jobs killed, failed or reprioritised, and jobs submitted (their code runs). */
-function mapred({ args }: RuleInput): Hit | null {
-  const daemon = daemonAction(args);
-  if (daemon !== undefined) return daemon;
-  const found = args.subcommand(SCRIPT_VALUED);
-  if (found === null) return null;
-  const sub = found.value;
-  const rest = args.from(found.index + 1);
+function mapred(sub: string, rest: Args): Hit | null {
   const command = commandOf(rest)?.command ?? "";
   if (sub === "job") {
     if (command === "-submit") return SCRIPT;
@@ -200,13 +195,7 @@ const NODE_PACKAGES = /^(?:add|remove|install|upgrade|up|global|link|unlink|dedu
  * YARN's subcommands are judged as YARN's; the package manager's verbs that change what is
  * installed are Tier 2 (package_change), as for npm.
  */
-function yarn({ args }: RuleInput): Hit | null {
-  const daemon = daemonAction(args);
-  if (daemon !== undefined) return daemon;
-  const found = args.subcommand(SCRIPT_VALUED);
-  if (found === null) return null;
-  const sub = found.value;
-  const rest = args.from(found.index + 1);
+function yarn(sub: string, rest: Args): Hit | null {
   if (sub === "application" || sub === "app") {
     // A YARN service destroyed is gone with its definition and its state in HDFS.
     if (rest.has("-destroy")) return hit(3, "infrastructure_destruction");
@@ -280,10 +269,10 @@ function flink({ args }: RuleInput): Hit | null {
 }
 
 export const PLATFORM_RULES = table([
-  ["hdfs", judged(hdfs)],
-  ["hadoop", judged(hadoop)],
-  ["mapred", judged(mapred)],
-  ["yarn", judged(yarn)],
+  ["hdfs", judged(launcher(hdfs))],
+  ["hadoop", judged(launcher(hadoop))],
+  ["mapred", judged(launcher(mapred))],
+  ["yarn", judged(launcher(yarn))],
   [["hive", "beeline", "spark-sql"], sqlShell],
   ["spark-submit", judged(sparkSubmit)],
   // A REPL runs what it reads on stdin or from -i.
