@@ -155,7 +155,12 @@ export async function startRelayFleet(
       : {}),
     ...settings,
   };
-  const ports = await Promise.all(RELAY_NAMES.map(() => freePort()));
+  // Distinct ports: a port freed a moment ago can be handed out again.
+  const ports: number[] = [];
+  while (ports.length < RELAY_NAMES.length) {
+    const port = await freePort();
+    if (!ports.includes(port) && port !== listen) ports.push(port);
+  }
   // One after the other: the first applies the schema, the others find it done (they would wait on the lock anyway).
   const relays: FleetRelay[] = [];
   for (const [i, name] of RELAY_NAMES.entries())
